@@ -1,0 +1,1 @@
+//! jvmpi-shim: placeholder, filled in below.
