@@ -51,7 +51,7 @@ check() { # feature java
         return
     fi
     local first
-    first=$(printf '%s\n' "$out" | head -n1)
+    first=$(printf '%s\n' "$out" | sed -n 1p)
     case "$first" in
         *\"$1.*|*\"$1\"*) echo "jdk$1: $2: $first" ;;
         *) echo "error: jdk$1 ($2) reports a different version: $first" >&2; fail=1 ;;
