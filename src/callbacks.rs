@@ -1,0 +1,88 @@
+//! The JVMTI callbacks: thin doors from the JVM into the rooms. Each converts its raw
+//! arguments once, catches panics, and calls safe code.
+
+use crate::{classes, gc, guard, lifecycle, threads};
+use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, jthread, JNIEnv};
+use jvmti_bindings::sys::jvmti::{self, jvmtiEnv};
+use std::ffi::{c_char, c_uchar};
+
+pub fn table() -> jvmti::jvmtiEventCallbacks {
+    let mut t = jvmti::jvmtiEventCallbacks::default();
+    t.VMInit = Some(vm_init);
+    t.VMDeath = Some(vm_death);
+    t.ThreadStart = Some(thread_start);
+    t.ThreadEnd = Some(thread_end);
+    t.ClassPrepare = Some(class_prepare);
+    t.ClassFileLoadHook = Some(class_file_load_hook);
+    t.GarbageCollectionStart = Some(gc_start);
+    t.GarbageCollectionFinish = Some(gc_finish);
+    t.ObjectFree = Some(object_free);
+    t.DataDumpRequest = Some(data_dump_request);
+    t
+}
+
+unsafe extern "system" fn vm_init(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread) {
+    guard("VMInit", (), || lifecycle::vm_init(env, thread))
+}
+
+unsafe extern "system" fn vm_death(_j: *mut jvmtiEnv, env: *mut JNIEnv) {
+    guard("VMDeath", (), || lifecycle::vm_death(env))
+}
+
+unsafe extern "system" fn thread_start(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread) {
+    guard("ThreadStart", (), || threads::on_thread_start(env, thread))
+}
+
+unsafe extern "system" fn thread_end(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread) {
+    guard("ThreadEnd", (), || threads::on_thread_end(env, thread))
+}
+
+unsafe extern "system" fn class_prepare(_j: *mut jvmtiEnv, env: *mut JNIEnv, _t: jthread, k: jclass) {
+    guard("ClassPrepare", (), || classes::on_class_prepare(env, k))
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "system" fn class_file_load_hook(
+    _j: *mut jvmtiEnv,
+    env: *mut JNIEnv,
+    redefined: jclass,
+    _loader: jobject,
+    _name: *const c_char,
+    _pd: jobject,
+    len: jint,
+    data: *const c_uchar,
+    new_len: *mut jint,
+    new_data: *mut *mut c_uchar,
+) {
+    guard("ClassFileLoadHook", (), || {
+        if data.is_null() || len < 0 || new_len.is_null() || new_data.is_null() {
+            return;
+        }
+        // SAFETY: JVMTI passes `len` bytes of class file at `data`, valid during the callback.
+        let bytes = unsafe { std::slice::from_raw_parts(data, len as usize) };
+        let redefined = (!redefined.is_null()).then_some(redefined);
+        if let Some((out, out_len)) = classes::on_class_file_load_hook(env, redefined, bytes) {
+            // SAFETY: JVMTI's out-parameters; `out` is JVMTI-allocated memory of `out_len` bytes.
+            unsafe {
+                *new_data = out;
+                *new_len = out_len;
+            }
+        }
+    })
+}
+
+unsafe extern "system" fn gc_start(_j: *mut jvmtiEnv) {
+    gc::on_gc_start()
+}
+
+unsafe extern "system" fn gc_finish(_j: *mut jvmtiEnv) {
+    gc::on_gc_finish()
+}
+
+unsafe extern "system" fn object_free(_j: *mut jvmtiEnv, tag: jlong) {
+    gc::on_object_free(tag)
+}
+
+unsafe extern "system" fn data_dump_request(_j: *mut jvmtiEnv) {
+    guard("DataDumpRequest", (), lifecycle::data_dump_request)
+}

@@ -1,0 +1,315 @@
+//! Classes: `CLASS_LOAD`, `CLASS_UNLOAD`, `CLASS_LOAD_HOOK`, and `GetMethodClass`.
+//!
+//! A class ID is the ID (tag) of its `java.lang.Class` object. The table `ANNOUNCED` holds the
+//! classes the agent has been told about, with their method IDs; a class is entered the moment
+//! its `CLASS_LOAD` is claimed, so it is announced exactly once however many threads race to
+//! name it. `CLASS_LOAD` is built at JVMTI `ClassPrepare` (the first moment methods and fields
+//! can be listed); classes that were prepared before the agent enabled the event are announced
+//! by `announce_all` (the catch-up), and array classes when an event first names them.
+//! A class unload is the death of its tagged `Class` object, which the GC room reports inside
+//! its GC_START/GC_FINISH bracket.
+//!
+//! `METHODS` knows every method ID the shim has handed out or listed, so that an ID that comes
+//! back from an agent can be checked before JVMTI sees it.
+
+use crate::abi::*;
+use crate::{events, ids, jvm, lines};
+use dashmap::DashMap;
+use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, JNIEnv};
+use jvmti_bindings::sys::jvmti;
+use std::ffi::{c_uchar, c_uint, c_void, CString};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::LazyLock;
+
+struct ClassRec {
+    methods: Vec<usize>,
+}
+
+static ANNOUNCED: LazyLock<DashMap<jlong, ClassRec>> = LazyLock::new(DashMap::new);
+/// jmethodID → tag of its class (0 when not known yet).
+static METHODS: LazyLock<DashMap<usize, jlong>> = LazyLock::new(DashMap::new);
+
+/// `java/lang/String` → `java.lang.String`; `[Ljava/lang/String;` → `[Ljava.lang.String;`.
+pub fn jvmpi_name(signature: &str) -> String {
+    let s = signature.strip_prefix('L').and_then(|s| s.strip_suffix(';')).unwrap_or(signature);
+    s.replace('/', ".")
+}
+
+/// Everything a CLASS_LOAD event points into, owned until the event has been sent.
+struct ClassInfo {
+    name: CString,
+    source: CString,
+    interfaces: jint,
+    method_strings: Vec<(CString, CString)>,
+    methods: Vec<JVMPI_Method>,
+    field_strings: Vec<(CString, CString, bool)>,
+    statics: Vec<JVMPI_Field>,
+    instances: Vec<JVMPI_Field>,
+}
+
+impl ClassInfo {
+    fn read(k: jclass, sig: &str) -> Result<ClassInfo, String> {
+        let e = jvm::err_name;
+        let is_array = sig.starts_with('[');
+        let source = if is_array { String::new() } else { jvm::source_file(k).unwrap_or_default() };
+        let mids = if is_array { Vec::new() } else { jvm::class_methods(k).map_err(e)? };
+        let fields = if is_array { Vec::new() } else { jvm::class_fields(k).map_err(e)? };
+        let interfaces = jvm::interface_count(k).map_err(e)? as jint;
+        let mut method_strings = Vec::with_capacity(mids.len());
+        let mut methods = Vec::with_capacity(mids.len());
+        for &m in &mids {
+            let (n, s) = jvm::method_name(m).map_err(e)?;
+            method_strings.push((jvm::cstring(&n), jvm::cstring(&s)));
+            let (lo, hi) = lines::range_of(m);
+            let (n, s) = method_strings.last().map(|(n, s)| (n.as_ptr(), s.as_ptr())).unwrap_or_default();
+            methods.push(JVMPI_Method {
+                method_name: n as *mut _,
+                method_signature: s as *mut _,
+                start_lineno: lo,
+                end_lineno: hi,
+                method_id: m,
+            });
+        }
+        let field_strings: Vec<_> =
+            fields.iter().map(|(n, s, st)| (jvm::cstring(n), jvm::cstring(s), *st)).collect();
+        let pick = |want_static: bool| -> Vec<JVMPI_Field> {
+            field_strings
+                .iter()
+                .filter(|f| f.2 == want_static)
+                .map(|(n, s, _)| JVMPI_Field { field_name: n.as_ptr() as *mut _, field_signature: s.as_ptr() as *mut _ })
+                .collect()
+        };
+        let (statics, instances) = (pick(true), pick(false));
+        Ok(ClassInfo {
+            name: jvm::cstring(&jvmpi_name(sig)),
+            source: jvm::cstring(&source),
+            interfaces,
+            method_strings,
+            methods,
+            statics,
+            instances,
+            field_strings,
+        })
+    }
+
+    fn event(&mut self, env: *mut JNIEnv, class_id: jobjectID) -> JVMPI_Event {
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_CLASS_LOAD, env);
+        ev.u.class_load = ClassLoad {
+            class_name: self.name.as_ptr() as *mut _,
+            source_name: self.source.as_ptr() as *mut _,
+            num_interfaces: self.interfaces,
+            num_methods: self.methods.len() as jint,
+            methods: self.methods.as_mut_ptr(),
+            num_static_fields: self.statics.len() as jint,
+            statics: self.statics.as_mut_ptr(),
+            num_instance_fields: self.instances.len() as jint,
+            instances: self.instances.as_mut_ptr(),
+            class_id,
+        };
+        ev
+    }
+}
+
+/// Announces a class (once, unless `requested`), in the current thread `env`. Returns its ID.
+fn announce(env: *mut JNIEnv, k: jclass, requested: bool) -> Result<jobjectID, String> {
+    let tag = ids::tag_of(k)?;
+    if !requested && ANNOUNCED.contains_key(&tag) {
+        return Ok(ids::to_id(tag));
+    }
+    let sig = jvm::class_signature(k).map_err(jvm::err_name)?;
+    let mut info = ClassInfo::read(k, &sig)?;
+    let methods: Vec<usize> = info.methods.iter().map(|m| m.method_id as usize).collect();
+    for &m in &methods {
+        METHODS.insert(m, tag);
+    }
+    if !requested {
+        // Claim: only the thread that enters the class sends its CLASS_LOAD.
+        let mut claimed = false;
+        ANNOUNCED.entry(tag).or_insert_with(|| {
+            claimed = true;
+            ClassRec { methods }
+        });
+        if !claimed || !events::enabled(JVMPI_EVENT_CLASS_LOAD) {
+            return Ok(ids::to_id(tag));
+        }
+    }
+    let mut ev = info.event(env, ids::to_id(tag));
+    if requested {
+        events::send_requested(&mut ev);
+    } else {
+        events::send(&mut ev);
+    }
+    drop(info.method_strings);
+    drop(info.field_strings);
+    Ok(ids::to_id(tag))
+}
+
+/// The ID of class `k`, announcing it first if the agent wants CLASS_LOAD and has not had it.
+pub fn ensure_announced(env: *mut JNIEnv, k: jclass) -> Result<jobjectID, String> {
+    if events::is_ready() && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
+        announce(env, k, false)
+    } else {
+        ids::id_of(k)
+    }
+}
+
+/// JVMTI ClassPrepare.
+pub fn on_class_prepare(env: *mut JNIEnv, k: jclass) {
+    if events::is_ready() && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
+        if let Err(e) = announce(env, k, false) {
+            log::debug!("CLASS_LOAD: {e}");
+        }
+    }
+}
+
+/// Catch-up: every prepared class the agent has not heard of.
+pub fn announce_all() {
+    let Some(env) = jvm::current_jni() else { return };
+    let jni = jvm::Jni::of(env);
+    let Ok(all) = jvm::loaded_classes() else { return };
+    for k in all {
+        let prepared = jvm::class_status(k).is_ok_and(|s| {
+            s & jvmti::JVMTI_CLASS_STATUS_PREPARED != 0
+                && s & (jvmti::JVMTI_CLASS_STATUS_ARRAY | jvmti::JVMTI_CLASS_STATUS_PRIMITIVE) == 0
+        });
+        if prepared {
+            if let Err(e) = announce(env, k, false) {
+                log::debug!("CLASS_LOAD (catch-up): {e}");
+            }
+        }
+        jni.delete_local_ref(k);
+    }
+}
+
+/// `RequestEvent(JVMPI_EVENT_CLASS_LOAD, class ID)`.
+pub fn request(id: jobjectID) -> Result<(), String> {
+    let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
+    let obj = ids::object_of(id)?;
+    let jni = jvm::Jni::of(env);
+    let k = jni.object_class(obj);
+    let is_class = jvm::class_signature(k).is_ok_and(|s| s == "Ljava/lang/Class;");
+    jni.delete_local_ref(k);
+    let r = if is_class { announce(env, obj, true).map(|_| ()) } else { Err(format!("{id:p} is not a class ID")) };
+    jni.delete_local_ref(obj);
+    r
+}
+
+/// A tagged object died: if it was an announced class, the class is unloaded. Returns whether
+/// `tag` was a class. Runs on the GC room's thread, inside its GC bracket.
+pub fn unloaded(env: *mut JNIEnv, tag: jlong) -> bool {
+    let Some((_, rec)) = ANNOUNCED.remove(&tag) else { return false };
+    lines::invalidate(&rec.methods);
+    for m in &rec.methods {
+        METHODS.remove(m);
+    }
+    if events::enabled(JVMPI_EVENT_CLASS_UNLOAD) {
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_CLASS_UNLOAD, env);
+        ev.u.class_unload = ClassUnload { class_id: ids::to_id(tag) };
+        events::send(&mut ev);
+    }
+    true
+}
+
+/// Remembers a method ID the JVM handed out (stack traces), so it can be checked later.
+pub fn note_method(m: jmethodID) {
+    if !METHODS.contains_key(&(m as usize)) {
+        METHODS.insert(m as usize, 0);
+    }
+}
+
+static SCANNED_AT: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// Whether `m` is a method ID of a loaded class. Unknown IDs trigger one scan of the loaded
+/// classes per change in their number, so a garbage ID costs little and never reaches JVMTI.
+fn known_method(m: jmethodID) -> bool {
+    if METHODS.contains_key(&(m as usize)) {
+        return true;
+    }
+    let Ok(all) = jvm::loaded_classes() else { return false };
+    let jni = jvm::Jni::current();
+    if SCANNED_AT.swap(all.len(), Relaxed) != all.len() {
+        for &k in &all {
+            if let Ok(ms) = jvm::class_methods(k) {
+                for x in ms {
+                    note_method(x);
+                }
+            }
+        }
+    }
+    if let Some(jni) = jni {
+        all.into_iter().for_each(|k| jni.delete_local_ref(k));
+    }
+    METHODS.contains_key(&(m as usize))
+}
+
+/// `GetMethodClass`.
+pub fn method_class(m: jmethodID) -> jobjectID {
+    if m.is_null() || !known_method(m) {
+        log::warn!("GetMethodClass({m:p}): not a method ID of a loaded class; NULL");
+        return std::ptr::null_mut();
+    }
+    let r = jvm::method_class(m).map_err(jvm::err_name).and_then(|k| {
+        let env = jvm::current_jni();
+        let id = match env {
+            Some(env) => ensure_announced(env, k),
+            None => ids::id_of(k),
+        };
+        if let Some(env) = env {
+            jvm::Jni::of(env).delete_local_ref(k);
+        }
+        id
+    });
+    r.unwrap_or_else(|e| {
+        log::warn!("GetMethodClass({m:p}): {e}");
+        std::ptr::null_mut()
+    })
+}
+
+// ---- CLASS_LOAD_HOOK ------------------------------------------------------------------------
+
+/// The `malloc_f` handed to the agent: its buffer is copied into JVMTI memory and freed.
+unsafe extern "C" fn hook_malloc(size: c_uint) -> *mut c_void {
+    // SAFETY: plain C allocation; freed with libc::free after the hook returns.
+    unsafe { libc::malloc(size as usize) }
+}
+
+/// JVMTI ClassFileLoadHook. `data` is the class file; the return value, if any, is the agent's
+/// replacement (pointer, length), already in JVMTI memory.
+pub fn on_class_file_load_hook(env: *mut JNIEnv, redefined: Option<jclass>, data: &[u8]) -> Option<(*mut u8, jint)> {
+    if let Some(k) = redefined {
+        if let Ok(ms) = jvm::class_methods(k) {
+            lines::invalidate(&ms.iter().map(|&m| m as usize).collect::<Vec<_>>());
+        }
+    }
+    if !events::is_ready() || !events::enabled(JVMPI_EVENT_CLASS_LOAD_HOOK) {
+        return None;
+    }
+    let old = data.as_ptr() as *mut c_uchar;
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_CLASS_LOAD_HOOK, env);
+    ev.u.class_load_hook = ClassLoadHook {
+        class_data: old,
+        class_data_len: data.len() as jint,
+        new_class_data: old,
+        new_class_data_len: data.len() as jint,
+        malloc_f: Some(hook_malloc),
+    };
+    if !events::send(&mut ev) {
+        return None;
+    }
+    // SAFETY: reading back the union member the agent was given.
+    let h = unsafe { ev.u.class_load_hook };
+    if h.new_class_data.is_null() || h.new_class_data == old {
+        return None;
+    }
+    let out = if h.new_class_data_len > 0 {
+        // SAFETY: the agent returned a buffer of new_class_data_len bytes allocated by malloc_f.
+        let bytes = unsafe { std::slice::from_raw_parts(h.new_class_data, h.new_class_data_len as usize) };
+        jvm::jvmti_copy(bytes).ok().map(|p| (p, bytes.len() as jint))
+    } else {
+        log::warn!("CLASS_LOAD_HOOK: the agent returned new class data of length {}; kept the original", h.new_class_data_len);
+        None
+    };
+    // SAFETY: the agent's buffer came from hook_malloc (libc::malloc), and is not used again.
+    unsafe { libc::free(h.new_class_data as *mut c_void) };
+    out
+}

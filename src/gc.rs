@@ -1,0 +1,131 @@
+//! Garbage collection: `GC_START`, `GC_FINISH`, the deaths of tagged objects (today: class
+//! unloads), and `RunGC`, `DisableGC`, `EnableGC`.
+//!
+//! JVMTI's GC callbacks run inside the collection, where almost nothing may be called, and
+//! since JDK 16 object deaths arrive later on another thread. So the JVMTI callbacks only
+//! count collections and queue dead tags; one shim thread ("JVMPI GC events") delivers, after
+//! each collection, the JVMPI bracket in order:
+//!
+//!   GC_START → (flush pending deaths) → CLASS_UNLOAD … → GC_FINISH(heap figures)
+//!
+//! Both ends of the bracket are sent by the same thread, so an agent that enters its raw
+//! monitors in GC_START and leaves them in GC_FINISH (as the spec tells it to) cannot
+//! deadlock, and every death is reported inside a bracket. Collections that end while a bracket
+//! is being delivered are reported by the next bracket. `gc_info` is measured after the
+//! collection with one heap iteration (which also makes JDK 16+ post pending deaths now).
+//!
+//! `DisableGC`/`EnableGC` nest and change nothing: object IDs are tags, which a collection
+//! neither moves nor invalidates while the object lives.
+
+use crate::abi::*;
+use crate::{classes, events, jvm};
+use jvmti_bindings::sys::jni::{jlong, JNIEnv};
+use jvmti_bindings::sys::jvmti;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::*};
+use std::sync::{Mutex, OnceLock};
+
+static FINISHED: AtomicU64 = AtomicU64::new(0);
+static STOP: AtomicBool = AtomicBool::new(false);
+/// The delivery thread, woken with `unpark` (a futex wake: never blocks the GC).
+static WAKE: OnceLock<std::thread::Thread> = OnceLock::new();
+/// Tags whose objects died, not yet reported.
+static DEAD_TAGS: Mutex<Vec<jlong>> = Mutex::new(Vec::new());
+static GC_DISABLED: AtomicI32 = AtomicI32::new(0);
+
+/// JVMTI GarbageCollectionStart: nothing to do until the collection ends.
+pub fn on_gc_start() {}
+
+/// JVMTI GarbageCollectionFinish (inside the collection: only raw monitors may be used).
+pub fn on_gc_finish() {
+    FINISHED.fetch_add(1, SeqCst);
+    if let Some(t) = WAKE.get() {
+        t.unpark();
+    }
+}
+
+/// JVMTI ObjectFree (inside the collection on JDK 11, later on the Service Thread since 16).
+pub fn on_object_free(tag: jlong) {
+    DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()).push(tag);
+}
+
+fn wants_bracket() -> bool {
+    events::enabled(JVMPI_EVENT_GC_START) || events::enabled(JVMPI_EVENT_GC_FINISH) || events::enabled(JVMPI_EVENT_CLASS_UNLOAD)
+}
+
+fn deliver_bracket(env: *mut JNIEnv) {
+    if !events::is_ready() || !wants_bracket() {
+        DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        return;
+    }
+    if events::enabled(JVMPI_EVENT_GC_START) {
+        events::send(&mut JVMPI_Event::new(JVMPI_EVENT_GC_START, env));
+    }
+    // The heap walk measures the heap and makes the JVM post deaths it has not posted yet.
+    let (objects, bytes) = jvm::count_heap().unwrap_or((0, 0));
+    let dead = std::mem::take(&mut *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()));
+    for tag in dead {
+        classes::unloaded(env, tag);
+    }
+    if events::enabled(JVMPI_EVENT_GC_FINISH) {
+        let total = jvm::Jni::of(env).total_memory().unwrap_or(bytes);
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_GC_FINISH, env);
+        ev.u.gc_info = GcInfo { used_objects: objects, used_object_space: bytes, total_object_space: total.max(bytes) };
+        events::send(&mut ev);
+    }
+}
+
+unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut JNIEnv, _arg: *mut c_void) {
+    crate::guard("GC events thread", (), || {
+        let _ = WAKE.set(std::thread::current());
+        let mut seen = 0;
+        loop {
+            while FINISHED.load(SeqCst) == seen && !STOP.load(SeqCst) {
+                std::thread::park();
+            }
+            if STOP.load(SeqCst) {
+                return;
+            }
+            seen = FINISHED.load(SeqCst);
+            deliver_bracket(env);
+        }
+    })
+}
+
+/// Starts the delivery thread (at VM init, from a thread with `env`).
+pub fn start(env: *mut JNIEnv) -> Result<(), String> {
+    let jni = jvm::Jni::of(env);
+    let t = jni.new_thread("JVMPI GC events").ok_or("cannot make the GC events thread")?;
+    let r = jvm::run_agent_thread(t, gc_thread_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);
+    jni.delete_local_ref(t);
+    r.map_err(jvm::err_name)
+}
+
+/// Stops the delivery thread (at VM death). A bracket under way finishes; no new one starts.
+pub fn stop() {
+    STOP.store(true, SeqCst);
+    if let Some(t) = WAKE.get() {
+        t.unpark();
+    }
+}
+
+/// `RunGC`: a full collection, now. Its events follow from the delivery thread.
+pub fn run_gc() {
+    if GC_DISABLED.load(SeqCst) > 0 {
+        log::warn!("RunGC called while GC is disabled (JVMPI forbids it); collecting anyway");
+    }
+    if let Err(e) = jvm::force_gc() {
+        log::warn!("RunGC: {}", jvm::err_name(e));
+    }
+}
+
+pub fn disable_gc() {
+    GC_DISABLED.fetch_add(1, SeqCst);
+}
+
+pub fn enable_gc() {
+    if GC_DISABLED.fetch_sub(1, SeqCst) <= 0 {
+        GC_DISABLED.fetch_add(1, SeqCst);
+        log::warn!("EnableGC without a matching DisableGC; ignored");
+    }
+}

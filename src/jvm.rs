@@ -1,0 +1,546 @@
+//! The JVM underneath: the one JVMTI environment the shim owns, its capabilities, which JVMTI
+//! events are switched on, and a safe facade over the JVMTI and JNI calls the rooms use.
+//!
+//! Every call into JVMTI or JNI made by the shim goes through this file, so this is where the
+//! `unsafe` surface of talking to the JVM is. The contract of the facade: JNI handles passed in
+//! (`jobject`, `jclass`, `jthread`, `jmethodID`) are live handles that the JVM gave the shim
+//! (callback arguments, local references made in the current thread, global references the
+//! shim keeps, method IDs the JVM listed). IDs that come from an agent are never handed to the
+//! JVM before the room that owns them has checked them against its own table.
+//!
+//! JVMTI events are reference-counted: a room asks for an event with [`want`] and gives it back
+//! with [`unwant`]; the JVM is told only on the 0↔1 transitions, so an event no JVMPI event
+//! needs costs nothing.
+
+use jvmti_bindings::sys::jni::{self, jclass, jint, jlong, jmethodID, jobject, jthread, JNIEnv, JavaVM};
+use jvmti_bindings::sys::jvmti::{self, jvmtiError, jvmtiEvent};
+use jvmti_bindings::env::{JniEnv, Jvmti};
+use std::ffi::{c_void, CStr, CString};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// The shim's JVMTI environment. JVMTI environments may be used from any thread.
+struct Env(Jvmti);
+// SAFETY: a jvmtiEnv is valid process-wide and JVMTI functions are thread-safe (JVMTI spec,
+// "Environments"); the wrapper holds only the pointer.
+unsafe impl Send for Env {}
+// SAFETY: as above.
+unsafe impl Sync for Env {}
+
+static ENV: OnceLock<Env> = OnceLock::new();
+
+/// The JVM's own `JavaVM*` and its real invoke table (before the loader hooked `GetEnv`).
+#[derive(Clone, Copy)]
+pub struct RealVm {
+    pub vm: usize,
+    pub get_env: unsafe extern "system" fn(*mut JavaVM, *mut *mut c_void, jint) -> jint,
+    pub attach_daemon: unsafe extern "system" fn(*mut JavaVM, *mut *mut c_void, *mut c_void) -> jint,
+}
+static REAL_VM: OnceLock<RealVm> = OnceLock::new();
+
+pub type Error = jvmtiError;
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn env() -> Result<&'static Jvmti> {
+    ENV.get().map(|e| &e.0).ok_or(jvmtiError::INVALID_ENVIRONMENT)
+}
+
+/// The name of a JVMTI error, for log lines.
+pub fn err_name(e: Error) -> String {
+    match env() {
+        Ok(j) => j.error_to_string(e),
+        Err(_) => format!("JVMTI error {}", e.raw()),
+    }
+}
+
+/// Connects to the JVM: remembers its invoke table and gets the shim's JVMTI environment.
+/// Must run before the loader replaces the `JavaVM`'s table.
+pub fn connect(vm: *mut JavaVM) -> std::result::Result<(), String> {
+    if vm.is_null() {
+        return Err("the JVM passed a NULL JavaVM".into());
+    }
+    // SAFETY: `vm` is the JavaVM the JVM passed to Agent_OnLoad/JVM_OnLoad; its first word is
+    // the invoke-interface table, valid for the life of the process.
+    let table = unsafe { &**vm };
+    let real = RealVm {
+        vm: vm as usize,
+        get_env: table.GetEnv,
+        attach_daemon: table.AttachCurrentThreadAsDaemon,
+    };
+    let _ = REAL_VM.set(real);
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: calling the JVM's own GetEnv with its own JavaVM and a valid out-pointer.
+    let rc = unsafe { (real.get_env)(vm, &mut p, jvmti::JVMTI_VERSION_1_2) };
+    if rc != jni::JNI_OK || p.is_null() {
+        return Err(format!("the JVM did not give a JVMTI environment (GetEnv returned {rc})"));
+    }
+    // SAFETY: `p` is a jvmtiEnv* just returned by GetEnv.
+    let _ = ENV.set(Env(unsafe { Jvmti::from_raw(p as *mut jvmti::jvmtiEnv) }));
+    Ok(())
+}
+
+pub fn real_vm() -> Option<RealVm> {
+    REAL_VM.get().copied()
+}
+
+/// The current thread's JNIEnv, if the thread is attached to the JVM.
+pub fn current_jni() -> Option<*mut JNIEnv> {
+    let real = REAL_VM.get()?;
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: the real GetEnv with the real JavaVM and a valid out-pointer.
+    let rc = unsafe { (real.get_env)(real.vm as *mut JavaVM, &mut p, jni::JNI_VERSION_1_2) };
+    (rc == jni::JNI_OK && !p.is_null()).then_some(p as *mut JNIEnv)
+}
+
+/// The current thread's JNIEnv, attaching the thread (as a daemon) if it is not attached yet.
+pub fn attach_current() -> Option<*mut JNIEnv> {
+    if let Some(e) = current_jni() {
+        return Some(e);
+    }
+    let real = REAL_VM.get()?;
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: the real AttachCurrentThreadAsDaemon with the real JavaVM; NULL args are allowed.
+    let rc = unsafe { (real.attach_daemon)(real.vm as *mut JavaVM, &mut p, std::ptr::null_mut()) };
+    (rc == jni::JNI_OK && !p.is_null()).then_some(p as *mut JNIEnv)
+}
+
+/// A JNI view of a JNIEnv that belongs to the current thread.
+pub fn jni(env: *mut JNIEnv) -> JniEnv {
+    // SAFETY: callers pass the current thread's JNIEnv (from a JVMTI callback or current_jni()).
+    unsafe { JniEnv::from_raw(env) }
+}
+
+// ---- capabilities and callbacks ---------------------------------------------------------------
+
+/// Adds every capability the shim may need. Done once, in the OnLoad (or live) phase; none of
+/// these changes how the JVM runs until an event that uses it is enabled.
+pub fn add_capabilities() -> std::result::Result<(), String> {
+    let j = env().map_err(err_name)?;
+    let potential = j.get_potential_capabilities().map_err(err_name)?;
+    let mut c = jvmti::jvmtiCapabilities::default();
+    // Keep only what this JVM can give (a live-phase start cannot have onload-only ones).
+    macro_rules! take {
+        ($($get:ident => $set:ident),* $(,)?) => { $( if potential.$get() { c.$set(true); } )* };
+    }
+    take!(
+        can_tag_objects => set_can_tag_objects,
+        can_generate_garbage_collection_events => set_can_generate_garbage_collection_events,
+        can_generate_object_free_events => set_can_generate_object_free_events,
+        can_get_source_file_name => set_can_get_source_file_name,
+        can_get_line_numbers => set_can_get_line_numbers,
+        can_suspend => set_can_suspend,
+        can_get_current_thread_cpu_time => set_can_get_current_thread_cpu_time,
+        can_get_thread_cpu_time => set_can_get_thread_cpu_time,
+        can_signal_thread => set_can_signal_thread,
+        can_generate_all_class_hook_events => set_can_generate_all_class_hook_events,
+        can_get_monitor_info => set_can_get_monitor_info,
+    );
+    j.add_capabilities(&c).map_err(err_name)
+}
+
+pub fn has_capability(check: impl Fn(&jvmti::jvmtiCapabilities) -> bool) -> bool {
+    env().and_then(|j| j.get_capabilities()).map(|c| check(&c)).unwrap_or(false)
+}
+
+pub fn set_callbacks(cb: jvmti::jvmtiEventCallbacks) -> Result<()> {
+    env()?.set_event_callbacks(cb)
+}
+
+static WANTED: [AtomicU32; 100] = [const { AtomicU32::new(0) }; 100];
+static EVENT_SWITCH: Mutex<()> = Mutex::new(());
+
+fn set_mode(ev: jvmtiEvent, on: bool) -> Result<()> {
+    let j = env()?;
+    // SAFETY: a NULL thread means "all threads"; the event number comes from the JVMTI constants.
+    unsafe { j.set_event_notification_mode(on, ev, std::ptr::null_mut()) }
+}
+
+/// Asks for a JVMTI event; the JVM is told to send it when the first asker arrives.
+pub fn want(ev: jvmtiEvent) -> Result<()> {
+    let _g = EVENT_SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    let n = &WANTED[ev as usize];
+    if n.load(Ordering::Relaxed) == 0 {
+        set_mode(ev, true)?;
+    }
+    n.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Gives a JVMTI event back; the JVM stops sending it when the last asker leaves.
+pub fn unwant(ev: jvmtiEvent) {
+    let _g = EVENT_SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    let n = &WANTED[ev as usize];
+    if n.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    if n.fetch_sub(1, Ordering::Relaxed) == 1 {
+        if let Err(e) = set_mode(ev, false) {
+            log::debug!("disabling JVMTI event {ev}: {}", err_name(e));
+        }
+    }
+}
+
+pub fn phase() -> Result<jvmti::jvmtiPhase> {
+    env()?.get_phase()
+}
+
+pub fn version() -> Result<jint> {
+    env()?.get_version_number()
+}
+
+// ---- memory -------------------------------------------------------------------------------------
+
+/// Copies bytes into memory allocated by JVMTI `Allocate` (what ClassFileLoadHook must return).
+pub fn jvmti_copy(bytes: &[u8]) -> Result<*mut u8> {
+    let j = env()?;
+    // SAFETY: Allocate returns a fresh block of the asked size or an error.
+    let p = unsafe { j.allocate_raw(bytes.len() as jlong)? };
+    // SAFETY: `p` has room for `bytes.len()` bytes and does not overlap `bytes`.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len()) };
+    Ok(p)
+}
+
+// ---- tags -----------------------------------------------------------------------------------------
+
+pub fn get_tag(obj: jobject) -> Result<jlong> {
+    // SAFETY: facade contract: `obj` is a live JNI reference.
+    unsafe { env()?.get_tag(obj) }
+}
+
+pub fn set_tag(obj: jobject, tag: jlong) -> Result<()> {
+    // SAFETY: facade contract: `obj` is a live JNI reference.
+    unsafe { env()?.set_tag(obj, tag) }
+}
+
+/// The object carrying `tag`, as a local reference of the current thread.
+pub fn object_with_tag(tag: jlong) -> Result<Option<jobject>> {
+    let (objs, _) = env()?.get_objects_with_tags(&[tag])?;
+    Ok(objs.into_iter().next())
+}
+
+/// Counts the live objects and their bytes with one heap iteration.
+pub fn count_heap() -> Result<(jlong, jlong)> {
+    unsafe extern "system" fn count(_ct: jlong, size: jlong, _tp: *mut jlong, _len: jint, ud: *mut c_void) -> jint {
+        // SAFETY: `ud` is the `(jlong, jlong)` owned by the enclosing call, alive for the iteration.
+        let acc = unsafe { &mut *(ud as *mut (jlong, jlong)) };
+        acc.0 += 1;
+        acc.1 += size;
+        0
+    }
+    let mut acc: (jlong, jlong) = (0, 0);
+    let mut cb = jvmti::jvmtiHeapCallbacks::default();
+    cb.heap_iteration_callback = Some(count);
+    // SAFETY: callbacks and user data outlive the synchronous iteration.
+    unsafe { env()?.iterate_through_heap(0, std::ptr::null_mut(), &cb, &mut acc as *mut _ as *const c_void)? };
+    Ok(acc)
+}
+
+pub fn force_gc() -> Result<()> {
+    env()?.force_garbage_collection()
+}
+
+// ---- classes ------------------------------------------------------------------------------------
+
+pub fn loaded_classes() -> Result<Vec<jclass>> {
+    env()?.get_loaded_classes()
+}
+
+pub fn class_signature(k: jclass) -> Result<String> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_class_signature(k) }.map(|(s, _)| s)
+}
+
+pub fn class_status(k: jclass) -> Result<jint> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_class_status(k) }
+}
+
+pub fn source_file(k: jclass) -> Result<String> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_source_file_name(k) }
+}
+
+pub fn interface_count(k: jclass) -> Result<usize> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_implemented_interfaces(k) }.map(|v| v.len())
+}
+
+pub fn class_methods(k: jclass) -> Result<Vec<jmethodID>> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_class_methods(k) }
+}
+
+/// (name, signature, is_static) of each field the class declares.
+pub fn class_fields(k: jclass) -> Result<Vec<(String, String, bool)>> {
+    let j = env()?;
+    // SAFETY: facade contract; field IDs come from the JVM for this class.
+    unsafe {
+        let mut out = Vec::new();
+        for f in j.get_class_fields(k)? {
+            let (name, sig, _) = j.get_field_name(k, f)?;
+            let m = j.get_field_modifiers(k, f)?;
+            out.push((name, sig, m & 0x0008 != 0));
+        }
+        Ok(out)
+    }
+}
+
+pub fn method_name(m: jmethodID) -> Result<(String, String)> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_method_name(m) }.map(|(n, s, _)| (n, s))
+}
+
+pub fn method_class(m: jmethodID) -> Result<jclass> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_method_declaring_class(m) }
+}
+
+pub fn is_native(m: jmethodID) -> Result<bool> {
+    // SAFETY: facade contract.
+    unsafe { env()?.is_method_native(m) }
+}
+
+pub fn line_table(m: jmethodID) -> Result<Vec<(jlong, jint)>> {
+    // SAFETY: facade contract.
+    let t = unsafe { env()?.get_line_number_table(m)? };
+    Ok(t.into_iter().map(|e| (e.start_location, e.line_number)).collect())
+}
+
+// ---- threads ------------------------------------------------------------------------------------
+
+pub fn current_thread() -> Result<jthread> {
+    env()?.get_current_thread()
+}
+
+pub fn all_threads() -> Result<Vec<jthread>> {
+    env()?.get_all_threads()
+}
+
+/// (thread name, group name, parent group name).
+pub fn thread_names(t: jthread) -> Result<(String, String, String)> {
+    let j = env()?;
+    // SAFETY: facade contract; the group handles come from the JVM.
+    unsafe {
+        let info = j.get_thread_info(t)?;
+        let name = info.name.unwrap_or_default();
+        let (mut group, mut parent) = (String::new(), String::new());
+        if !info.thread_group.is_null() {
+            let g = j.get_thread_group_info(info.thread_group)?;
+            group = g.name.unwrap_or_default();
+            if !g.parent.is_null() {
+                parent = j.get_thread_group_info(g.parent)?.name.unwrap_or_default();
+            }
+        }
+        Ok((name, group, parent))
+    }
+}
+
+pub fn thread_state(t: jthread) -> Result<jint> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_thread_state(t) }
+}
+
+pub fn thread_cpu_time(t: jthread) -> Result<jlong> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_thread_cpu_time(t) }
+}
+
+pub fn current_thread_cpu_time() -> Result<jlong> {
+    env()?.get_current_thread_cpu_time()
+}
+
+pub fn suspend(t: jthread) -> Result<()> {
+    // SAFETY: facade contract.
+    unsafe { env()?.suspend_thread(t) }
+}
+
+pub fn resume(t: jthread) -> Result<()> {
+    // SAFETY: facade contract.
+    unsafe { env()?.resume_thread(t) }
+}
+
+pub fn stack_trace(t: jthread, depth: jint) -> Result<Vec<(jmethodID, jlong)>> {
+    // SAFETY: facade contract.
+    let frames = unsafe { env()?.get_stack_trace(t, 0, depth)? };
+    Ok(frames.into_iter().map(|f| (f.method, f.location)).collect())
+}
+
+pub type AgentThreadFn = unsafe extern "system" fn(*mut jvmti::jvmtiEnv, *mut JNIEnv, *mut c_void);
+
+pub fn run_agent_thread(t: jthread, f: AgentThreadFn, arg: *const c_void, priority: jint) -> Result<()> {
+    // SAFETY: `t` is a new, unstarted java.lang.Thread; `f` is a shim function that accepts `arg`.
+    unsafe { env()?.run_agent_thread(t, f, arg, priority) }
+}
+
+// ---- raw monitors -------------------------------------------------------------------------------
+
+/// A JVMTI raw monitor handle (an opaque, process-wide pointer).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct RawMonitorId(usize);
+
+pub fn raw_monitor_create(name: &str) -> Result<RawMonitorId> {
+    // SAFETY: creates a new monitor; the name is copied by the JVM.
+    unsafe { env()?.create_raw_monitor_raw(name) }.map(|m| RawMonitorId(m as usize))
+}
+pub fn raw_monitor_enter(m: RawMonitorId) -> Result<()> {
+    // SAFETY: `m` was created by raw_monitor_create and not destroyed (callers keep it in a table).
+    unsafe { env()?.raw_monitor_enter(m.0 as jvmti::jrawMonitorID) }
+}
+pub fn raw_monitor_exit(m: RawMonitorId) -> Result<()> {
+    // SAFETY: as for raw_monitor_enter.
+    unsafe { env()?.raw_monitor_exit(m.0 as jvmti::jrawMonitorID) }
+}
+pub fn raw_monitor_wait(m: RawMonitorId, ms: jlong) -> Result<()> {
+    // SAFETY: as for raw_monitor_enter.
+    unsafe { env()?.raw_monitor_wait(m.0 as jvmti::jrawMonitorID, ms) }
+}
+pub fn raw_monitor_notify_all(m: RawMonitorId) -> Result<()> {
+    // SAFETY: as for raw_monitor_enter.
+    unsafe { env()?.raw_monitor_notify_all(m.0 as jvmti::jrawMonitorID) }
+}
+pub fn raw_monitor_destroy(m: RawMonitorId) -> Result<()> {
+    // SAFETY: as for raw_monitor_enter; callers drop the handle afterwards.
+    unsafe { env()?.destroy_raw_monitor(m.0 as jvmti::jrawMonitorID) }
+}
+
+// ---- system properties ------------------------------------------------------------------------
+
+pub fn system_property(name: &str) -> Option<String> {
+    env().ok()?.get_system_property(name).ok()
+}
+
+/// Reads a C string the JVM or an agent owns into a Rust string (lossy UTF-8).
+pub fn c_str(p: *const std::ffi::c_char) -> Option<String> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: callers pass NUL-terminated strings (agent-provided names, JVM-provided names).
+    Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+/// A C string for an event field; interior NULs (impossible in JVM names) become '?'.
+pub fn cstring(s: &str) -> CString {
+    CString::new(s.replace('\0', "?")).unwrap_or_default()
+}
+
+pub fn object_size(obj: jobject) -> Result<jlong> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_object_size(obj) }
+}
+
+// ---- JNI, in the current thread ---------------------------------------------------------------
+
+/// JNI calls made by the shim in the current thread. Built from the current thread's JNIEnv;
+/// not Send, like the JNIEnv itself.
+pub struct Jni(JniEnv, *mut JNIEnv);
+
+impl Jni {
+    /// The JNI of the current thread, if it is attached.
+    pub fn current() -> Option<Jni> {
+        current_jni().map(Jni::of)
+    }
+    /// `env` must be the current thread's JNIEnv (a JVMTI callback argument or current_jni()).
+    pub fn of(env: *mut JNIEnv) -> Jni {
+        Jni(jni(env), env)
+    }
+    pub fn raw(&self) -> *mut JNIEnv {
+        self.1
+    }
+    fn clear_exception(&self) -> bool {
+        let had = self.0.exception_check();
+        if had {
+            self.0.exception_clear();
+        }
+        had
+    }
+    pub fn new_global_ref(&self, obj: jobject) -> jobject {
+        // SAFETY: facade contract: `obj` is a live reference.
+        unsafe { self.0.new_global_ref(obj) }
+    }
+    pub fn delete_global_ref(&self, obj: jobject) {
+        // SAFETY: `obj` is a global reference the shim made and drops exactly once.
+        unsafe { self.0.delete_global_ref(obj) }
+    }
+    pub fn delete_local_ref(&self, obj: jobject) {
+        if !obj.is_null() {
+            // SAFETY: `obj` is a local reference of this thread that the caller no longer uses.
+            unsafe { self.0.delete_local_ref(obj) }
+        }
+    }
+    pub fn object_class(&self, obj: jobject) -> jclass {
+        // SAFETY: facade contract.
+        unsafe { self.0.get_object_class(obj) }
+    }
+    fn method(&self, class: &str, name: &str, sig: &str, is_static: bool) -> Option<(jclass, jmethodID)> {
+        let k = self.0.find_class(class)?;
+        // SAFETY: `k` is a live local class reference just returned by FindClass.
+        let m = unsafe {
+            if is_static { self.0.get_static_method_id(k, name, sig) } else { self.0.get_method_id(k, name, sig) }
+        };
+        if m.is_none() {
+            self.clear_exception();
+        }
+        m.map(|m| (k, m))
+    }
+    /// `Class.getComponentType()` of an array class.
+    pub fn component_type(&self, array_class: jclass) -> Option<jclass> {
+        let (k, m) = self.method("java/lang/Class", "getComponentType", "()Ljava/lang/Class;", false)?;
+        // SAFETY: `array_class` is a live Class reference; `m` is Class.getComponentType.
+        let r = unsafe { self.0.call_object_method(array_class, m, &[]) };
+        self.delete_local_ref(k);
+        (!self.clear_exception() && !r.is_null()).then_some(r)
+    }
+    /// The native thread address HotSpot keeps in `java.lang.Thread.eetop` (0 when the thread
+    /// has not started or has ended).
+    pub fn thread_eetop(&self, thread: jthread) -> Option<jlong> {
+        let k = self.0.find_class("java/lang/Thread")?;
+        // SAFETY: `k` is java.lang.Thread; `thread` is a live Thread reference; JNI ignores
+        // Java access control for fields.
+        let v = unsafe {
+            let f = self.0.get_field_id(k, "eetop", "J");
+            self.delete_local_ref(k);
+            match f {
+                Some(f) => Some(self.0.get_long_field(thread, f)),
+                None => None,
+            }
+        };
+        self.clear_exception();
+        v
+    }
+    /// `Runtime.getRuntime().totalMemory()`.
+    pub fn total_memory(&self) -> Option<jlong> {
+        let (k, get) = self.method("java/lang/Runtime", "getRuntime", "()Ljava/lang/Runtime;", true)?;
+        let (k2, total) = self.method("java/lang/Runtime", "totalMemory", "()J", false)?;
+        // SAFETY: static Runtime.getRuntime() then Runtime.totalMemory() on its result.
+        let v = unsafe {
+            let rt = self.0.call_static_object_method(k, get, &[]);
+            let v = if rt.is_null() { 0 } else { self.0.call_long_method(rt, total, &[]) };
+            self.delete_local_ref(rt);
+            v
+        };
+        self.delete_local_ref(k);
+        self.delete_local_ref(k2);
+        (!self.clear_exception()).then_some(v)
+    }
+    /// A new, unstarted daemon `java.lang.Thread` with this name.
+    pub fn new_thread(&self, name: &str) -> Option<jthread> {
+        let (k, init) = self.method("java/lang/Thread", "<init>", "(Ljava/lang/String;)V", false)?;
+        let s = self.0.new_string_utf(name)?;
+        // SAFETY: Thread(String) constructor with a live String.
+        let t = unsafe { self.0.new_object(k, init, &[jni::jvalue { l: s }]) };
+        self.delete_local_ref(s);
+        self.delete_local_ref(k);
+        if self.clear_exception() {
+            return None;
+        }
+        t
+    }
+    /// `System.exit(code)`; returns only if it could not be called.
+    pub fn system_exit(&self, code: jint) {
+        if let Some((k, m)) = self.method("java/lang/System", "exit", "(I)V", true) {
+            // SAFETY: static System.exit(int).
+            unsafe { self.0.call_static_void_method(k, m, &[jni::jvalue { i: code }]) };
+            self.clear_exception();
+        }
+    }
+}

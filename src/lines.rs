@@ -1,0 +1,70 @@
+//! Line numbers: from a bytecode index to the source line, and each method's first and last
+//! line for `CLASS_LOAD`.
+//!
+//! Line tables are read once per method with JVMTI `GetLineNumberTable` and kept in a table
+//! keyed by `jmethodID`. An entry is dropped when its class is unloaded (the GC room reports
+//! the class object's death) or redefined (the class-hook room sees the new bytes).
+//! Conventions of the original implementations: -1 when the method has no line table,
+//! -3 for a native method; -2 ("compiled") is never needed because JVMTI always knows the
+//! bytecode index.
+
+use crate::abi::{LINE_NATIVE, LINE_UNKNOWN};
+use crate::jvm;
+use dashmap::DashMap;
+use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
+use jvmti_bindings::sys::jvmti::jvmtiError;
+use std::sync::{Arc, LazyLock};
+
+/// A method's line table, sorted by bytecode index; `None` for native methods.
+type Table = Option<Arc<[(jlong, jint)]>>;
+
+static CACHE: LazyLock<DashMap<usize, Table>> = LazyLock::new(DashMap::new);
+
+fn table(m: jmethodID) -> Table {
+    if let Some(t) = CACHE.get(&(m as usize)) {
+        return t.clone();
+    }
+    let t: Table = match jvm::line_table(m) {
+        Ok(mut v) => {
+            v.sort_unstable();
+            Some(v.into())
+        }
+        Err(e) if e == jvmtiError::NATIVE_METHOD => None,
+        Err(_) => Some(Arc::from([])),
+    };
+    CACHE.insert(m as usize, t.clone());
+    t
+}
+
+/// The source line of bytecode index `location` in `m` (location -1: a native frame).
+pub fn line_of(m: jmethodID, location: jlong) -> jint {
+    if location < 0 {
+        return LINE_NATIVE;
+    }
+    match table(m) {
+        None => LINE_NATIVE,
+        Some(t) => match t.partition_point(|&(start, _)| start <= location) {
+            0 => t.first().map_or(LINE_UNKNOWN, |e| e.1),
+            i => t[i - 1].1,
+        },
+    }
+}
+
+/// (first, last) source line of a method; (-1, -1) when it has no line table.
+pub fn range_of(m: jmethodID) -> (jint, jint) {
+    match table(m) {
+        Some(t) if !t.is_empty() => {
+            let lo = t.iter().map(|e| e.1).min().unwrap_or(LINE_UNKNOWN);
+            let hi = t.iter().map(|e| e.1).max().unwrap_or(LINE_UNKNOWN);
+            (lo, hi)
+        }
+        _ => (LINE_UNKNOWN, LINE_UNKNOWN),
+    }
+}
+
+/// Forgets the tables of these methods (class unloaded or redefined).
+pub fn invalidate(methods: &[usize]) {
+    for m in methods {
+        CACHE.remove(m);
+    }
+}

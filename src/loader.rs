@@ -1,0 +1,148 @@
+//! Loading the legacy agent: finding its library the way `-Xrun` did, `dlopen`, its
+//! `JVM_OnLoad`, and the `JavaVM` whose `GetEnv` answers JVMPI.
+//!
+//! The JVM's `JavaVM` is a pointer to a read-only table of invoke functions, but the `JavaVM`
+//! slot itself is writable. The shim points it at a copy of the table in which `GetEnv` answers
+//! `JVMPI_VERSION_1/1_1/1_2` with the shim's interface and passes every other version to the
+//! JVM's own `GetEnv`. Because the JVM hands out that same slot everywhere
+//! (`JNIEnv->GetJavaVM`, `JNI_GetCreatedJavaVMs`, the `JVM_OnLoad` argument), every route an
+//! agent has to a `JavaVM*` reaches the shim's `GetEnv`.
+
+use crate::abi::JvmOnLoadFn;
+use crate::{interface, jvm, options::Options};
+use jvmti_bindings::sys::jni::{jint, JNIInvokeInterface_, JavaVM, JNI_OK};
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The loaded legacy agent.
+pub struct Legacy {
+    pub path: String,
+    onload: usize,
+    options: CString,
+}
+
+static LEGACY: OnceLock<Legacy> = OnceLock::new();
+
+fn dlerror() -> String {
+    // SAFETY: dlerror returns NULL or a NUL-terminated string owned by libdl.
+    let e = unsafe { libc::dlerror() };
+    jvm::c_str(e).unwrap_or_else(|| "unknown dlopen error".into())
+}
+
+fn dlopen(path: &str) -> Result<*mut c_void, String> {
+    let c = CString::new(path).map_err(|_| format!("library path {path:?} contains a NUL byte"))?;
+    // SAFETY: dlopen with a valid C string; RTLD_LAZY as the JVM used for -Xrun libraries.
+    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_LAZY) };
+    if h.is_null() { Err(dlerror()) } else { Ok(h) }
+}
+
+/// The JDK's own library directories (`sun.boot.library.path`), searched first by `-Xrun`.
+fn jdk_library_dirs() -> Vec<PathBuf> {
+    jvm::system_property("sun.boot.library.path")
+        .map(|p| p.split(':').filter(|s| !s.is_empty()).map(PathBuf::from).collect())
+        .unwrap_or_default()
+}
+
+/// Finds and opens the agent library and its `JVM_OnLoad`. Errors are one-line messages.
+pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
+    let name = &opts.agent;
+    let (path, handle) = if name.contains('/') {
+        if !Path::new(name).exists() {
+            return Err(format!("legacy agent not found: {name} does not exist"));
+        }
+        let h = dlopen(name).map_err(|e| format!("cannot load legacy agent {name}: {e}"))?;
+        (name.clone(), h)
+    } else {
+        let file = format!("lib{name}.so");
+        let dirs = jdk_library_dirs();
+        match dirs.iter().map(|d| d.join(&file)).find(|p| p.exists()) {
+            Some(p) => {
+                let p = p.to_string_lossy().into_owned();
+                let h = dlopen(&p).map_err(|e| format!("cannot load legacy agent {p}: {e}"))?;
+                (p, h)
+            }
+            None => {
+                let h = dlopen(&file).map_err(|e| {
+                    let looked: Vec<_> = dirs.iter().map(|d| d.display().to_string()).collect();
+                    format!(
+                        "legacy agent `{name}` not found: looked for {file} in the JDK library directory ({}) \
+                         and on the system library path (LD_LIBRARY_PATH, ld.so.cache): {e}",
+                        looked.join(":")
+                    )
+                })?;
+                (file, h)
+            }
+        }
+    };
+    // SAFETY: dlsym on a handle dlopen returned, with a NUL-terminated symbol name.
+    let sym = unsafe { libc::dlsym(handle, c"JVM_OnLoad".as_ptr()) };
+    if sym.is_null() {
+        return Err(format!(
+            "legacy agent {path} exports no JVM_OnLoad (is it a JVMPI agent? is the symbol exported?)"
+        ));
+    }
+    let options = CString::new(opts.agent_options.clone())
+        .map_err(|_| "the agent's options contain a NUL byte".to_string())?;
+    Ok(LEGACY.get_or_init(|| Legacy { path, onload: sym as usize, options }))
+}
+
+pub fn legacy() -> Option<&'static Legacy> {
+    LEGACY.get()
+}
+
+/// Calls the legacy `JVM_OnLoad(vm, options, NULL)` and returns its result.
+pub fn call_onload(leg: &Legacy, vm: *mut JavaVM) -> jint {
+    // SAFETY: `onload` is the agent's exported JVM_OnLoad, whose C signature is fixed by JVMPI.
+    let f: JvmOnLoadFn = unsafe { std::mem::transmute::<usize, JvmOnLoadFn>(leg.onload) };
+    // The agent may keep the pointer (old agents did): the options string lives forever.
+    let opts = leg.options.as_ptr() as *mut c_char;
+    log::info!("calling JVM_OnLoad of {} with options {:?}", leg.path, leg.options);
+    // SAFETY: calling the agent's entry point as the JVM would have.
+    unsafe { f(vm, opts, std::ptr::null_mut()) }
+}
+
+// ---- the JavaVM whose GetEnv answers JVMPI ----------------------------------------------------
+
+struct HookedTable(JNIInvokeInterface_);
+// SAFETY: an immutable table of function pointers, shared read-only by every thread.
+unsafe impl Sync for HookedTable {}
+unsafe impl Send for HookedTable {}
+
+static HOOKED: OnceLock<Box<HookedTable>> = OnceLock::new();
+
+unsafe extern "system" fn get_env(vm: *mut JavaVM, penv: *mut *mut c_void, version: jint) -> jint {
+    if interface::is_jvmpi_version(version) {
+        if penv.is_null() {
+            return jvmti_bindings::sys::jni::JNI_ERR;
+        }
+        // SAFETY: `penv` is the caller's out-pointer.
+        unsafe { *penv = interface::for_version(version) };
+        log::info!("GetEnv(JVMPI version {version:#x}): the shim's JVMPI interface");
+        return JNI_OK;
+    }
+    match jvm::real_vm() {
+        // SAFETY: the JVM's own GetEnv, with the arguments the caller gave.
+        Some(real) => unsafe { (real.get_env)(vm, penv, version) },
+        None => jvmti_bindings::sys::jni::JNI_ERR,
+    }
+}
+
+/// Points the JVM's `JavaVM` slot at a copy of its table with the shim's `GetEnv`.
+pub fn hook_vm(vm: *mut JavaVM) {
+    let table = HOOKED.get_or_init(|| {
+        // SAFETY: `*vm` is the JVM's invoke table; copying its function pointers is a plain read.
+        let mut copy: JNIInvokeInterface_ = unsafe { std::ptr::read(*vm) };
+        copy.GetEnv = get_env;
+        Box::new(HookedTable(copy))
+    });
+    // SAFETY: the JavaVM slot is writable (measured on JDK 11-25); the table it now points to
+    // lives for the rest of the process.
+    unsafe { *vm = &table.0 as *const JNIInvokeInterface_ };
+}
+
+/// Reads the raw `-agentpath` options string.
+pub fn option_bytes(options: *const c_char) -> Option<Vec<u8>> {
+    // SAFETY: the JVM passes NULL or a NUL-terminated options string.
+    (!options.is_null()).then(|| unsafe { CStr::from_ptr(options) }.to_bytes().to_vec())
+}

@@ -1,0 +1,66 @@
+//! Objects as the agent sees them: the `OBJECT_ALLOC` description of an object (class ID,
+//! array kind, size, arena). Today it answers `RequestEvent(JVMPI_EVENT_OBJECT_ALLOC, id)` for
+//! any live object the agent has an ID for — the paper's "partial profiling".
+
+use crate::abi::*;
+use crate::{classes, events, ids, jvm};
+use jvmti_bindings::sys::jni::{jint, jobject};
+
+/// The one arena of the shim's heap model (the JVMPI "arena 1").
+pub const ARENA: jint = 1;
+
+/// `is_array` for an array class signature (`[I` → JVMPI_INT, `[Lx;`/`[[x` → JVMPI_CLASS).
+pub fn array_kind(sig: &str) -> Option<jint> {
+    let elem = sig.strip_prefix('[')?;
+    Some(match elem.as_bytes().first()? {
+        b'Z' => JVMPI_BOOLEAN,
+        b'B' => JVMPI_BYTE,
+        b'C' => JVMPI_CHAR,
+        b'S' => JVMPI_SHORT,
+        b'I' => JVMPI_INT,
+        b'J' => JVMPI_LONG,
+        b'F' => JVMPI_FLOAT,
+        b'D' => JVMPI_DOUBLE,
+        _ => JVMPI_CLASS,
+    })
+}
+
+/// The `obj_alloc` fields describing a live object; announces its class first.
+pub fn describe(env: *mut jvmti_bindings::sys::jni::JNIEnv, obj: jobject) -> Result<ObjAlloc, String> {
+    let jni = jvm::Jni::of(env);
+    let klass = jni.object_class(obj);
+    let sig = jvm::class_signature(klass).map_err(jvm::err_name)?;
+    let (is_array, class_for_id) = match array_kind(&sig) {
+        None => (JVMPI_NORMAL_OBJECT, Some(klass)),
+        Some(JVMPI_CLASS) => (JVMPI_CLASS, jni.component_type(klass)),
+        Some(prim) => (prim, None),
+    };
+    let class_id = match class_for_id {
+        Some(k) => classes::ensure_announced(env, k)?,
+        None => std::ptr::null_mut(),
+    };
+    if let Some(k) = class_for_id.filter(|&k| k != klass) {
+        jni.delete_local_ref(k);
+    }
+    jni.delete_local_ref(klass);
+    let size = jvm::object_size(obj).map_err(jvm::err_name)?;
+    Ok(ObjAlloc {
+        arena_id: ARENA,
+        class_id,
+        is_array,
+        size: size.min(jint::MAX as i64) as jint,
+        obj_id: ids::id_of(obj)?,
+    })
+}
+
+/// `RequestEvent(JVMPI_EVENT_OBJECT_ALLOC, id)`.
+pub fn request(id: jobjectID) -> Result<(), String> {
+    let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
+    let obj = ids::object_of(id)?;
+    let info = describe(env, obj);
+    jvm::Jni::of(env).delete_local_ref(obj);
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
+    ev.u.obj_alloc = info?;
+    events::send_requested(&mut ev);
+    Ok(())
+}

@@ -1,0 +1,110 @@
+//! The shim's option string: what follows `-agentpath:…/libjvmpi_shim.so=`.
+//!
+//! Syntax: `[log=<level>,]agent=<path-or-name>[:<agent options>]`
+//!
+//! * Shim options come first, comma-separated `key=value`. Today there is one: `log=`
+//!   (`error`, `warn` (default), `info`, `debug`).
+//! * `agent=` must be the last shim option: everything after it belongs to the legacy agent.
+//!   The library is named up to the first `:`; everything after that `:` is handed to the
+//!   agent's `JVM_OnLoad` byte for byte, exactly as `-Xrun<name>:<options>` did — commas, `=`
+//!   and further `:` included. Without a `:` the agent gets an empty string.
+//! * A library path cannot contain `:` (the same rule as `-Xrun`); use a symlink if it must.
+
+use log::LevelFilter;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    pub log: LevelFilter,
+    /// `agent=` value up to the first `:`: a path (contains `/`) or a bare library name.
+    pub agent: String,
+    /// The legacy agent's own options, byte for byte.
+    pub agent_options: Vec<u8>,
+}
+
+/// Parses the shim's options; the error is a one-line, user-facing message.
+pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
+    let raw = raw.unwrap_or(b"");
+    let mut log = LevelFilter::Warn;
+    let mut rest = raw;
+    loop {
+        if rest.is_empty() {
+            return Err("no legacy agent named: add `agent=<path-or-name>` to the shim's options, \
+                        e.g. -agentpath:/path/libjvmpi_shim.so=agent=/path/libprof.so:opt1,opt2"
+                .into());
+        }
+        if let Some(after) = rest.strip_prefix(b"agent=") {
+            let (name, opts) = match after.iter().position(|&b| b == b':') {
+                Some(i) => (&after[..i], after[i + 1..].to_vec()),
+                None => (after, Vec::new()),
+            };
+            if name.is_empty() {
+                return Err("`agent=` names no library: write agent=<path-or-name>[:<agent options>]".into());
+            }
+            let name = std::str::from_utf8(name)
+                .map_err(|_| "the agent's library name is not valid UTF-8".to_string())?;
+            if name.contains(',') || name.contains('=') {
+                return Err(format!(
+                    "ambiguous `agent={name}`: a library name cannot contain ',' or '='; \
+                     the agent's own options go after a ':' (agent=<lib>:<options>)"
+                ));
+            }
+            return Ok(Options { log, agent: name.to_string(), agent_options: opts });
+        }
+        let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
+        let item = String::from_utf8_lossy(&rest[..end]).into_owned();
+        match item.split_once('=') {
+            Some(("log", v)) => {
+                log = match v {
+                    "off" => LevelFilter::Off,
+                    "error" => LevelFilter::Error,
+                    "warn" => LevelFilter::Warn,
+                    "info" => LevelFilter::Info,
+                    "debug" => LevelFilter::Debug,
+                    "trace" => LevelFilter::Trace,
+                    _ => return Err(format!("bad `log={v}`: use off, error, warn, info, debug or trace")),
+                }
+            }
+            _ if item.is_empty() => return Err("empty option in the shim's options (two commas in a row?)".into()),
+            _ => {
+                return Err(format!(
+                    "unknown shim option `{item}` (known: log=<level>, agent=<lib>[:<agent options>]; \
+                     agent= must come last)"
+                ))
+            }
+        }
+        rest = if end < rest.len() { &rest[end + 1..] } else { &[] };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> Options {
+        parse(Some(s.as_bytes())).unwrap()
+    }
+
+    #[test]
+    fn agent_options_survive_byte_for_byte() {
+        let o = ok("agent=/x/libold.so:heap=sites,depth=4,file=out.txt:x=y");
+        assert_eq!(o.agent, "/x/libold.so");
+        assert_eq!(o.agent_options, b"heap=sites,depth=4,file=out.txt:x=y");
+        assert_eq!(o.log, LevelFilter::Warn);
+    }
+
+    #[test]
+    fn shim_options_before_agent() {
+        let o = ok("log=debug,agent=hprof:cpu=samples");
+        assert_eq!((o.log, o.agent.as_str(), o.agent_options.as_slice()), (LevelFilter::Debug, "hprof", &b"cpu=samples"[..]));
+        assert_eq!(ok("agent=hprof").agent_options, b"");
+        assert_eq!(ok("agent=hprof:").agent_options, b"");
+    }
+
+    #[test]
+    fn rejects_ambiguous_or_missing() {
+        for bad in ["", "log=debug", "agent=", "agent=:x", "agent=a,b=c", "foo=1,agent=x", "log=loud,agent=x", ",agent=x"] {
+            assert!(parse(Some(bad.as_bytes())).is_err(), "{bad:?} accepted");
+        }
+        assert!(parse(None).is_err());
+    }
+}

@@ -1,0 +1,395 @@
+//! Threads. A JVMPI thread ID is the thread's `JNIEnv*`; this room keeps the table from that
+//! pointer to the thread (a JNI global reference) and the per-thread JVMPI state: the agent's
+//! thread-local word, whether the agent heard `THREAD_START`, and what `ThreadHasRun` needs.
+//!
+//! Functions: `SuspendThread`, `ResumeThread`, `SuspendThreadList`, `ResumeThreadList`,
+//! `GetThreadStatus`, `ThreadHasRun`, `Set/GetThreadLocalStorage`, `GetThreadObject`,
+//! `CreateSystemThread`, `GetCurrentThreadCpuTime`. Events: `THREAD_START`, `THREAD_END`.
+//!
+//! Every thread that JVMTI reports with `ThreadStart` is entered with its own JNIEnv. Threads
+//! that were already running when the shim started (the main thread, the JVM's system
+//! threads) are found with `GetAllThreads`; their JNIEnv is HotSpot's `JavaThread` address
+//! (`java.lang.Thread.eetop`) plus the JNIEnv's offset inside it, measured on a thread whose
+//! JNIEnv is known and checked by comparing the JNI function table the computed JNIEnv points
+//! to. An agent-supplied `JNIEnv*` is only ever used as a key into this table, never followed.
+
+use crate::abi::*;
+use crate::{events, ids, jvm};
+use dashmap::DashMap;
+use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jthread, JNIEnv};
+use jvmti_bindings::sys::jvmti;
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::*};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+pub struct ThreadRec {
+    pub env: usize,
+    /// JNI global reference to the java.lang.Thread.
+    pub thread: usize,
+    tls: AtomicUsize,
+    announced: AtomicBool,
+    /// Thread CPU time at the latest JVMPI SuspendThread (-1: never suspended).
+    cpu_at_suspend: AtomicI64,
+    has_run: AtomicBool,
+    suspended_by_jvmpi: AtomicBool,
+}
+
+impl ThreadRec {
+    fn jthread(&self) -> jthread {
+        self.thread as jthread
+    }
+}
+
+static THREADS: LazyLock<DashMap<usize, Arc<ThreadRec>>> = LazyLock::new(DashMap::new);
+/// thread object tag → JNIEnv
+static BY_TAG: LazyLock<DashMap<jlong, usize>> = LazyLock::new(DashMap::new);
+
+thread_local! {
+    /// Whether the current thread's THREAD_START has been delivered (a fast path for `send`).
+    static ANNOUNCED_HERE: Cell<bool> = const { Cell::new(false) };
+}
+
+fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
+    let r = THREADS.get(&(env as usize)).map(|r| r.clone());
+    if r.is_none() {
+        log::warn!("{what}({env:p}): not the JNIEnv of a live thread known to the shim; ignored");
+    }
+    r
+}
+
+/// Enters a thread in the table (idempotent). `jni` is the current thread's JNI, used only to
+/// make the global reference; `env` is the subject thread's JNIEnv.
+fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec>> {
+    if let Some(r) = THREADS.get(&env) {
+        return Some(r.clone());
+    }
+    let tag = ids::tag_of(thread).ok()?;
+    let global = jni.new_global_ref(thread);
+    if global.is_null() {
+        return None;
+    }
+    let rec = Arc::new(ThreadRec {
+        env,
+        thread: global as usize,
+        tls: AtomicUsize::new(0),
+        announced: AtomicBool::new(false),
+        cpu_at_suspend: AtomicI64::new(-1),
+        has_run: AtomicBool::new(true),
+        suspended_by_jvmpi: AtomicBool::new(false),
+    });
+    let entry = THREADS.entry(env).or_insert(rec.clone()).clone();
+    if !Arc::ptr_eq(&entry, &rec) {
+        jni.delete_global_ref(global);
+    }
+    BY_TAG.insert(tag, env);
+    Some(entry)
+}
+
+/// Sends THREAD_START for `rec` once (or every time, when requested).
+fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result<(), String> {
+    if !requested && (!events::enabled(JVMPI_EVENT_THREAD_START) || rec.announced.swap(true, SeqCst)) {
+        return Ok(());
+    }
+    let (name, group, parent) = jvm::thread_names(rec.jthread()).map_err(jvm::err_name)?;
+    let (name, group, parent) = (jvm::cstring(&name), jvm::cstring(&group), jvm::cstring(&parent));
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_THREAD_START, sender_env);
+    ev.u.thread_start = ThreadStart {
+        thread_name: name.as_ptr() as *mut _,
+        group_name: group.as_ptr() as *mut _,
+        parent_name: parent.as_ptr() as *mut _,
+        thread_id: ids::id_of(rec.jthread())?,
+        thread_env_id: rec.env as *mut JNIEnv,
+    };
+    if requested {
+        events::send_requested(&mut ev);
+    } else {
+        events::send(&mut ev);
+    }
+    Ok(())
+}
+
+/// JVMTI ThreadStart (and VMInit for the main thread): the thread is running, on this thread.
+pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
+    let jni = jvm::Jni::of(env);
+    if let Some(rec) = register(&jni, env as usize, thread) {
+        if events::is_ready() && events::enabled(JVMPI_EVENT_THREAD_START) {
+            ANNOUNCED_HERE.with(|a| a.set(true));
+            if let Err(e) = announce(&rec, env, false) {
+                log::debug!("THREAD_START: {e}");
+            }
+        }
+    }
+}
+
+/// JVMTI ThreadEnd: sends THREAD_END (the thread's own JNIEnv is the event's env_id) and forgets
+/// the thread.
+pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
+    if !THREADS.contains_key(&(env as usize)) {
+        return;
+    }
+    if events::enabled(JVMPI_EVENT_THREAD_END) {
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_THREAD_END, env);
+        events::send(&mut ev);
+    }
+    let Some((_, rec)) = THREADS.remove(&(env as usize)) else { return };
+    if let Ok(tag) = ids::tag_of(thread) {
+        BY_TAG.remove(&tag);
+    }
+    // A JVMPI call racing this end may still hold the reference: delete it a while later.
+    let jni = jvm::Jni::of(env);
+    let mut grave = GRAVEYARD.lock().unwrap_or_else(|p| p.into_inner());
+    let now = Instant::now();
+    grave.retain(|&(when, r)| {
+        let old = now.duration_since(when) > Duration::from_secs(2);
+        if old {
+            jni.delete_global_ref(r as jthread);
+        }
+        !old
+    });
+    grave.push((now, rec.thread));
+}
+
+/// Global references of ended threads, deleted once no call can still be using them.
+static GRAVEYARD: Mutex<Vec<(Instant, usize)>> = Mutex::new(Vec::new());
+
+/// Before an event is sent in the current thread: the agent must have heard of this thread.
+pub fn ensure_current_announced(env: *mut JNIEnv) {
+    if env.is_null() || ANNOUNCED_HERE.with(|a| a.get()) || !events::enabled(JVMPI_EVENT_THREAD_START) {
+        return;
+    }
+    if jvm::current_jni() != Some(env) {
+        return; // an event about another thread (catch-up); that thread is announced by its sender
+    }
+    ANNOUNCED_HERE.with(|a| a.set(true));
+    let rec = match THREADS.get(&(env as usize)).map(|r| r.clone()) {
+        Some(r) => Some(r),
+        None => jvm::current_thread().ok().and_then(|t| register(&jvm::Jni::of(env), env as usize, t)),
+    };
+    if let Some(rec) = rec {
+        let _ = announce(&rec, env, false);
+    }
+}
+
+// ---- threads that were there before the shim -------------------------------------------------
+
+/// Offset of the JNIEnv inside HotSpot's JavaThread, measured once on a known thread.
+static ENV_OFFSET: OnceLock<Option<jlong>> = OnceLock::new();
+
+fn env_offset(jni: &jvm::Jni) -> Option<jlong> {
+    *ENV_OFFSET.get_or_init(|| {
+        let me = jvm::current_thread().ok()?;
+        let eetop = jni.thread_eetop(me)?;
+        jni.delete_local_ref(me);
+        let off = jni.raw() as jlong - eetop;
+        (eetop != 0 && (0..65536).contains(&off)).then_some(off)
+    })
+}
+
+/// The JNIEnv of a running thread the shim has not seen start.
+fn env_of_running_thread(jni: &jvm::Jni, thread: jthread) -> Option<usize> {
+    let off = env_offset(jni)?;
+    let eetop = jni.thread_eetop(thread).filter(|&e| e != 0)?;
+    let env = (eetop + off) as usize;
+    // SAFETY: `eetop` is the address of the live JavaThread of a thread GetAllThreads just
+    // listed, and `off` lies inside a JavaThread; the first word of a JNIEnv is its function
+    // table, which must be the same table as the current thread's.
+    let same_table = unsafe { *(env as *const usize) == *(jni.raw() as *const usize) };
+    same_table.then_some(env)
+}
+
+/// Enters every live thread (catch-up at start, and when THREAD_START is enabled late) and
+/// announces those the agent has not heard of.
+pub fn announce_all() {
+    let Some(env) = jvm::current_jni() else { return };
+    let jni = jvm::Jni::of(env);
+    let Ok(all) = jvm::all_threads() else { return };
+    for t in all {
+        let known = ids::tag_of(t).ok().and_then(|tag| BY_TAG.get(&tag).map(|e| *e));
+        let target = known.or_else(|| env_of_running_thread(&jni, t));
+        match target.and_then(|e| register(&jni, e, t)) {
+            Some(rec) => {
+                let _ = announce(&rec, env, false);
+            }
+            None => log::info!("a running thread's JNIEnv could not be found; it is announced when it sends an event"),
+        }
+        jni.delete_local_ref(t);
+    }
+}
+
+/// `RequestEvent(JVMPI_EVENT_THREAD_START, thread object ID)`.
+pub fn request(id: jobjectID) -> Result<(), String> {
+    let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
+    let jni = jvm::Jni::of(env);
+    let known = BY_TAG.get(&ids::to_tag(id)).map(|e| *e);
+    let rec = match known.and_then(|e| THREADS.get(&e).map(|r| r.clone())) {
+        Some(r) => r,
+        None => {
+            let t = ids::object_of(id)?;
+            let rec = env_of_running_thread(&jni, t).and_then(|e| register(&jni, e, t));
+            jni.delete_local_ref(t);
+            rec.ok_or_else(|| format!("{id:p} is not a running thread"))?
+        }
+    };
+    announce(&rec, env, true)
+}
+
+// ---- JVMPI functions ---------------------------------------------------------------------------
+
+pub fn get_thread_object(env: *mut JNIEnv) -> jobjectID {
+    let Some(rec) = lookup(env, "GetThreadObject") else { return std::ptr::null_mut() };
+    ids::id_of(rec.jthread()).unwrap_or_else(|e| {
+        log::warn!("GetThreadObject: {e}");
+        std::ptr::null_mut()
+    })
+}
+
+pub fn set_tls(env: *mut JNIEnv, p: *mut c_void) {
+    if let Some(rec) = lookup(env, "SetThreadLocalStorage") {
+        rec.tls.store(p as usize, Release);
+    }
+}
+
+pub fn get_tls(env: *mut JNIEnv) -> *mut c_void {
+    lookup(env, "GetThreadLocalStorage").map_or(std::ptr::null_mut(), |r| r.tls.load(Acquire) as *mut c_void)
+}
+
+fn suspend_rec(rec: &ThreadRec) -> Result<(), jvm::Error> {
+    jvm::suspend(rec.jthread())?;
+    rec.suspended_by_jvmpi.store(true, SeqCst);
+    // ThreadHasRun: did the thread burn CPU between the previous suspension and this one?
+    if let Ok(cpu) = jvm::thread_cpu_time(rec.jthread()) {
+        let before = rec.cpu_at_suspend.swap(cpu, SeqCst);
+        rec.has_run.store(before < 0 || cpu > before, SeqCst);
+    }
+    Ok(())
+}
+
+fn resume_rec(rec: &ThreadRec) -> Result<(), jvm::Error> {
+    rec.suspended_by_jvmpi.store(false, SeqCst);
+    jvm::resume(rec.jthread())
+}
+
+pub fn suspend(env: *mut JNIEnv) {
+    if let Some(rec) = lookup(env, "SuspendThread") {
+        if let Err(e) = suspend_rec(&rec) {
+            log::warn!("SuspendThread: {}", jvm::err_name(e));
+        }
+    }
+}
+
+pub fn resume(env: *mut JNIEnv) {
+    if let Some(rec) = lookup(env, "ResumeThread") {
+        if let Err(e) = resume_rec(&rec) {
+            log::warn!("ResumeThread: {}", jvm::err_name(e));
+        }
+    }
+}
+
+/// `SuspendThreadList` / `ResumeThreadList`: one result per entry (JVMPI_SUCCESS / JVMPI_FAIL).
+pub fn for_list(envs: &[*mut JNIEnv], results: &mut [jint], suspend: bool) {
+    let what = if suspend { "SuspendThreadList" } else { "ResumeThreadList" };
+    for (env, res) in envs.iter().zip(results.iter_mut()) {
+        *res = match lookup(*env, what) {
+            Some(rec) => {
+                let r = if suspend { suspend_rec(&rec) } else { resume_rec(&rec) };
+                if r.is_ok() { JVMPI_SUCCESS } else { JVMPI_FAIL }
+            }
+            None => JVMPI_FAIL,
+        };
+    }
+}
+
+pub fn has_run(env: *mut JNIEnv) -> jboolean {
+    lookup(env, "ThreadHasRun").is_some_and(|r| r.has_run.load(SeqCst)) as jboolean
+}
+
+pub fn status(env: *mut JNIEnv) -> jint {
+    let Some(rec) = lookup(env, "GetThreadStatus") else { return JVMPI_FAIL };
+    let st = match jvm::thread_state(rec.jthread()) {
+        Ok(s) => s,
+        Err(e) => {
+            log::warn!("GetThreadStatus: {}", jvm::err_name(e));
+            return JVMPI_FAIL;
+        }
+    };
+    let mut r = if st & jvmti::JVMTI_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER != 0 {
+        JVMPI_THREAD_MONITOR_WAIT
+    } else if st & jvmti::JVMTI_THREAD_STATE_WAITING != 0 {
+        JVMPI_THREAD_CONDVAR_WAIT
+    } else {
+        JVMPI_THREAD_RUNNABLE
+    };
+    // JVMPI: the SUSPENDED bit is java.lang.Thread.suspend's, not JVMPI SuspendThread's.
+    if st & jvmti::JVMTI_THREAD_STATE_SUSPENDED != 0 && !rec.suspended_by_jvmpi.load(SeqCst) {
+        r |= JVMPI_THREAD_SUSPENDED;
+    }
+    if st & jvmti::JVMTI_THREAD_STATE_INTERRUPTED != 0 {
+        r |= JVMPI_THREAD_INTERRUPTED;
+    }
+    r
+}
+
+pub fn current_cpu_time() -> jlong {
+    match jvm::current_thread_cpu_time() {
+        Ok(t) => t,
+        Err(_) => {
+            // Not a JVM thread, or a virtual thread: the OS clock of this thread is the answer.
+            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: a valid out-pointer for clock_gettime.
+            if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
+                ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+            } else {
+                0
+            }
+        }
+    }
+}
+
+/// The body of a thread made by `CreateSystemThread`.
+pub type SystemThreadFn = unsafe extern "C" fn(*mut c_void);
+
+unsafe extern "system" fn system_thread_main(_jvmti: *mut jvmti::jvmtiEnv, _jni: *mut JNIEnv, arg: *mut c_void) {
+    // SAFETY: `arg` is the agent's function pointer, smuggled through JVMTI's `void*` argument
+    // by create_system_thread below.
+    let f: SystemThreadFn = unsafe { std::mem::transmute::<*mut c_void, SystemThreadFn>(arg) };
+    // SAFETY: the agent asked for `f` to be run in a new thread; JVMPI passes it no argument.
+    unsafe { f(std::ptr::null_mut()) };
+}
+
+pub fn create_system_thread(name: &str, priority: jint, f: Option<SystemThreadFn>) -> jint {
+    use jvmti_bindings::sys::jni::{JNI_ERR, JNI_OK};
+    let Some(f) = f else {
+        log::warn!("CreateSystemThread({name}): NULL function; JNI_ERR");
+        return JNI_ERR;
+    };
+    if !events::is_ready() && jvm::phase().ok() != Some(jvmti::JVMTI_PHASE_LIVE) {
+        log::warn!("CreateSystemThread({name}): the VM is not initialised yet (wait for JVM_INIT_DONE); JNI_ERR");
+        return JNI_ERR;
+    }
+    let Some(env) = jvm::attach_current() else {
+        log::warn!("CreateSystemThread({name}): cannot attach the calling thread; JNI_ERR");
+        return JNI_ERR;
+    };
+    let jni = jvm::Jni::of(env);
+    let Some(t) = jni.new_thread(name) else {
+        log::warn!("CreateSystemThread({name}): could not make a java.lang.Thread; JNI_ERR");
+        return JNI_ERR;
+    };
+    let prio = priority.clamp(JVMPI_MINIMUM_PRIORITY, JVMPI_MAXIMUM_PRIORITY);
+    let r = jvm::run_agent_thread(t, system_thread_main, f as *const c_void, prio);
+    jni.delete_local_ref(t);
+    match r {
+        Ok(()) => JNI_OK,
+        Err(e) => {
+            log::warn!("CreateSystemThread({name}): {}; JNI_ERR", jvm::err_name(e));
+            JNI_ERR
+        }
+    }
+}
+
+/// The thread (a global reference) behind a JNIEnv, or None (logged) for an unknown one.
+pub fn jthread_of(env: *mut JNIEnv, what: &str) -> Option<jthread> {
+    lookup(env, what).map(|r| r.jthread())
+}
