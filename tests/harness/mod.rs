@@ -717,6 +717,16 @@ fn shell_quote(s: &str) -> String {
 
 #[track_caller]
 fn run_with(jdk: &Jdk, args: &[String], tag: &str, timeout: Duration) -> Run {
+    run_with_env(jdk, args, tag, timeout, &[])
+}
+
+/// [`run_raw`] with extra environment variables for the JVM process.
+#[track_caller]
+pub fn run_raw_env(jdk: &Jdk, jvm_args: &[String], env: &[(&str, String)]) -> Run {
+    run_with_env(jdk, jvm_args, main_class_of(jvm_args).unwrap_or("raw"), timeout(), env)
+}
+
+fn run_with_env(jdk: &Jdk, args: &[String], tag: &str, timeout: Duration, env: &[(&str, String)]) -> Run {
     let log_path = fresh_log_path(&format!("jdk{}-{}", jdk.feature, tag));
     let args: Vec<String> = args.iter().map(|a| expand(a, &log_path)).collect();
     let cmdline = std::iter::once(jdk.java.display().to_string())
@@ -731,6 +741,7 @@ fn run_with(jdk: &Jdk, args: &[String], tag: &str, timeout: Duration) -> Run {
         .env_remove("JAVA_TOOL_OPTIONS")
         .env_remove("JDK_JAVA_OPTIONS")
         .env_remove("_JAVA_OPTIONS")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -1,0 +1,50 @@
+// Small scenarios chosen by args[0]: sigquit, exit, systhread, garbage, gcfns.
+public class Misc {
+    public static void main(String[] args) throws Exception {
+        switch (args[0]) {
+            case "sigquit":
+                Probe.sigquit();
+                Probe.sleep(500);
+                break;
+            case "exit":
+                Probe.mark("exiting");
+                Probe.profilerExit(7);
+                System.out.println("not reached");
+                break;
+            case "systhread": {
+                int rc = Probe.createSystemThread("jvmpi-sys", 10);
+                Probe.check(rc == 0, "create-system-thread", rc);
+                Probe.sleep(500);
+                break;
+            }
+            case "garbage":
+                System.out.println("GARBAGE " + Probe.garbage());
+                System.out.println("still alive");
+                break;
+            case "gcfns": {
+                Probe.disableGC();
+                Probe.disableGC();
+                Probe.enableGC();
+                Probe.enableGC();
+                Probe.enableGC(); // unmatched: logged
+                Probe.mark("rungc");
+                Probe.runGC();
+                Probe.sleep(300);
+                Probe.mark("rungc-done");
+                break;
+            }
+            case "toggle": {
+                Probe.check(Probe.disable(42) == 0, "disable-class-load", "");
+                Probe.mark("disabled");
+                System.out.println("twice=" + Unloadable.twice(21));
+                Probe.mark("enabling");
+                Probe.check(Probe.enable(42) == 0, "enable-class-load", "");
+                Probe.mark("enabled");
+                break;
+            }
+            default:
+                throw new IllegalArgumentException(args[0]);
+        }
+        System.out.println("done");
+    }
+}
