@@ -177,7 +177,7 @@ fn object_ids_method_class_and_requested_events() {
         let r = rec(jdk, "enable=class_load+thread_start", "Objects", &[]);
         r.assert_ok();
         clean(&r);
-        assert_eq!(ok_lines(&r).len(), 13, "{}", r.stdout);
+        assert_eq!(ok_lines(&r).len(), 12, "{}", r.stdout);
         let ids = &r.log_lines[pos(&r, "MARK ids ")];
         let hex = |k: &str| format!("0x{}", field(ids, k));
         let after = pos(&r, "MARK requests");

@@ -38,7 +38,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char detail[256];
 static int opt_gc_lock, opt_hook_patch;
 static JVMPI_RawMonitor gc_lock;
-static int in_gc, shut_down, thread_start_on, class_load_on;
+static int in_gc, shut_down, thread_start_on, thread_end_on, class_load_on;
 
 static void out_line(const char *fmt, ...) {
     va_list ap;
@@ -99,6 +99,7 @@ static void enable_by_name(const char *n, size_t len) {
             jint rc = jvmpi->EnableEvent(names[i].ev, NULL);
             if (names[i].ev == JVMPI_EVENT_THREAD_START) thread_start_on = 1;
             if (names[i].ev == JVMPI_EVENT_CLASS_LOAD) class_load_on = 1;
+            if (names[i].ev == JVMPI_EVENT_THREAD_END) thread_end_on = 1;
             out_line("ENABLE %s rc=%d", names[i].name, (int)rc);
             return;
         }
@@ -182,16 +183,6 @@ static void notify(JVMPI_Event *e) {
         if ((*e->env_id)->GetJavaVM(e->env_id, &vm2) == 0)
             rc = (*vm2)->GetEnv(vm2, &p, JVMPI_VERSION_1);
         out_line("INIT_DONE env=%p getjavavm_getenv_rc=%d same_iface=%d", (void *)e->env_id, (int)rc, p == (void *)jvmpi);
-        {
-            typedef jint (*gcv_t)(JavaVM **, jsize, jsize *);
-            gcv_t gcv = (gcv_t)dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs");
-            JavaVM *vms[2];
-            jsize n = 0;
-            p = NULL;
-            rc = -99;
-            if (gcv && gcv(vms, 2, &n) == 0 && n > 0) rc = (*vms[0])->GetEnv(vms[0], &p, JVMPI_VERSION_1_2);
-            out_line("CREATED_VMS found=%d getenv_rc=%d same_iface=%d", gcv != NULL, (int)rc, p == (void *)jvmpi);
-        }
         break;
     }
     case JVMPI_EVENT_JVM_SHUT_DOWN:
@@ -200,7 +191,8 @@ static void notify(JVMPI_Event *e) {
         break;
     case JVMPI_EVENT_THREAD_START:
         if (!requested) {
-            if (set_get(&threads_set, e->u.thread_start.thread_env_id) &&
+            /* A JNIEnv may be reused after THREAD_END; without THREAD_END reuse can't be told apart. */
+            if (thread_end_on && set_get(&threads_set, e->u.thread_start.thread_env_id) &&
                 strcmp(set_get(&threads_set, e->u.thread_start.thread_env_id), "<gone>") != 0)
                 out_line("VIOLATION THREAD_START twice for env %p", (void *)e->u.thread_start.thread_env_id);
             set_put(&threads_set, e->u.thread_start.thread_env_id, e->u.thread_start.thread_name);
@@ -332,9 +324,22 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
 /* ---- natives of class Probe ---------------------------------------------------------------- */
 #define P(name) JNICALL Java_Probe_##name
 
+static void check_created_vms(void) {
+    typedef jint (*gcv_t)(JavaVM **, jsize, jsize *);
+    gcv_t gcv = (gcv_t)dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs");
+    JavaVM *vms[2];
+    jsize n = 0;
+    void *p = NULL;
+    jint rc = -99;
+    if (gcv && gcv(vms, 2, &n) == 0 && n > 0) rc = (*vms[0])->GetEnv(vms[0], &p, JVMPI_VERSION_1_2);
+    out_line("CREATED_VMS found=%d getenv_rc=%d same_iface=%d", gcv != NULL, (int)rc, p == (void *)jvmpi);
+}
+
 JNIEXPORT void P(mark)(JNIEnv *env, jclass c, jstring s) {
     const char *u = (*env)->GetStringUTFChars(env, s, NULL);
     out_line("MARK %s", u);
+    /* JNI_GetCreatedJavaVMs lists the VM only once it is fully created: ask from main(). */
+    if (strcmp(u, "main-start") == 0) check_created_vms();
     (*env)->ReleaseStringUTFChars(env, s, u);
 }
 
