@@ -277,14 +277,148 @@ fn expected_files_match_shared_reference() {
     }
 }
 
-/// TODO (owner of `src/abi.rs`): check the Rust mirror structs against the same facts.
-///
-/// For every `sizeof`/`offset` line of `tests/abi/expected-offsets.txt`, compare with
-/// `size_of`/`align_of`/`offset_of!` of the matching type in `src/abi.rs` (for example
-/// `offset JVMPI_Event.u.class_load.class_id = 80`), and compare `expected-constants.txt` with
-/// the Rust constants. `read_expected` and `compare` above can be reused. Not implemented here.
+/// The Rust mirror (`src/abi.rs`) against the same facts: every `sizeof`/`offset` line of
+/// `tests/abi/expected-offsets.txt` is regenerated from `size_of`/`align_of`/`offset_of!` of the
+/// Rust types, and every constant of `expected-constants.txt` from the Rust constants.
 #[test]
-#[ignore = "TODO: Rust mirror structs in src/abi.rs are not written yet"]
 fn rust_mirror_structs_match_c_layout() {
-    // TODO: implement once src/abi.rs exists (see the doc comment above).
+    use jvmpi_shim::abi::*;
+    use std::mem::{align_of, offset_of, size_of};
+    let mut lines: Vec<String> = Vec::new();
+    macro_rules! sizeof {
+        ($t:ident) => {
+            lines.push(format!("sizeof {} = {} (align {})", stringify!($t), size_of::<$t>(), align_of::<$t>()))
+        };
+    }
+    macro_rules! fields {
+        ($prefix:expr, $base:expr, $t:ty, [$($f:ident),*]) => {
+            $( lines.push(format!("offset {}.{} = {}", $prefix, stringify!($f), $base + offset_of!($t, $f))); )*
+        };
+    }
+    sizeof!(JVMPI_CallFrame);
+    fields!("JVMPI_CallFrame", 0, JVMPI_CallFrame, [lineno, method_id]);
+    sizeof!(JVMPI_CallTrace);
+    fields!("JVMPI_CallTrace", 0, JVMPI_CallTrace, [env_id, num_frames, frames]);
+    sizeof!(JVMPI_Method);
+    fields!("JVMPI_Method", 0, JVMPI_Method, [method_name, method_signature, start_lineno, end_lineno, method_id]);
+    sizeof!(JVMPI_Field);
+    fields!("JVMPI_Field", 0, JVMPI_Field, [field_name, field_signature]);
+    sizeof!(JVMPI_Lineno);
+    fields!("JVMPI_Lineno", 0, JVMPI_Lineno, [offset, lineno]);
+    sizeof!(JVMPI_HeapDumpArg);
+    sizeof!(JVMPI_Event);
+    fields!("JVMPI_Event", 0, JVMPI_Event, [event_type, env_id, u]);
+    let u = offset_of!(JVMPI_Event, u);
+    macro_rules! member {
+        ($m:ident, $t:ty, [$($f:ident),*]) => {
+            lines.push(format!("offset JVMPI_Event.u.{} = {} size {}", stringify!($m), u + offset_of!(EventData, $m), size_of::<$t>()));
+            fields!(concat!("JVMPI_Event.u.", stringify!($m)), u + offset_of!(EventData, $m), $t, [$($f),*]);
+        };
+    }
+    member!(class_load, ClassLoad, [class_name, source_name, num_interfaces, num_methods, methods,
+        num_static_fields, statics, num_instance_fields, instances, class_id]);
+    member!(class_unload, ClassUnload, [class_id]);
+    member!(class_load_hook, ClassLoadHook, [class_data, class_data_len, new_class_data, new_class_data_len, malloc_f]);
+    member!(obj_alloc, ObjAlloc, [arena_id, class_id, is_array, size, obj_id]);
+    member!(obj_free, ObjFree, [obj_id]);
+    member!(obj_move, ObjMove, [arena_id, obj_id, new_arena_id, new_obj_id]);
+    member!(new_arena, NewArena, [arena_id, arena_name]);
+    member!(delete_arena, DeleteArena, [arena_id]);
+    member!(thread_start, ThreadStart, [thread_name, group_name, parent_name, thread_id, thread_env_id]);
+    member!(heap_dump, HeapDump, [dump_level, begin, end, num_traces, traces]);
+    member!(jni_globalref_alloc, JniGlobalrefAlloc, [obj_id, ref_id]);
+    member!(jni_globalref_free, JniGlobalrefFree, [ref_id]);
+    member!(method, Method, [method_id]);
+    member!(method_entry2, MethodEntry2, [method_id, obj_id]);
+    member!(compiled_method_load, CompiledMethodLoad, [method_id, code_addr, code_size, lineno_table_size, lineno_table]);
+    member!(compiled_method_unload, CompiledMethodUnload, [method_id]);
+    member!(instruction, Instruction, [method_id, offset]);
+    let iu = u + offset_of!(EventData, instruction) + offset_of!(Instruction, u);
+    fields!("JVMPI_Event.u.instruction.u.if_info", iu + offset_of!(InstructionInfo, if_info), IfInfo, [is_true]);
+    fields!("JVMPI_Event.u.instruction.u.tableswitch_info", iu + offset_of!(InstructionInfo, tableswitch_info), TableswitchInfo, [key, low, hi]);
+    fields!("JVMPI_Event.u.instruction.u.lookupswitch_info", iu + offset_of!(InstructionInfo, lookupswitch_info), LookupswitchInfo, [chosen_pair_index]);
+    member!(monitor_dump, MonitorDump, [begin, end, num_traces, traces, threads_status]);
+    member!(raw_monitor, RawMonitorInfo, [name, id]);
+    member!(monitor, Monitor, [object]);
+    member!(monitor_wait, MonitorWait, [object, timeout]);
+    member!(gc_info, GcInfo, [used_objects, used_object_space, total_object_space]);
+    member!(object_dump, ObjectDump, [data_len, data]);
+    sizeof!(JVMPI_Interface);
+    fields!("JVMPI_Interface", 0, JVMPI_Interface, [version, NotifyEvent, EnableEvent, DisableEvent, RequestEvent,
+        GetCallTrace, ProfilerExit, RawMonitorCreate, RawMonitorEnter, RawMonitorExit, RawMonitorWait,
+        RawMonitorNotifyAll, RawMonitorDestroy, GetCurrentThreadCpuTime, SuspendThread, ResumeThread,
+        GetThreadStatus, ThreadHasRun, CreateSystemThread, SetThreadLocalStorage, GetThreadLocalStorage, DisableGC,
+        EnableGC, RunGC, GetThreadObject, GetMethodClass, jobjectID2jobject, jobject2jobjectID, SuspendThreadList,
+        ResumeThreadList]);
+
+    let expected = read_expected("expected-offsets.txt");
+    let expected: Vec<&str> = expected.lines().filter(|l| !l.trim().is_empty()).collect();
+    // The C file gives `sizeof X = n (align a)` for structs; the reference lists only some aligns.
+    let actual: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            let key = key_of(l);
+            match expected.iter().find(|e| key_of(e) == key) {
+                Some(e) if !e.contains("(align") => l.split(" (align").next().unwrap().to_string(),
+                _ => l.clone(),
+            }
+        })
+        .collect();
+    let actual_refs: Vec<&str> = actual.iter().map(String::as_str).collect();
+    let problems: Vec<String> = compare(&expected, &actual_refs).into_iter().filter(|p| !p.starts_with("extra")).collect();
+    assert!(problems.is_empty(), "src/abi.rs differs from the original layout:\n{}", problems.join("\n"));
+
+    let constants = read_expected("expected-constants.txt");
+    let rust: BTreeMap<&str, i64> = [
+        ("JVMPI_VERSION_1", JVMPI_VERSION_1 as i64), ("JVMPI_VERSION_1_1", JVMPI_VERSION_1_1 as i64),
+        ("JVMPI_VERSION_1_2", JVMPI_VERSION_1_2 as i64), ("JVMPI_SUCCESS", JVMPI_SUCCESS as i64),
+        ("JVMPI_NOT_AVAILABLE", JVMPI_NOT_AVAILABLE as i64), ("JVMPI_FAIL", JVMPI_FAIL as i64),
+        ("JVMPI_REQUESTED_EVENT", JVMPI_REQUESTED_EVENT as i64), ("JVMPI_THREAD_RUNNABLE", JVMPI_THREAD_RUNNABLE as i64),
+        ("JVMPI_THREAD_MONITOR_WAIT", JVMPI_THREAD_MONITOR_WAIT as i64),
+        ("JVMPI_THREAD_CONDVAR_WAIT", JVMPI_THREAD_CONDVAR_WAIT as i64),
+        ("JVMPI_THREAD_SUSPENDED", JVMPI_THREAD_SUSPENDED as i64), ("JVMPI_THREAD_INTERRUPTED", JVMPI_THREAD_INTERRUPTED as i64),
+        ("JVMPI_MINIMUM_PRIORITY", JVMPI_MINIMUM_PRIORITY as i64), ("JVMPI_NORMAL_PRIORITY", JVMPI_NORMAL_PRIORITY as i64),
+        ("JVMPI_MAXIMUM_PRIORITY", JVMPI_MAXIMUM_PRIORITY as i64), ("JVMPI_NORMAL_OBJECT", JVMPI_NORMAL_OBJECT as i64),
+        ("JVMPI_CLASS", JVMPI_CLASS as i64), ("JVMPI_BOOLEAN", JVMPI_BOOLEAN as i64), ("JVMPI_CHAR", JVMPI_CHAR as i64),
+        ("JVMPI_FLOAT", JVMPI_FLOAT as i64), ("JVMPI_DOUBLE", JVMPI_DOUBLE as i64), ("JVMPI_BYTE", JVMPI_BYTE as i64),
+        ("JVMPI_SHORT", JVMPI_SHORT as i64), ("JVMPI_INT", JVMPI_INT as i64), ("JVMPI_LONG", JVMPI_LONG as i64),
+        ("JVMPI_EVENT_METHOD_ENTRY", JVMPI_EVENT_METHOD_ENTRY as i64), ("JVMPI_EVENT_METHOD_ENTRY2", JVMPI_EVENT_METHOD_ENTRY2 as i64),
+        ("JVMPI_EVENT_METHOD_EXIT", JVMPI_EVENT_METHOD_EXIT as i64), ("JVMPI_EVENT_OBJECT_ALLOC", JVMPI_EVENT_OBJECT_ALLOC as i64),
+        ("JVMPI_EVENT_OBJECT_FREE", JVMPI_EVENT_OBJECT_FREE as i64), ("JVMPI_EVENT_OBJECT_MOVE", JVMPI_EVENT_OBJECT_MOVE as i64),
+        ("JVMPI_EVENT_COMPILED_METHOD_LOAD", JVMPI_EVENT_COMPILED_METHOD_LOAD as i64),
+        ("JVMPI_EVENT_COMPILED_METHOD_UNLOAD", JVMPI_EVENT_COMPILED_METHOD_UNLOAD as i64),
+        ("JVMPI_EVENT_INSTRUCTION_START", JVMPI_EVENT_INSTRUCTION_START as i64),
+        ("JVMPI_EVENT_THREAD_START", JVMPI_EVENT_THREAD_START as i64), ("JVMPI_EVENT_THREAD_END", JVMPI_EVENT_THREAD_END as i64),
+        ("JVMPI_EVENT_CLASS_LOAD_HOOK", JVMPI_EVENT_CLASS_LOAD_HOOK as i64), ("JVMPI_EVENT_HEAP_DUMP", JVMPI_EVENT_HEAP_DUMP as i64),
+        ("JVMPI_EVENT_JNI_GLOBALREF_ALLOC", JVMPI_EVENT_JNI_GLOBALREF_ALLOC as i64),
+        ("JVMPI_EVENT_JNI_GLOBALREF_FREE", JVMPI_EVENT_JNI_GLOBALREF_FREE as i64),
+        ("JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC", JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC as i64),
+        ("JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE", JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE as i64),
+        ("JVMPI_EVENT_CLASS_LOAD", JVMPI_EVENT_CLASS_LOAD as i64), ("JVMPI_EVENT_CLASS_UNLOAD", JVMPI_EVENT_CLASS_UNLOAD as i64),
+        ("JVMPI_EVENT_DATA_DUMP_REQUEST", JVMPI_EVENT_DATA_DUMP_REQUEST as i64),
+        ("JVMPI_EVENT_DATA_RESET_REQUEST", JVMPI_EVENT_DATA_RESET_REQUEST as i64),
+        ("JVMPI_EVENT_JVM_INIT_DONE", JVMPI_EVENT_JVM_INIT_DONE as i64), ("JVMPI_EVENT_JVM_SHUT_DOWN", JVMPI_EVENT_JVM_SHUT_DOWN as i64),
+        ("JVMPI_EVENT_ARENA_NEW", JVMPI_EVENT_ARENA_NEW as i64), ("JVMPI_EVENT_ARENA_DELETE", JVMPI_EVENT_ARENA_DELETE as i64),
+        ("JVMPI_EVENT_OBJECT_DUMP", JVMPI_EVENT_OBJECT_DUMP as i64),
+        ("JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER", JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER as i64),
+        ("JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTERED", JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTERED as i64),
+        ("JVMPI_EVENT_RAW_MONITOR_CONTENDED_EXIT", JVMPI_EVENT_RAW_MONITOR_CONTENDED_EXIT as i64),
+        ("JVMPI_EVENT_MONITOR_CONTENDED_ENTER", JVMPI_EVENT_MONITOR_CONTENDED_ENTER as i64),
+        ("JVMPI_EVENT_MONITOR_CONTENDED_ENTERED", JVMPI_EVENT_MONITOR_CONTENDED_ENTERED as i64),
+        ("JVMPI_EVENT_MONITOR_CONTENDED_EXIT", JVMPI_EVENT_MONITOR_CONTENDED_EXIT as i64),
+        ("JVMPI_EVENT_MONITOR_WAIT", JVMPI_EVENT_MONITOR_WAIT as i64), ("JVMPI_EVENT_MONITOR_WAITED", JVMPI_EVENT_MONITOR_WAITED as i64),
+        ("JVMPI_EVENT_MONITOR_DUMP", JVMPI_EVENT_MONITOR_DUMP as i64), ("JVMPI_EVENT_GC_START", JVMPI_EVENT_GC_START as i64),
+        ("JVMPI_EVENT_GC_FINISH", JVMPI_EVENT_GC_FINISH as i64), ("JVMPI_MAX_EVENT_TYPE_VAL", JVMPI_MAX_EVENT_TYPE_VAL as i64),
+    ]
+    .into_iter()
+    .collect();
+    let mut checked = 0;
+    for line in constants.lines().filter(|l| !l.trim().is_empty()) {
+        let (name, value) = line.split_once('=').unwrap();
+        if let Some(&v) = rust.get(name) {
+            assert_eq!(v, value.trim().parse::<i64>().unwrap(), "{name} in src/abi.rs");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, rust.len(), "every Rust constant is in the reference list");
 }
