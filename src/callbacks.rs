@@ -1,7 +1,7 @@
 //! The JVMTI callbacks: thin doors from the JVM into the rooms. Each converts its raw
 //! arguments once, catches panics, and calls safe code.
 
-use crate::{classes, gc, guard, lifecycle, threads};
+use crate::{alloc, classes, gc, guard, jvm, lifecycle, threads};
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti::{self, jvmtiEnv};
 use std::ffi::{c_char, c_uchar};
@@ -18,6 +18,7 @@ pub fn table() -> jvmti::jvmtiEventCallbacks {
     t.GarbageCollectionFinish = Some(gc_finish);
     t.ObjectFree = Some(object_free);
     t.DataDumpRequest = Some(data_dump_request);
+    t.VMObjectAlloc = Some(vm_object_alloc);
     t
 }
 
@@ -41,10 +42,11 @@ unsafe extern "system" fn class_prepare(_j: *mut jvmtiEnv, env: *mut JNIEnv, _t:
     guard("ClassPrepare", (), || classes::on_class_prepare(env, k))
 }
 
+/// The class-file hook of the shim's main environment (allocation instrumentation).
 #[allow(clippy::too_many_arguments)]
 unsafe extern "system" fn class_file_load_hook(
     _j: *mut jvmtiEnv,
-    env: *mut JNIEnv,
+    _env: *mut JNIEnv,
     redefined: jclass,
     _loader: jobject,
     _name: *const c_char,
@@ -55,13 +57,37 @@ unsafe extern "system" fn class_file_load_hook(
     new_data: *mut *mut c_uchar,
 ) {
     guard("ClassFileLoadHook", (), || {
-        if data.is_null() || len < 0 || new_len.is_null() || new_data.is_null() {
-            return;
-        }
-        // SAFETY: JVMTI passes `len` bytes of class file at `data`, valid during the callback.
-        let bytes = unsafe { std::slice::from_raw_parts(data, len as usize) };
+        let Some(bytes) = hook_input(len, data, new_len, new_data) else { return };
         let redefined = (!redefined.is_null()).then_some(redefined);
-        if let Some((out, out_len)) = classes::on_class_file_load_hook(env, redefined, bytes) {
+        if let Some(out) = classes::on_shim_class_hook(redefined, bytes) {
+            if let Ok(p) = jvm::jvmti_copy(&out) {
+                // SAFETY: JVMTI's out-parameters; `p` is JVMTI-allocated memory of `out.len()` bytes.
+                unsafe {
+                    *new_data = p;
+                    *new_len = out.len() as jint;
+                }
+            }
+        }
+    })
+}
+
+/// The class-file hook of the class-hook environment: the agent's CLASS_LOAD_HOOK.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "system" fn agent_class_file_load_hook(
+    _j: *mut jvmtiEnv,
+    env: *mut JNIEnv,
+    _redefined: jclass,
+    _loader: jobject,
+    _name: *const c_char,
+    _pd: jobject,
+    len: jint,
+    data: *const c_uchar,
+    new_len: *mut jint,
+    new_data: *mut *mut c_uchar,
+) {
+    guard("ClassFileLoadHook (agent)", (), || {
+        let Some(bytes) = hook_input(len, data, new_len, new_data) else { return };
+        if let Some((out, out_len)) = classes::on_agent_class_hook(env, bytes) {
             // SAFETY: JVMTI's out-parameters; `out` is JVMTI-allocated memory of `out_len` bytes.
             unsafe {
                 *new_data = out;
@@ -69,6 +95,26 @@ unsafe extern "system" fn class_file_load_hook(
             }
         }
     })
+}
+
+/// The class bytes of a ClassFileLoadHook call, if its pointers are usable.
+fn hook_input<'a>(len: jint, data: *const c_uchar, new_len: *mut jint, new_data: *mut *mut c_uchar) -> Option<&'a [u8]> {
+    if data.is_null() || len < 0 || new_len.is_null() || new_data.is_null() {
+        return None;
+    }
+    // SAFETY: JVMTI passes `len` bytes of class file at `data`, valid during the callback.
+    Some(unsafe { std::slice::from_raw_parts(data, len as usize) })
+}
+
+unsafe extern "system" fn vm_object_alloc(
+    _j: *mut jvmtiEnv,
+    env: *mut JNIEnv,
+    _thread: jthread,
+    object: jobject,
+    _klass: jclass,
+    _size: jlong,
+) {
+    guard("VMObjectAlloc", (), || alloc::on_vm_object_alloc(env, object))
 }
 
 unsafe extern "system" fn gc_start(_j: *mut jvmtiEnv) {

@@ -273,14 +273,22 @@ unsafe extern "C" fn hook_malloc(size: c_uint) -> *mut c_void {
     unsafe { libc::malloc(size as usize) }
 }
 
-/// JVMTI ClassFileLoadHook. `data` is the class file; the return value, if any, is the agent's
-/// replacement (pointer, length), already in JVMTI memory.
-pub fn on_class_file_load_hook(env: *mut JNIEnv, redefined: Option<jclass>, data: &[u8]) -> Option<(*mut u8, jint)> {
+/// The shim's own class-file hook (the main, retransformation-capable environment): forgets
+/// line tables of a redefined class and adds the allocation instrumentation. Returns the new
+/// class file, if any.
+pub fn on_shim_class_hook(redefined: Option<jclass>, data: &[u8]) -> Option<Vec<u8>> {
     if let Some(k) = redefined {
         if let Ok(ms) = jvm::class_methods(k) {
             lines::invalidate(&ms.iter().map(|&m| m as usize).collect::<Vec<_>>());
         }
     }
+    crate::alloc::instrument(data)
+}
+
+/// The agent's CLASS_LOAD_HOOK (the class-hook environment, called before the shim's own hook
+/// and not again on retransformation). Returns the agent's replacement (pointer, length),
+/// already in JVMTI memory.
+pub fn on_agent_class_hook(env: *mut JNIEnv, data: &[u8]) -> Option<(*mut u8, jint)> {
     if !events::is_ready() || !events::enabled(JVMPI_EVENT_CLASS_LOAD_HOOK) {
         return None;
     }

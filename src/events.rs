@@ -11,7 +11,7 @@
 //! return, and only then sends `JVM_SHUT_DOWN`, which is always the last event.
 
 use crate::abi::*;
-use crate::{classes, gc, interface, jvm, objects, threads};
+use crate::{alloc, classes, gc, interface, jnihooks, jvm, objects, threads};
 use jvmti_bindings::sys::jni::jint;
 use jvmti_bindings::sys::jvmti::{self, jvmtiEvent};
 use std::ffi::c_void;
@@ -43,7 +43,16 @@ pub fn support(event: jint) -> Support {
         JVMPI_EVENT_THREAD_START | JVMPI_EVENT_THREAD_END => Emulated(&[]),
         JVMPI_EVENT_CLASS_LOAD => Emulated(&[jvmti::JVMTI_EVENT_CLASS_PREPARE]),
         JVMPI_EVENT_CLASS_UNLOAD => Emulated(UNLOAD),
-        JVMPI_EVENT_CLASS_LOAD_HOOK => Emulated(&[jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK]),
+        JVMPI_EVENT_CLASS_LOAD_HOOK => Emulated(&[]),
+        JVMPI_EVENT_OBJECT_ALLOC => Emulated(&[]),
+        JVMPI_EVENT_OBJECT_FREE => Emulated(UNLOAD),
+        JVMPI_EVENT_ARENA_NEW => Emulated(&[]),
+        JVMPI_EVENT_JNI_GLOBALREF_ALLOC
+        | JVMPI_EVENT_JNI_GLOBALREF_FREE
+        | JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC
+        | JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE => Emulated(&[]),
+        JVMPI_EVENT_OBJECT_MOVE => Never("object IDs are JVMTI tags, which never change while the object lives"),
+        JVMPI_EVENT_ARENA_DELETE => Never("the shim's one arena (the Java heap) lives as long as the JVM"),
         JVMPI_EVENT_GC_START | JVMPI_EVENT_GC_FINISH => Emulated(GC),
         JVMPI_EVENT_DATA_DUMP_REQUEST => Emulated(&[jvmti::JVMTI_EVENT_DATA_DUMP_REQUEST]),
         JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER
@@ -58,18 +67,9 @@ pub fn support(event: jint) -> Support {
         JVMPI_EVENT_METHOD_ENTRY
         | JVMPI_EVENT_METHOD_ENTRY2
         | JVMPI_EVENT_METHOD_EXIT
-        | JVMPI_EVENT_OBJECT_ALLOC
-        | JVMPI_EVENT_OBJECT_FREE
-        | JVMPI_EVENT_OBJECT_MOVE
-        | JVMPI_EVENT_ARENA_NEW
-        | JVMPI_EVENT_ARENA_DELETE
         | JVMPI_EVENT_COMPILED_METHOD_LOAD
         | JVMPI_EVENT_COMPILED_METHOD_UNLOAD
         | JVMPI_EVENT_INSTRUCTION_START
-        | JVMPI_EVENT_JNI_GLOBALREF_ALLOC
-        | JVMPI_EVENT_JNI_GLOBALREF_FREE
-        | JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC
-        | JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE
         | JVMPI_EVENT_MONITOR_CONTENDED_ENTER
         | JVMPI_EVENT_MONITOR_CONTENDED_ENTERED
         | JVMPI_EVENT_MONITOR_CONTENDED_EXIT
@@ -116,6 +116,12 @@ pub fn enable(event: jint, _arg: *mut c_void) -> jint {
                     }
                 }
                 ENABLED.fetch_or(1 << event, SeqCst);
+                if let Err(e) = switch(event, true) {
+                    log::error!("EnableEvent({}): JVMPI_FAIL: {e}", name(event));
+                    ENABLED.fetch_and(!(1 << event), SeqCst);
+                    needs.iter().for_each(|&ev| jvm::unwant(ev));
+                    return JVMPI_FAIL;
+                }
             }
             if READY.load(SeqCst) {
                 catch_up(event);
@@ -140,9 +146,30 @@ pub fn disable(event: jint, _arg: *mut c_void) -> jint {
             if enabled(event) {
                 ENABLED.fetch_and(!(1 << event), SeqCst);
                 needs.iter().for_each(|&ev| jvm::unwant(ev));
+                let _ = switch(event, false);
             }
             JVMPI_SUCCESS
         }
+    }
+}
+
+/// What switching an event on or off does beyond JVMTI events.
+fn switch(event: jint, on: bool) -> Result<(), String> {
+    match (event, on) {
+        (JVMPI_EVENT_CLASS_LOAD_HOOK, _) => jvm::set_agent_hook(on).map_err(jvm::err_name),
+        (JVMPI_EVENT_OBJECT_ALLOC, true) => alloc::enable(),
+        (JVMPI_EVENT_OBJECT_ALLOC, false) => {
+            alloc::disable();
+            Ok(())
+        }
+        (
+            JVMPI_EVENT_JNI_GLOBALREF_ALLOC
+            | JVMPI_EVENT_JNI_GLOBALREF_FREE
+            | JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC
+            | JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE,
+            true,
+        ) => jnihooks::install(),
+        _ => Ok(()),
     }
 }
 

@@ -18,7 +18,7 @@
 //! neither moves nor invalidates while the object lives.
 
 use crate::abi::*;
-use crate::{classes, events, jvm};
+use crate::{alloc, classes, events, ids, jvm, objects};
 use jvmti_bindings::sys::jni::{jlong, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;
@@ -50,7 +50,9 @@ pub fn on_object_free(tag: jlong) {
 }
 
 fn wants_bracket() -> bool {
-    events::enabled(JVMPI_EVENT_GC_START) || events::enabled(JVMPI_EVENT_GC_FINISH) || events::enabled(JVMPI_EVENT_CLASS_UNLOAD)
+    [JVMPI_EVENT_GC_START, JVMPI_EVENT_GC_FINISH, JVMPI_EVENT_CLASS_UNLOAD, JVMPI_EVENT_OBJECT_FREE]
+        .iter()
+        .any(|&e| events::enabled(e))
 }
 
 fn deliver_bracket(env: *mut JNIEnv) {
@@ -65,7 +67,13 @@ fn deliver_bracket(env: *mut JNIEnv) {
     let (objects, bytes) = jvm::count_heap().unwrap_or((0, 0));
     let dead = std::mem::take(&mut *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()));
     for tag in dead {
-        classes::unloaded(env, tag);
+        if classes::unloaded(env, tag) {
+            alloc::forget_class(tag);
+        } else if (ids::is_defined(tag) || objects::forget_requested(tag)) && events::enabled(JVMPI_EVENT_OBJECT_FREE) {
+            let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_FREE, env);
+            ev.u.obj_free = ObjFree { obj_id: ids::to_id(tag) };
+            events::send(&mut ev);
+        }
     }
     if events::enabled(JVMPI_EVENT_GC_FINISH) {
         let total = jvm::Jni::of(env).total_memory().unwrap_or(bytes);

@@ -6,6 +6,10 @@
 //! one counter, in steps of 8 so that IDs look like aligned pointers to agents that hash them
 //! (`id >> 3`), and are never reused. Converting back (`jobjectID2jobject`) asks JVMTI for the
 //! object with that tag; an ID the shim never gave out is refused before JVMTI sees it.
+//!
+//! Bit 3 of a tag marks an object the agent was told about with `OBJECT_ALLOC` (allocation
+//! tracking, or a requested OBJECT_ALLOC): only those get `OBJECT_FREE`. So the shim keeps no
+//! per-object state of its own: everything it knows about an object is in its tag.
 
 use crate::abi::jobjectID;
 use crate::jvm;
@@ -13,7 +17,9 @@ use jvmti_bindings::sys::jni::{jlong, jobject};
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 use std::sync::Mutex;
 
-const STEP: jlong = 8;
+const STEP: jlong = 16;
+/// Set in the tag of objects defined to the agent by OBJECT_ALLOC.
+pub const DEFINED: jlong = 8;
 static NEXT: AtomicI64 = AtomicI64::new(1);
 /// Serialises tag assignment for objects others may be tagging at the same moment.
 static ASSIGN: Mutex<()> = Mutex::new(());
@@ -23,9 +29,19 @@ pub fn fresh_tag() -> jlong {
     NEXT.fetch_add(1, Relaxed) * STEP
 }
 
+/// A fresh tag for an object whose OBJECT_ALLOC is being sent.
+pub fn fresh_defined_tag() -> jlong {
+    fresh_tag() | DEFINED
+}
+
 /// Whether `tag` is one the shim could have given out.
 pub fn plausible(tag: jlong) -> bool {
-    tag > 0 && tag % STEP == 0 && tag < NEXT.load(Relaxed) * STEP
+    tag > 0 && tag % 8 == 0 && tag < NEXT.load(Relaxed) * STEP
+}
+
+/// Whether the object with this tag was defined to the agent by OBJECT_ALLOC.
+pub fn is_defined(tag: jlong) -> bool {
+    tag & DEFINED != 0
 }
 
 pub fn to_id(tag: jlong) -> jobjectID {

@@ -28,6 +28,10 @@ unsafe impl Send for Env {}
 unsafe impl Sync for Env {}
 
 static ENV: OnceLock<Env> = OnceLock::new();
+/// A second environment, not retransformation-capable, that runs the agent's CLASS_LOAD_HOOK:
+/// the JVM applies its changes before the shim's own instrumentation and keeps them when the
+/// shim retransforms a class (JVMTI, "RetransformClasses").
+static HOOK_ENV: OnceLock<Env> = OnceLock::new();
 
 /// The JVM's own `JavaVM*` and its real invoke table (before the loader hooked `GetEnv`).
 #[derive(Clone, Copy)]
@@ -76,7 +80,31 @@ pub fn connect(vm: *mut JavaVM) -> std::result::Result<(), String> {
     }
     // SAFETY: `p` is a jvmtiEnv* just returned by GetEnv.
     let _ = ENV.set(Env(unsafe { Jvmti::from_raw(p as *mut jvmti::jvmtiEnv) }));
+    let mut h: *mut c_void = std::ptr::null_mut();
+    // SAFETY: as above, a second environment.
+    if unsafe { (real.get_env)(vm, &mut h, jvmti::JVMTI_VERSION_1_2) } == jni::JNI_OK && !h.is_null() {
+        // SAFETY: `h` is a jvmtiEnv* just returned by GetEnv.
+        let _ = HOOK_ENV.set(Env(unsafe { Jvmti::from_raw(h as *mut jvmti::jvmtiEnv) }));
+    }
     Ok(())
+}
+
+/// Sets up the class-hook environment: its one capability and its one callback.
+pub fn set_up_hook_env(cb: jvmti::JvmtiClassFileLoadHookFn) -> Result<()> {
+    let h = &HOOK_ENV.get().ok_or(jvmtiError::INVALID_ENVIRONMENT)?.0;
+    let mut c = jvmti::jvmtiCapabilities::default();
+    c.set_can_generate_all_class_hook_events(true);
+    h.add_capabilities(&c)?;
+    let mut t = jvmti::jvmtiEventCallbacks::default();
+    t.ClassFileLoadHook = Some(cb);
+    h.set_event_callbacks(t)
+}
+
+/// Switches the agent's class hook on or off (the class-hook environment's only event).
+pub fn set_agent_hook(on: bool) -> Result<()> {
+    let h = &HOOK_ENV.get().ok_or(jvmtiError::INVALID_ENVIRONMENT)?.0;
+    // SAFETY: NULL thread = all threads.
+    unsafe { h.set_event_notification_mode(on, jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, std::ptr::null_mut()) }
 }
 
 pub fn real_vm() -> Option<RealVm> {
@@ -134,6 +162,9 @@ pub fn add_capabilities() -> std::result::Result<(), String> {
         can_signal_thread => set_can_signal_thread,
         can_generate_all_class_hook_events => set_can_generate_all_class_hook_events,
         can_get_monitor_info => set_can_get_monitor_info,
+        can_retransform_classes => set_can_retransform_classes,
+        can_retransform_any_class => set_can_retransform_any_class,
+        can_generate_vm_object_alloc_events => set_can_generate_vm_object_alloc_events,
     );
     j.add_capabilities(&c).map_err(err_name)
 }
@@ -430,6 +461,28 @@ pub fn object_size(obj: jobject) -> Result<jlong> {
 
 // ---- JNI, in the current thread ---------------------------------------------------------------
 
+thread_local! {
+    static INTERNAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks JNI calls the shim makes for itself, so the JNI hooks do not report them.
+struct Internal(bool);
+impl Internal {
+    fn enter() -> Internal {
+        Internal(INTERNAL.with(|i| i.replace(true)))
+    }
+}
+impl Drop for Internal {
+    fn drop(&mut self) {
+        INTERNAL.with(|i| i.set(self.0));
+    }
+}
+
+/// Whether the current thread is inside a JNI call the shim makes for itself.
+pub fn shim_internal() -> bool {
+    INTERNAL.with(|i| i.get())
+}
+
 /// JNI calls made by the shim in the current thread. Built from the current thread's JNIEnv;
 /// not Send, like the JNIEnv itself.
 pub struct Jni(JniEnv, *mut JNIEnv);
@@ -454,10 +507,12 @@ impl Jni {
         had
     }
     pub fn new_global_ref(&self, obj: jobject) -> jobject {
+        let _i = Internal::enter();
         // SAFETY: facade contract: `obj` is a live reference.
         unsafe { self.0.new_global_ref(obj) }
     }
     pub fn delete_global_ref(&self, obj: jobject) {
+        let _i = Internal::enter();
         // SAFETY: `obj` is a global reference the shim made and drops exactly once.
         unsafe { self.0.delete_global_ref(obj) }
     }
@@ -543,4 +598,136 @@ impl Jni {
             self.clear_exception();
         }
     }
+}
+
+// ---- class definition and retransformation ----------------------------------------------------
+
+/// Retransforms every modifiable loaded class (in batches; a batch that fails is retried class
+/// by class, and classes that still fail are logged and skipped). Returns how many were done.
+pub fn retransform_all() -> usize {
+    let Ok(j) = env() else { return 0 };
+    let Ok(all) = loaded_classes() else { return 0 };
+    let jni = Jni::current();
+    // SAFETY: facade contract: local class references just listed by the JVM.
+    let modifiable: Vec<jclass> = all.iter().copied().filter(|&k| unsafe { j.is_modifiable_class(k) }.unwrap_or(false)).collect();
+    let mut done = 0;
+    for batch in modifiable.chunks(64) {
+        // SAFETY: facade contract.
+        if unsafe { j.retransform_classes(batch) }.is_ok() {
+            done += batch.len();
+            continue;
+        }
+        for &k in batch {
+            // SAFETY: facade contract.
+            match unsafe { j.retransform_classes(&[k]) } {
+                Ok(()) => done += 1,
+                Err(e) => log::info!("retransforming {}: {}", class_signature(k).unwrap_or_default(), err_name(e)),
+            }
+        }
+    }
+    if let Some(jni) = jni {
+        all.into_iter().for_each(|k| jni.delete_local_ref(k));
+    }
+    done
+}
+
+/// A native method binding for RegisterNatives.
+pub struct Native {
+    pub name: &'static std::ffi::CStr,
+    pub signature: &'static std::ffi::CStr,
+    pub f: *mut c_void,
+}
+
+impl Jni {
+    /// Defines a class in the bootstrap class loader; returns a global reference to it.
+    pub fn define_boot_class(&self, name: &str, bytes: &[u8]) -> Option<jclass> {
+        // SAFETY: NULL loader = the bootstrap loader; `bytes` is a class file.
+        let k = unsafe { self.0.define_class(name, std::ptr::null_mut(), bytes) };
+        if self.clear_exception() {
+            return None;
+        }
+        let k = k?;
+        let g = self.new_global_ref(k);
+        self.delete_local_ref(k);
+        (!g.is_null()).then_some(g)
+    }
+    pub fn register_natives(&self, k: jclass, natives: &[Native]) -> bool {
+        let m: Vec<jni::JNINativeMethod> = natives
+            .iter()
+            .map(|n| jni::JNINativeMethod { name: n.name.as_ptr(), signature: n.signature.as_ptr(), fnPtr: n.f })
+            .collect();
+        // SAFETY: `k` is a live class; each fnPtr has the C signature its JNI signature implies.
+        let ok = unsafe { self.0.register_natives(k, &m) }.is_ok();
+        !self.clear_exception() && ok
+    }
+    /// Sets a `static boolean` field.
+    pub fn set_static_boolean(&self, k: jclass, name: &str, v: bool) -> bool {
+        // SAFETY: `k` is a live class; the field is looked up by name and type first.
+        unsafe {
+            match self.0.get_static_field_id(k, name, "Z") {
+                Some(f) => {
+                    self.0.set_static_boolean_field(k, f, v);
+                    true
+                }
+                None => {
+                    self.clear_exception();
+                    false
+                }
+            }
+        }
+    }
+    /// Makes java.base read the module of `k` (the unnamed module of the boot loader).
+    pub fn java_base_reads_module_of(&self, k: jclass) -> Result<()> {
+        let object = self.0.find_class("java/lang/Object").ok_or(jvmtiError::INTERNAL)?;
+        // SAFETY: live class references; GetModule returns their modules.
+        let r = unsafe {
+            let base = self.0.get_module(object).map_err(|_| jvmtiError::NOT_AVAILABLE)?;
+            let target = self.0.get_module(k).map_err(|_| jvmtiError::NOT_AVAILABLE)?;
+            env()?.add_module_reads(base, target)
+        };
+        self.delete_local_ref(object);
+        r
+    }
+    /// Elements of an object array (local references).
+    pub fn array_elements(&self, array: jobject) -> Vec<jobject> {
+        // SAFETY: `array` is a live object array.
+        unsafe {
+            let n = self.0.get_array_length(array);
+            (0..n).map(|i| self.0.get_object_array_element(array, i)).collect()
+        }
+    }
+}
+
+// ---- the JNI function table ------------------------------------------------------------------
+
+/// A copy of the JVM's JNI function table, with room for the newest layout.
+pub fn jni_table_copy() -> Result<Box<jni::JNINativeInterface_>> {
+    let j = env()?;
+    let t = j.get_jni_function_table()?;
+    let len = t.known_byte_len().ok_or(jvmtiError::NOT_AVAILABLE)?;
+    let size = std::mem::size_of::<jni::JNINativeInterface_>();
+    if len > size {
+        return Err(jvmtiError::NOT_AVAILABLE);
+    }
+    let mut buf = vec![0u8; size];
+    // SAFETY: the JVM's table has `len` readable bytes (audited size for this JDK).
+    unsafe { std::ptr::copy_nonoverlapping(t.as_ptr() as *const u8, buf.as_mut_ptr(), len) };
+    // Slots past this JDK's table stay as the JVM's (unused by it); fill them from slot 0 so no
+    // pointer is left zero in the typed copy.
+    // SAFETY: `buf` holds `size` bytes, at least one full JNINativeInterface_, all pointer-sized
+    // slots either copied from the JVM's table or padded with a valid copy of its first slot.
+    unsafe {
+        let words = buf.as_mut_ptr() as *mut usize;
+        let first_fn = *words.add(4);
+        for i in len / 8..size / 8 {
+            *words.add(i) = first_fn;
+        }
+        Ok(Box::new(std::ptr::read(buf.as_ptr() as *const jni::JNINativeInterface_)))
+    }
+}
+
+/// Installs a JNI function table in every current and future JNIEnv (the JVM copies it).
+pub fn jni_table_install(t: &jni::JNINativeInterface_) -> Result<()> {
+    // SAFETY: `t` is a complete table built from the JVM's own.
+    unsafe { env()?.set_jni_function_table(t) }
 }

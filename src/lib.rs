@@ -13,18 +13,22 @@
 //! | [`interface`] | the `JVMPI_Interface` table and its 28 doors (function → room index)      |
 //! | [`events`]    | EnableEvent / DisableEvent / RequestEvent, delivery and its gate         |
 //! | [`ids`]       | jobjectIDs as JVMTI tags; jobjectID2jobject, jobject2jobjectID          |
-//! | [`objects`]   | OBJECT_ALLOC descriptions (RequestEvent)                                  |
+//! | [`objects`]   | OBJECT_ALLOC descriptions (RequestEvent), the arena                       |
+//! | [`alloc`]     | allocation tracking: OBJECT_ALLOC for every allocation, ARENA_NEW        |
+//! | [`bci`]       | the class-file rewriting layer (bytecode instrumentation)                 |
+//! | [`jnihooks`]  | JNI function interception: JNI allocations, JNI_(WEAK_)GLOBALREF_*        |
 //! | [`threads`]   | thread IDs (JNIEnv*), THREAD_START/END, suspend/resume/status/TLS/…       |
 //! | [`classes`]   | CLASS_LOAD, CLASS_UNLOAD, CLASS_LOAD_HOOK, GetMethodClass                |
 //! | [`lines`]     | bytecode index → source line, method line ranges, the line-table cache   |
 //! | [`calltrace`] | GetCallTrace                                                              |
 //! | [`monitors`]  | raw monitors and RAW_MONITOR_CONTENDED_* events                           |
-//! | [`gc`]        | GC_START/GC_FINISH brackets, object deaths, RunGC, Disable/EnableGC      |
+//! | [`gc`]        | GC brackets, OBJECT_FREE, CLASS_UNLOAD, RunGC, Disable/EnableGC          |
 //! | [`callbacks`] | the JVMTI callbacks (doors into the rooms)                                |
 //! | [`jvm`]       | the JVMTI environment, capabilities, event switching, JVMTI/JNI facade   |
 //! | [`logger`]    | one-line messages on stderr                                               |
 
 pub mod abi;
+pub mod alloc;
 pub mod callbacks;
 pub mod calltrace;
 pub mod classes;
@@ -32,6 +36,7 @@ pub mod events;
 pub mod gc;
 pub mod ids;
 pub mod interface;
+pub mod jnihooks;
 pub mod jvm;
 pub mod lifecycle;
 pub mod lines;

@@ -4,7 +4,9 @@
 
 use crate::abi::*;
 use crate::{classes, events, ids, jvm};
-use jvmti_bindings::sys::jni::{jint, jobject};
+use dashmap::DashSet;
+use jvmti_bindings::sys::jni::{jint, jlong, jobject};
+use std::sync::LazyLock;
 
 /// The one arena of the shim's heap model (the JVMPI "arena 1").
 pub const ARENA: jint = 1;
@@ -53,11 +55,23 @@ pub fn describe(env: *mut jvmti_bindings::sys::jni::JNIEnv, obj: jobject) -> Res
     })
 }
 
+/// Objects defined to the agent by a requested OBJECT_ALLOC whose tag predates it (they get
+/// OBJECT_FREE like tracked ones).
+static REQUESTED: LazyLock<DashSet<jlong>> = LazyLock::new(DashSet::new);
+
+/// Whether `tag` was defined by a requested OBJECT_ALLOC (and forgets it).
+pub fn forget_requested(tag: jlong) -> bool {
+    REQUESTED.remove(&tag).is_some()
+}
+
 /// `RequestEvent(JVMPI_EVENT_OBJECT_ALLOC, id)`.
 pub fn request(id: jobjectID) -> Result<(), String> {
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     let obj = ids::object_of(id)?;
     let info = describe(env, obj);
+    if !ids::is_defined(ids::to_tag(id)) {
+        REQUESTED.insert(ids::to_tag(id));
+    }
     jvm::Jni::of(env).delete_local_ref(obj);
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
     ev.u.obj_alloc = info?;

@@ -1,0 +1,291 @@
+//! Allocation tracking: `OBJECT_ALLOC` for every object and array, whoever allocates it, and
+//! `ARENA_NEW` for the one arena.
+//!
+//! JVMTI has no event for allocations made by bytecode, and its sampled allocation event is not
+//! exact before JDK 25. So the shim instruments bytecode (the `bci` room):
+//!
+//! * `java.lang.Object.<init>` calls `JvmpiShimTracker.objectInit(this)` first: every object a
+//!   constructor runs for — `new`, reflection, `NewObject` from JNI — passes there once;
+//! * every `newarray`/`anewarray`/`multianewarray` is followed by `JvmpiShimTracker.newArray(a)`;
+//!   the sub-arrays a `multianewarray` makes are reported with their outer array;
+//! * allocations without bytecode come from JVMTI `VMObjectAlloc` (reflective array creation,
+//!   `clone`, …) and from the JNI function table (`AllocObject`, `New<Type>Array`,
+//!   `NewObjectArray`, `NewString`, `NewStringUTF`; see the `jnihooks` room).
+//!
+//! The tracker is a class the shim generates and defines in the bootstrap loader, its native
+//! `onNew` bound with `RegisterNatives` before anything calls it. Its `on` flag is the switch:
+//! when OBJECT_ALLOC is disabled the instrumentation stays and costs a test and a branch.
+//! Instrumentation is installed the first time OBJECT_ALLOC is enabled: new classes through the
+//! class-file hook, loaded ones by `RetransformClasses`.
+//!
+//! An object gets its ID (a fresh tag with the DEFINED bit) the first time one of these paths
+//! sees it; the second path to see the same object finds the tag and stays silent, so each
+//! object is reported once.
+
+use crate::abi::*;
+use crate::{classes, events, ids, jvm, objects};
+
+/// Stand-in until the class-rewriting layer lands (allocation tracking reports NOT ready).
+mod bci {
+    pub struct AllocHooks<'a> {
+        pub tracker: &'a str,
+    }
+    pub fn tracker_class(_t: &str) -> Vec<u8> {
+        Vec::new()
+    }
+    pub fn instrument_allocations(_c: &[u8], _h: &AllocHooks) -> Result<Option<Vec<u8>>, String> {
+        Ok(None)
+    }
+}
+use dashmap::DashMap;
+use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, JNIEnv};
+use jvmti_bindings::sys::jvmti;
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::{LazyLock, Mutex};
+
+pub const TRACKER: &str = "JvmpiShimTracker";
+
+/// The tracker class (a global reference) once installed.
+static TRACKER_CLASS: AtomicUsize = AtomicUsize::new(0);
+static INSTALL: Mutex<()> = Mutex::new(());
+static ARENA_SENT: AtomicBool = AtomicBool::new(false);
+
+/// What an allocation event needs to know about a class, computed once per class.
+#[derive(Clone, Copy)]
+struct Shape {
+    is_array: jint,
+    /// The ID for `obj_alloc.class_id` (the element class for object arrays; NULL for
+    /// primitive arrays).
+    class_id: usize,
+    /// Instance size of a normal object (the same for every instance); 0 for arrays.
+    size: jint,
+    /// An array whose elements are arrays (their sub-arrays may be fresh).
+    nested: bool,
+}
+
+static SHAPES: LazyLock<DashMap<jlong, Shape>> = LazyLock::new(DashMap::new);
+
+thread_local! {
+    /// Set while this thread is inside an OBJECT_ALLOC delivery.
+    static REPORTING: Cell<bool> = const { Cell::new(false) };
+}
+
+pub fn installed() -> bool {
+    TRACKER_CLASS.load(Acquire) != 0
+}
+
+/// `EnableEvent(OBJECT_ALLOC)`: installs the instrumentation (once) and turns the tracker on.
+pub fn enable() -> Result<(), String> {
+    let env = jvm::attach_current().ok_or("the calling thread cannot be attached to the JVM")?;
+    let jni = jvm::Jni::of(env);
+    if !installed() {
+        install(&jni)?;
+    }
+    crate::jnihooks::install().map_err(|e| format!("JNI function interception: {e}"))?;
+    set_on(&jni, true);
+    Ok(())
+}
+
+/// `DisableEvent(OBJECT_ALLOC)`: the instrumentation stays, switched off.
+pub fn disable() {
+    if let Some(env) = jvm::attach_current() {
+        set_on(&jvm::Jni::of(env), false);
+    }
+}
+
+fn set_on(jni: &jvm::Jni, on: bool) {
+    let k = TRACKER_CLASS.load(Acquire);
+    if k != 0 && !jni.set_static_boolean(k as jclass, "on", on) {
+        log::error!("cannot switch the allocation tracker {}", if on { "on" } else { "off" });
+    }
+}
+
+fn install(jni: &jvm::Jni) -> Result<(), String> {
+    let _g = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+    if installed() {
+        return Ok(());
+    }
+    let k = jni
+        .define_boot_class(TRACKER, &bci::tracker_class(TRACKER))
+        .ok_or("cannot define the allocation tracker class in the boot class loader")?;
+    let natives = [jvm::Native { name: c"onNew", signature: c"(Ljava/lang/Object;)V", f: on_new as *mut c_void }];
+    if !jni.register_natives(k, &natives) {
+        return Err("cannot bind the allocation tracker's native method".into());
+    }
+    if let Err(e) = jni.java_base_reads_module_of(k) {
+        log::debug!("AddModuleReads(java.base → tracker): {}", jvm::err_name(e));
+    }
+    TRACKER_CLASS.store(k as usize, Release);
+    jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK).map_err(jvm::err_name)?;
+    jvm::want(jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC).map_err(jvm::err_name)?;
+    let t = std::time::Instant::now();
+    let n = jvm::retransform_all();
+    log::info!("allocation tracking installed: {n} loaded classes instrumented in {:?}", t.elapsed());
+    Ok(())
+}
+
+/// Rewrites a class file for allocation tracking (from the class-file hook). None: unchanged.
+pub fn instrument(class_file: &[u8]) -> Option<Vec<u8>> {
+    if !installed() {
+        return None;
+    }
+    match bci::instrument_allocations(class_file, &bci::AllocHooks { tracker: TRACKER }) {
+        Ok(out) => out,
+        Err(e) => {
+            log::info!("allocation sites of a class left uninstrumented: {e}");
+            None
+        }
+    }
+}
+
+/// The tracker's native `onNew(Object)`: an object or array has just been made in this thread.
+unsafe extern "system" fn on_new(env: *mut JNIEnv, _tracker: jclass, obj: jobject) {
+    crate::guard("JvmpiShimTracker.onNew", (), || report(env, obj))
+}
+
+/// Sends OBJECT_ALLOC for `obj` unless it has been reported (or given an ID) already.
+pub fn report(env: *mut JNIEnv, obj: jobject) {
+    if obj.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() {
+        return;
+    }
+    if REPORTING.with(|r| r.replace(true)) {
+        // An allocation made by the agent's own OBJECT_ALLOC handler: reported after it.
+        defer(env, obj);
+        return;
+    }
+    report_one(env, obj);
+    drain_deferred(env);
+    REPORTING.with(|r| r.set(false));
+}
+
+thread_local! {
+    static DEFERRED: Cell<Vec<usize>> = const { Cell::new(Vec::new()) };
+}
+
+fn defer(env: *mut JNIEnv, obj: jobject) {
+    let g = jvm::Jni::of(env).new_global_ref(obj);
+    if !g.is_null() {
+        DEFERRED.with(|d| {
+            let mut v = d.take();
+            v.push(g as usize);
+            d.set(v);
+        });
+    }
+}
+
+fn drain_deferred(env: *mut JNIEnv) {
+    loop {
+        let v = DEFERRED.with(|d| d.take());
+        if v.is_empty() {
+            return;
+        }
+        let jni = jvm::Jni::of(env);
+        for g in v {
+            report_one(env, g as jobject);
+            jni.delete_global_ref(g as jobject);
+        }
+    }
+}
+
+fn report_one(env: *mut JNIEnv, obj: jobject) {
+    match jvm::get_tag(obj) {
+        Ok(0) => {}
+        _ => return,
+    }
+    let tag = ids::fresh_defined_tag();
+    if jvm::set_tag(obj, tag).is_err() {
+        return;
+    }
+    let jni = jvm::Jni::of(env);
+    let klass = jni.object_class(obj);
+    let shape = shape_of(env, klass);
+    jni.delete_local_ref(klass);
+    let Some((ctag, shape)) = shape else { return };
+    let size = if shape.size > 0 {
+        shape.size
+    } else {
+        let s = jvm::object_size(obj).map_or(0, |s| s.min(jint::MAX as i64) as jint);
+        if shape.is_array == JVMPI_NORMAL_OBJECT {
+            // Every instance of a class has the same size: measure it once.
+            if let Some(mut e) = SHAPES.get_mut(&ctag) {
+                e.size = s;
+            }
+        }
+        s
+    };
+    announce_arena(env);
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
+    ev.u.obj_alloc = ObjAlloc {
+        arena_id: objects::ARENA,
+        class_id: shape.class_id as jobjectID,
+        is_array: shape.is_array,
+        size,
+        obj_id: ids::to_id(tag),
+    };
+    events::send(&mut ev);
+    if shape.nested {
+        // Sub-arrays made together with their outer array (multianewarray).
+        for e in jni.array_elements(obj) {
+            if !e.is_null() {
+                report_one(env, e);
+                jni.delete_local_ref(e);
+            }
+        }
+    }
+}
+
+fn shape_of(env: *mut JNIEnv, klass: jclass) -> Option<(jlong, Shape)> {
+    let ctag = ids::tag_of(klass).ok()?;
+    if let Some(s) = SHAPES.get(&ctag).map(|s| *s) {
+        if s.is_array == JVMPI_NORMAL_OBJECT {
+            // The class must have been announced before its first instance (CLASS_LOAD may
+            // have been enabled since the shape was cached).
+            let _ = classes::ensure_announced(env, klass);
+        }
+        return Some((ctag, s));
+    }
+    let sig = jvm::class_signature(klass).ok()?;
+    let jni = jvm::Jni::of(env);
+    let shape = match objects::array_kind(&sig) {
+        None => Shape {
+            is_array: JVMPI_NORMAL_OBJECT,
+            class_id: classes::ensure_announced(env, klass).ok()? as usize,
+            size: 0,
+            nested: false,
+        },
+        Some(JVMPI_CLASS) => {
+            let elem = jni.component_type(klass)?;
+            let id = classes::ensure_announced(env, elem).ok()? as usize;
+            jni.delete_local_ref(elem);
+            Shape { is_array: JVMPI_CLASS, class_id: id, size: 0, nested: sig.starts_with("[[") }
+        }
+        Some(prim) => Shape { is_array: prim, class_id: 0, size: 0, nested: false },
+    };
+    SHAPES.insert(ctag, shape);
+    Some((ctag, shape))
+}
+
+/// A tagged object died: if it was a class, its cached shape goes too.
+pub fn forget_class(ctag: jlong) {
+    SHAPES.remove(&ctag);
+}
+
+/// ARENA_NEW for arena 1, once, before the first OBJECT_ALLOC that follows its enabling.
+fn announce_arena(env: *mut JNIEnv) {
+    if ARENA_SENT.load(Relaxed) || !events::enabled(JVMPI_EVENT_ARENA_NEW) || ARENA_SENT.swap(true, SeqCst) {
+        return;
+    }
+    {
+        let name = c"Java heap";
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_ARENA_NEW, env);
+        ev.u.new_arena = NewArena { arena_id: objects::ARENA, arena_name: name.as_ptr() as *mut _ };
+        events::send(&mut ev);
+    }
+}
+
+/// JVMTI VMObjectAlloc: an object the VM made without bytecode.
+pub fn on_vm_object_alloc(env: *mut JNIEnv, obj: jobject) {
+    report(env, obj);
+}
