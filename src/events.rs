@@ -269,10 +269,14 @@ pub fn send_requested(ev: &mut JVMPI_Event) -> bool {
 /// Closes the gate for good, waits (bounded) for events inside the agent to return, and sends
 /// `JVM_SHUT_DOWN` if enabled. Nothing is delivered after this.
 pub fn shut_down(env: *mut jvmti_bindings::sys::jni::JNIEnv) {
-    if DEAD.swap(true, SeqCst) {
+    if DEAD.load(SeqCst) {
         return;
     }
     gc::stop();
+    gc::last_bracket(env);
+    if DEAD.swap(true, SeqCst) {
+        return;
+    }
     let deadline = Instant::now() + Duration::from_secs(2);
     while IN_FLIGHT.load(SeqCst) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));

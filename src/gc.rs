@@ -55,7 +55,11 @@ fn wants_bracket() -> bool {
         .any(|&e| events::enabled(e))
 }
 
+/// One bracket at a time: the GC thread's, or the last one at VM death.
+static BRACKET: Mutex<()> = Mutex::new(());
+
 fn deliver_bracket(env: *mut JNIEnv) {
+    let _one = BRACKET.lock().unwrap_or_else(|p| p.into_inner());
     if !events::is_ready() || !wants_bracket() {
         DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()).clear();
         return;
@@ -107,6 +111,21 @@ pub fn start(env: *mut JNIEnv) -> Result<(), String> {
     let r = jvm::run_agent_thread(t, gc_thread_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);
     jni.delete_local_ref(t);
     r.map_err(jvm::err_name)
+}
+
+/// At VM death, before the gate closes: deaths the JVM has not reported yet (JDK 16+ posts them
+/// late) are reported in a last bracket, so every tracked object that died gets its
+/// OBJECT_FREE and every unloaded class its CLASS_UNLOAD.
+pub fn last_bracket(env: *mut JNIEnv) {
+    let wants_deaths = events::enabled(JVMPI_EVENT_OBJECT_FREE) || events::enabled(JVMPI_EVENT_CLASS_UNLOAD);
+    if !wants_deaths || !events::is_ready() {
+        return;
+    }
+    // The heap walk makes the JVM post the deaths it still owes (on this thread).
+    let _ = jvm::count_heap();
+    if !DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
+        deliver_bracket(env);
+    }
 }
 
 /// Stops the delivery thread (at VM death). A bracket under way finishes; no new one starts.

@@ -19,6 +19,8 @@
  *   gc-lock           enter a raw monitor in GC_START, leave it in GC_FINISH
  *   hook-patch        CLASS_LOAD_HOOK: rewrite "ORIGINAL" to "PATCHED!" in classes that have it
  *   set-notify-late   enable events in JVM_OnLoad before setting NotifyEvent
+ *   alloc-filter=S    count OBJECT_ALLOC/OBJECT_FREE per class for class names containing S (and
+ *                     primitive arrays per kind and size) instead of logging each allocation
  */
 #include <dlfcn.h>
 #include <jni.h>
@@ -80,6 +82,86 @@ static void set_del(set_t *s, void *k) {  /* tombstone: keep the key, mark value
     set_put(s, k, "<gone>");
 }
 
+/* ---- allocation bookkeeping ----------------------------------------------------------------
+ * Every allocated ID is remembered (live or freed) in a large open-addressing table, so that
+ * OBJECT_FREE can be checked against a previous OBJECT_ALLOC and no ID is reused while live.
+ * Allocations of classes whose name contains the alloc-filter are counted per (class, kind);
+ * primitive arrays per (kind, size). Counts are printed at JVM_SHUT_DOWN. */
+#define IDS_SIZE (1 << 23)
+static void **id_keys;
+static unsigned short *id_vals; /* 0 empty, 1 live unfiltered, 2 freed, 3+i live filtered group i */
+static char alloc_filter[128];
+static long long alloc_total, free_total, arena_sent, arena_seen_before_alloc = -1;
+#define GROUPS 256
+static struct { char name[160]; int kind; int size; long long allocs, frees; } groups[GROUPS];
+static int ngroups;
+
+static int group_of(const char *name, int kind, int size) {
+    int i;
+    for (i = 0; i < ngroups; i++)
+        if (groups[i].kind == kind && groups[i].size == size && strcmp(groups[i].name, name) == 0) return i;
+    if (ngroups == GROUPS) return -1;
+    snprintf(groups[ngroups].name, sizeof groups[ngroups].name, "%s", name);
+    groups[ngroups].kind = kind;
+    groups[ngroups].size = size;
+    return ngroups++;
+}
+static unsigned id_slot(void *k) {
+    unsigned i = (unsigned)(((unsigned long)k >> 3) * 2654435761u) & (IDS_SIZE - 1);
+    while (id_keys[i] && id_keys[i] != k) i = (i + 1) & (IDS_SIZE - 1);
+    return i;
+}
+static void on_alloc(JVMPI_Event *e, const char *cn, int requested) {
+    unsigned i;
+    int g = -1;
+    pthread_mutex_lock(&lock);
+    if (!id_keys) { id_keys = calloc(IDS_SIZE, sizeof *id_keys); id_vals = calloc(IDS_SIZE, sizeof *id_vals); }
+    alloc_total++;
+    if (arena_seen_before_alloc < 0) arena_seen_before_alloc = arena_sent;
+    if (alloc_filter[0] && cn && strstr(cn, alloc_filter))
+        g = group_of(cn, (int)e->u.obj_alloc.is_array, -1);
+    else if (alloc_filter[0] && !e->u.obj_alloc.class_id)
+        g = group_of("(prim)", (int)e->u.obj_alloc.is_array, (int)e->u.obj_alloc.size);
+    if (g >= 0) groups[g].allocs++;
+    i = id_slot(e->u.obj_alloc.obj_id);
+    if (id_keys[i] && id_vals[i] != 2 && !requested) {
+        pthread_mutex_unlock(&lock);
+        out_line("VIOLATION OBJECT_ALLOC of live ID %p", (void *)e->u.obj_alloc.obj_id);
+        return;
+    }
+    id_keys[i] = e->u.obj_alloc.obj_id;
+    id_vals[i] = (unsigned short)(g >= 0 ? 3 + g : 1);
+    pthread_mutex_unlock(&lock);
+}
+static void on_free(JVMPI_Event *e) {
+    unsigned i;
+    int bad = 0;
+    pthread_mutex_lock(&lock);
+    free_total++;
+    if (!id_keys) bad = 1;
+    else {
+        i = id_slot(e->u.obj_free.obj_id);
+        if (!id_keys[i] || id_vals[i] == 2) bad = 1;
+        else {
+            if (id_vals[i] >= 3) groups[id_vals[i] - 3].frees++;
+            id_vals[i] = 2;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (bad) out_line("VIOLATION OBJECT_FREE of %p, not a live allocated ID", (void *)e->u.obj_free.obj_id);
+    if (!in_gc) out_line("VIOLATION OBJECT_FREE outside a GC bracket");
+}
+static void print_alloc_summary(void) {
+    int i;
+    if (!alloc_total && !free_total && !alloc_filter[0]) return;
+    out_line("ALLOC_TOTAL allocs=%lld frees=%lld arena_before_first_alloc=%lld", alloc_total, free_total,
+             arena_seen_before_alloc);
+    for (i = 0; i < ngroups; i++)
+        if (groups[i].size < 0 || groups[i].allocs >= 50)
+            out_line("ACOUNT class=%s kind=%d size=%d allocs=%lld frees=%lld", groups[i].name, groups[i].kind,
+                     groups[i].size, groups[i].allocs, groups[i].frees);
+}
+
 /* ---- event names --------------------------------------------------------------------------- */
 static const struct { const char *name; jint ev; } names[] = {
     {"init", JVMPI_EVENT_JVM_INIT_DONE}, {"shutdown", JVMPI_EVENT_JVM_SHUT_DOWN},
@@ -90,6 +172,11 @@ static const struct { const char *name; jint ev; } names[] = {
     {"raw_enter", JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER},
     {"raw_entered", JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTERED},
     {"raw_exit", JVMPI_EVENT_RAW_MONITOR_CONTENDED_EXIT},
+    {"object_alloc", JVMPI_EVENT_OBJECT_ALLOC}, {"object_free", JVMPI_EVENT_OBJECT_FREE},
+    {"object_move", JVMPI_EVENT_OBJECT_MOVE}, {"arena_new", JVMPI_EVENT_ARENA_NEW},
+    {"arena_delete", JVMPI_EVENT_ARENA_DELETE}, {"globalref_alloc", JVMPI_EVENT_JNI_GLOBALREF_ALLOC},
+    {"globalref_free", JVMPI_EVENT_JNI_GLOBALREF_FREE}, {"weak_alloc", JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC},
+    {"weak_free", JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE},
 };
 
 static void enable_by_name(const char *n, size_t len) {
@@ -186,6 +273,7 @@ static void notify(JVMPI_Event *e) {
         break;
     }
     case JVMPI_EVENT_JVM_SHUT_DOWN:
+        print_alloc_summary();
         out_line("SHUT_DOWN");
         shut_down = 1;
         break;
@@ -252,11 +340,31 @@ static void notify(JVMPI_Event *e) {
     case JVMPI_EVENT_OBJECT_ALLOC: {
         const char *cn = e->u.obj_alloc.class_id ? set_get(&classes_set, e->u.obj_alloc.class_id) : "(none)";
         if (class_load_on && !cn) out_line("VIOLATION OBJECT_ALLOC names unknown class %p", (void *)e->u.obj_alloc.class_id);
-        out_line("OBJECT_ALLOC id=%p class=%s is_array=%d size=%d arena=%d req=%d", (void *)e->u.obj_alloc.obj_id,
-                 cn ? cn : "?", (int)e->u.obj_alloc.is_array, (int)e->u.obj_alloc.size, (int)e->u.obj_alloc.arena_id,
-                 requested);
+        check_env("OBJECT_ALLOC", e->env_id);
+        on_alloc(e, cn, requested);
+        if (requested || !alloc_filter[0])
+            out_line("OBJECT_ALLOC id=%p class=%s is_array=%d size=%d arena=%d req=%d", (void *)e->u.obj_alloc.obj_id,
+                     cn ? cn : "?", (int)e->u.obj_alloc.is_array, (int)e->u.obj_alloc.size, (int)e->u.obj_alloc.arena_id,
+                     requested);
         break;
     }
+    case JVMPI_EVENT_OBJECT_FREE:
+        on_free(e);
+        break;
+    case JVMPI_EVENT_ARENA_NEW:
+        arena_sent++;
+        out_line("ARENA_NEW id=%d name=%s", (int)e->u.new_arena.arena_id, e->u.new_arena.arena_name);
+        break;
+    case JVMPI_EVENT_JNI_GLOBALREF_ALLOC:
+    case JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC:
+        out_line("%s obj=%p ref=%p", type == JVMPI_EVENT_JNI_GLOBALREF_ALLOC ? "GREF_ALLOC" : "WREF_ALLOC",
+                 (void *)e->u.jni_globalref_alloc.obj_id, (void *)e->u.jni_globalref_alloc.ref_id);
+        break;
+    case JVMPI_EVENT_JNI_GLOBALREF_FREE:
+    case JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE:
+        out_line("%s ref=%p", type == JVMPI_EVENT_JNI_GLOBALREF_FREE ? "GREF_FREE" : "WREF_FREE",
+                 (void *)e->u.jni_globalref_free.ref_id);
+        break;
     default:
         out_line("EVENT %d req=%d", (int)type, requested);
     }
@@ -302,6 +410,7 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
         out_line("ONLOAD_JNI rc=%d findclass=%d", (int)r, s != NULL);
     }
     if (opt(options, "detail", buf, sizeof buf)) snprintf(detail, sizeof detail, "%s", buf);
+    if (opt(options, "alloc-filter", buf, sizeof buf)) snprintf(alloc_filter, sizeof alloc_filter, "%s", buf);
     opt_gc_lock = opt(options, "gc-lock", buf, sizeof buf) != NULL;
     opt_hook_patch = opt(options, "hook-patch", buf, sizeof buf) != NULL;
     if (opt_gc_lock) gc_lock = jvmpi->RawMonitorCreate("gclock");
@@ -484,4 +593,26 @@ JNIEXPORT jstring P(garbage)(JNIEnv *env, jclass c) {
              (int)jvmpi->DisableEvent(JVMPI_EVENT_GC_FINISH, NULL));
     out_line("GARBAGE %s", buf);
     return (*env)->NewStringUTF(env, buf);
+}
+
+/* JNI allocations and global references, for the heap tests. */
+JNIEXPORT void P(jniAlloc)(JNIEnv *env, jclass c, jclass k, jint n) {
+    jint i;
+    for (i = 0; i < n; i++) (*env)->DeleteLocalRef(env, (*env)->AllocObject(env, k));
+}
+JNIEXPORT void P(jniArrays)(JNIEnv *env, jclass c, jclass k, jint n) {
+    jint i;
+    for (i = 0; i < n; i++) {
+        (*env)->DeleteLocalRef(env, (*env)->NewIntArray(env, 333));
+        (*env)->DeleteLocalRef(env, (*env)->NewObjectArray(env, 4, k, NULL));
+        (*env)->DeleteLocalRef(env, (*env)->NewStringUTF(env, "jvmpi-jni-string"));
+    }
+}
+JNIEXPORT void P(globalRefs)(JNIEnv *env, jclass c, jobject o) {
+    jobject g = (*env)->NewGlobalRef(env, o);
+    jweak w = (*env)->NewWeakGlobalRef(env, o);
+    out_line("REFS id=%p g=%p w=%p", (void *)jvmpi->jobject2jobjectID(o), (void *)g, (void *)w);
+    (*env)->DeleteGlobalRef(env, g);
+    (*env)->DeleteWeakGlobalRef(env, w);
+    out_line("REFS deleted");
 }

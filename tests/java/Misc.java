@@ -42,6 +42,14 @@ public class Misc {
                 Probe.mark("enabled");
                 break;
             }
+            case "alloc-toggle": {
+                Object[] keep = new Object[200];
+                for (int i = 0; i < 100; i++) keep[i] = new Counted();
+                Probe.check(Probe.disable(4) == 0, "disable-object-alloc", "");
+                for (int i = 100; i < 200; i++) keep[i] = new Counted();
+                System.out.println("kept " + keep.length);
+                break;
+            }
             default:
                 throw new IllegalArgumentException(args[0]);
         }

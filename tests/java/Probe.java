@@ -38,6 +38,9 @@ public final class Probe {
     public static native void profilerExit(int code);
     public static native void sigquit();
     public static native String garbage();
+    public static native void jniAlloc(Class<?> k, int n);
+    public static native void jniArrays(Class<?> k, int n);
+    public static native void globalRefs(Object o);
 
     /** Prints "OK what" or "FAIL what: detail"; the Rust test asserts on these lines. */
     public static void check(boolean ok, String what, Object detail) {
