@@ -242,7 +242,7 @@ fn shape_of(env: *mut JNIEnv, klass: jclass) -> Option<(jlong, Shape)> {
         if s.is_array == JVMPI_NORMAL_OBJECT {
             // The class must have been announced before its first instance (CLASS_LOAD may
             // have been enabled since the shape was cached).
-            let _ = classes::ensure_announced(env, klass);
+            let _ = classes::ensure_announced_tagged(env, klass, ctag);
         }
         return Some((ctag, s));
     }
@@ -251,7 +251,7 @@ fn shape_of(env: *mut JNIEnv, klass: jclass) -> Option<(jlong, Shape)> {
     let shape = match objects::array_kind(&sig) {
         None => Shape {
             is_array: JVMPI_NORMAL_OBJECT,
-            class_id: classes::ensure_announced(env, klass).ok()? as usize,
+            class_id: classes::ensure_announced_tagged(env, klass, ctag).ok()? as usize,
             size: 0,
             nested: false,
         },

@@ -112,7 +112,10 @@ impl ClassInfo {
 
 /// Announces a class (once, unless `requested`), in the current thread `env`. Returns its ID.
 fn announce(env: *mut JNIEnv, k: jclass, requested: bool) -> Result<jobjectID, String> {
-    let tag = ids::tag_of(k)?;
+    announce_tagged(env, k, ids::tag_of(k)?, requested)
+}
+
+fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> Result<jobjectID, String> {
     if !requested && ANNOUNCED.contains_key(&tag) {
         return Ok(ids::to_id(tag));
     }
@@ -150,6 +153,15 @@ pub fn ensure_announced(env: *mut JNIEnv, k: jclass) -> Result<jobjectID, String
         announce(env, k, false)
     } else {
         ids::id_of(k)
+    }
+}
+
+/// As [`ensure_announced`], for a class whose tag the caller has already read.
+pub fn ensure_announced_tagged(env: *mut JNIEnv, k: jclass, tag: jlong) -> Result<jobjectID, String> {
+    if events::is_ready() && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
+        announce_tagged(env, k, tag, false)
+    } else {
+        Ok(ids::to_id(tag))
     }
 }
 
