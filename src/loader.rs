@@ -82,6 +82,13 @@ pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
             "legacy agent {path} exports no JVM_OnLoad (is it a JVMPI agent? is the symbol exported?)"
         ));
     }
+    // `agent=` naming the shim: dlopen hands back the shim itself, whose JVM_OnLoad would start a
+    // second emulation on top of the first.
+    if std::ptr::eq(sym as *const (), crate::JVM_OnLoad as *const ()) {
+        return Err(format!(
+            "legacy agent {path} is jvmpi-shim itself: agent= must name the JVMPI agent's library"
+        ));
+    }
     let options = CString::new(opts.agent_options.clone())
         .map_err(|_| "the agent's options contain a NUL byte".to_string())?;
     Ok(LEGACY.get_or_init(|| Legacy { path, onload: sym as usize, options }))
