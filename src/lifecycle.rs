@@ -11,21 +11,32 @@
 
 use crate::abi::*;
 use crate::{callbacks, events, gc, interface, jvm, loader, logger, options, threads};
-use jvmti_bindings::sys::jni::{jint, jthread, JNIEnv, JavaVM, JNI_EDETACHED, JNI_ERR, JNI_OK};
+use jvmti_bindings::sys::jni::{
+    self, jboolean, jclass, jfieldID, jint, jmethodID, jthread, jthrowable, JNIEnv, JNINativeInterface_, JavaVM,
+    JNI_EDETACHED, JNI_ERR, JNI_OK,
+};
 use jvmti_bindings::sys::jvmti;
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 static VM: OnceLock<usize> = OnceLock::new();
+/// VMInit's work has been done (VMInit and a late start can both get there).
+static INIT_RAN: AtomicBool = AtomicBool::new(false);
 
-/// Prints a one-line error and ends the process with status 1 (the agent cannot run).
-fn fatal(msg: &str) -> ! {
-    let _ = writeln!(std::io::stderr(), "jvmpi-shim: error: {msg}");
+/// Ends the process with status 1, after an error line has been printed.
+fn exit_failed() -> ! {
     let _ = std::io::stderr().flush();
     let _ = std::io::stdout().flush();
     // SAFETY: ends the process without running the JVM's exit machinery mid-initialisation.
     unsafe { libc::_exit(1) }
+}
+
+/// Prints a one-line error and ends the process with status 1 (the agent cannot run).
+fn fatal(msg: &str) -> ! {
+    let _ = writeln!(std::io::stderr(), "jvmpi-shim: error: {msg}");
+    exit_failed()
 }
 
 /// Parses the options, loads the agent, sets up JVMTI. Errors are one-line messages.
@@ -66,6 +77,9 @@ pub fn agent_onload(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> jint {
 
 /// JVMTI VMInit: run the legacy `JVM_OnLoad`, open the gate (catch-up), send JVM_INIT_DONE.
 pub fn vm_init(env: *mut JNIEnv, thread: jthread) {
+    if INIT_RAN.swap(true, Ordering::AcqRel) {
+        return;
+    }
     threads::on_thread_start(env, thread);
     let (Some(leg), Some(&vm)) = (loader::legacy(), VM.get()) else { return };
     let rc = loader::call_onload(leg, vm as *mut JavaVM);
@@ -113,7 +127,8 @@ pub fn profiler_exit(code: jint) {
 }
 
 /// The shim's `JVM_OnLoad` (the "double agent"): a JVM that calls it instead of `Agent_OnLoad`.
-/// With JVMTI reachable the emulation starts from the current phase; on a pre-JVMTI JVM, whose
+/// With JVMTI reachable the emulation starts from the current phase; with JVMTI present but not
+/// reachable yet (`-Xrun` on JDK 9+) it starts later (see [`defer`]); on a pre-JVMTI JVM, whose
 /// JVMPI is native, the legacy agent is loaded and given the JVM's own `JavaVM`.
 pub fn double_agent(vm: *mut JavaVM, raw_options: Option<Vec<u8>>, reserved: *mut c_void) -> jint {
     logger::init(log::LevelFilter::Warn);
@@ -127,11 +142,17 @@ pub fn double_agent(vm: *mut JavaVM, raw_options: Option<Vec<u8>>, reserved: *mu
     // SAFETY: the JVM's GetEnv with a valid out-pointer.
     let mut rc = unsafe { (table.GetEnv)(vm, &mut p, jvmti::JVMTI_VERSION_1_2) };
     if rc == JNI_EDETACHED {
+        // Either this thread is not attached, or JVMTI exists but not in this phase.
         let mut e: *mut c_void = std::ptr::null_mut();
-        // SAFETY: attaching the calling thread with default arguments.
-        if unsafe { (table.AttachCurrentThread)(vm, &mut e, std::ptr::null_mut()) } == JNI_OK {
-            // SAFETY: as above.
-            rc = unsafe { (table.GetEnv)(vm, &mut p, jvmti::JVMTI_VERSION_1_2) };
+        // SAFETY: the JVM's GetEnv with a valid out-pointer.
+        if unsafe { (table.GetEnv)(vm, &mut e, jni::JNI_VERSION_1_2) } != JNI_OK {
+            // SAFETY: attaching the calling thread with default arguments.
+            unsafe { (table.AttachCurrentThread)(vm, &mut e, std::ptr::null_mut()) };
+        }
+        // SAFETY: as above.
+        rc = unsafe { (table.GetEnv)(vm, &mut p, jvmti::JVMTI_VERSION_1_2) };
+        if rc == JNI_EDETACHED {
+            return defer(vm, raw_options);
         }
     }
     if rc != JNI_OK {
@@ -155,14 +176,228 @@ pub fn double_agent(vm: *mut JavaVM, raw_options: Option<Vec<u8>>, reserved: *mu
         let _ = reserved;
         return loader::call_onload(leg, vm);
     }
+    start_late(vm, raw_options)
+}
+
+/// Sets up as `Agent_OnLoad` would, then, if the VM is already live, does what VMInit would have.
+fn start_late(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> jint {
     if agent_onload(vm, raw_options) != JNI_OK {
         return JNI_ERR;
     }
-    // Started late: if the VM is already live, do now what VMInit would have done.
     if jvm::phase().ok() == Some(jvmti::JVMTI_PHASE_LIVE) {
         if let (Some(env), Ok(t)) = (jvm::current_jni(), jvm::current_thread()) {
             vm_init(env, t);
         }
     }
     JNI_OK
+}
+
+// ---- the deferred start (-Xrun on JDK 9+) -----------------------------------------------------
+
+/// What the deferred start needs, saved by `JVM_OnLoad`.
+struct Deferred {
+    vm: usize,
+    /// The JVM's own GetEnv (the loader replaces the `JavaVM`'s table later).
+    get_env: unsafe extern "system" fn(*mut JavaVM, *mut *mut c_void, jint) -> jint,
+    options: Option<Vec<u8>>,
+    /// The hooked thread's JNIEnv, its own function table, and the copy with the hooks.
+    env: usize,
+    original: usize,
+    hooked: Box<[usize; TABLE_SLOTS]>,
+}
+static DEFERRED: OnceLock<Deferred> = OnceLock::new();
+static DEFERRED_FIRED: AtomicBool = AtomicBool::new(false);
+
+/// Room for the largest JNI function table (236 slots in JDK 24+), and then some.
+const TABLE_SLOTS: usize = 256;
+
+/// The number of slots of the JNI function table of a JVM whose `GetVersion` says `version`:
+/// 233 up to JNI 1.8, `GetModule` from 9, `IsVirtualThread` from 19, `GetStringUTFLengthAsLong`
+/// from 24.
+fn jni_table_slots(version: jint) -> usize {
+    match version {
+        v if v >= 0x0018_0000 => 236,
+        v if v >= 0x0013_0000 => 235,
+        v if v >= 0x0009_0000 => 234,
+        _ => 233,
+    }
+}
+
+/// Index of a JNI function in the table.
+macro_rules! slot {
+    ($f:ident) => {
+        std::mem::offset_of!(JNINativeInterface_, $f) / std::mem::size_of::<usize>()
+    };
+}
+
+/// `JVM_OnLoad` before the live phase: check the options now (the JVM can still refuse to start),
+/// hook the calling thread's JNI functions, and start at the first hooked call made once JVMTI
+/// can be had.
+fn defer(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> jint {
+    let opts = match options::parse(raw_options.as_deref()) {
+        Ok(o) => o,
+        Err(msg) => {
+            log::error!("{msg}");
+            return JNI_ERR;
+        }
+    };
+    logger::init(opts.log);
+    // SAFETY: `vm` is the JavaVM the JVM passed, not yet hooked by the loader.
+    let get_env = unsafe { (**vm).GetEnv };
+    let mut e: *mut c_void = std::ptr::null_mut();
+    // SAFETY: the JVM's GetEnv with a valid out-pointer.
+    let rc = unsafe { get_env(vm, &mut e, jni::JNI_VERSION_1_2) };
+    if rc != JNI_OK || e.is_null() {
+        log::error!(
+            "JVM_OnLoad: JVMTI is not available yet and the JVM gave no JNIEnv either (GetEnv returned {rc})"
+        );
+        return JNI_ERR;
+    }
+    let env = e as *mut JNIEnv;
+    // SAFETY: `env` is the current thread's JNIEnv; its first word is its function table.
+    let original = unsafe { *env };
+    // SAFETY: GetVersion of the JVM's own table, on the thread the JNIEnv belongs to.
+    let n = jni_table_slots(unsafe { ((*original).GetVersion)(env) })
+        .min(std::mem::size_of::<JNINativeInterface_>() / std::mem::size_of::<usize>());
+    let mut hooked = Box::new([0usize; TABLE_SLOTS]);
+    // SAFETY: the JVM's table has at least `n` pointer-sized slots (its JNI version says so).
+    unsafe { std::ptr::copy_nonoverlapping(original as *const usize, hooked.as_mut_ptr(), n) };
+    hooked[slot!(FindClass)] = late_find_class as *const () as usize;
+    hooked[slot!(GetMethodID)] = late_get_method_id as *const () as usize;
+    hooked[slot!(GetStaticMethodID)] = late_get_static_method_id as *const () as usize;
+    hooked[slot!(GetFieldID)] = late_get_field_id as *const () as usize;
+    hooked[slot!(GetStaticFieldID)] = late_get_static_field_id as *const () as usize;
+    hooked[slot!(ExceptionOccurred)] = late_exception_occurred as *const () as usize;
+    hooked[slot!(ExceptionCheck)] = late_exception_check as *const () as usize;
+    let d = Deferred {
+        vm: vm as usize,
+        get_env,
+        options: raw_options,
+        env: env as usize,
+        original: original as usize,
+        hooked,
+    };
+    if DEFERRED.set(d).is_err() {
+        log::error!("JVM_OnLoad called twice");
+        return JNI_ERR;
+    }
+    let d = DEFERRED.get().expect("just set");
+    // SAFETY: the JNIEnv's function-table slot is the thread's own writable word; the table it
+    // now points to lives for the rest of the process and starts with the JVM's own functions.
+    unsafe { *env = d.hooked.as_ptr() as *const JNINativeInterface_ };
+    log::info!(
+        "JVM_OnLoad before the live phase (-Xrun): the emulation starts at the main thread's first JNI call \
+         once JVMTI is available"
+    );
+    JNI_OK
+}
+
+/// Whether JVMTI can be had now (the live phase). The probe's environment is given back.
+fn jvmti_reachable(d: &Deferred) -> bool {
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: the JVM's own GetEnv with its JavaVM and a valid out-pointer.
+    let rc = unsafe { (d.get_env)(d.vm as *mut JavaVM, &mut p, jvmti::JVMTI_VERSION_1_2) };
+    if rc != JNI_OK || p.is_null() {
+        return false;
+    }
+    let j = p as *mut jvmti::jvmtiEnv;
+    // SAFETY: `j` is the jvmtiEnv GetEnv just created; disposing of it is its only use.
+    if let Some(dispose) = unsafe { (*(*j).functions).DisposeEnvironment } {
+        // SAFETY: as above.
+        unsafe { dispose(j) };
+    }
+    true
+}
+
+/// Called by every hooked JNI function before the real one; returns the JVM's own table.
+fn deferred_start(env: *mut JNIEnv) -> *const JNINativeInterface_ {
+    let d = DEFERRED.get().expect("JNI hooks are installed only after DEFERRED is set");
+    let original = d.original as *const JNINativeInterface_;
+    // Not while the caller has an exception pending: the start makes JNI calls of its own.
+    // SAFETY: the JVM's ExceptionCheck on the calling thread's own JNIEnv.
+    let pending = unsafe { ((*original).ExceptionCheck)(env) } != 0;
+    let fire = !pending && !DEFERRED_FIRED.load(Ordering::Acquire) && jvmti_reachable(d);
+    if fire && !DEFERRED_FIRED.swap(true, Ordering::AcqRel) {
+        let hooked = d.hooked.as_ptr() as *const JNINativeInterface_;
+        if env as usize == d.env {
+            // SAFETY: the thread's own function-table slot, set by `defer`; put back unless
+            // someone (JVMTI SetJNIFunctionTable) replaced it since.
+            unsafe {
+                if *env == hooked {
+                    *env = d.original as *const JNINativeInterface_;
+                }
+            }
+        }
+        log::info!("JVMTI is available: starting the emulation deferred by JVM_OnLoad");
+        let ok = crate::guard("the deferred start", JNI_ERR, || {
+            start_late(d.vm as *mut JavaVM, d.options.clone())
+        });
+        if ok != JNI_OK {
+            // The reason is already on stderr; the JVM can no longer refuse to start.
+            exit_failed();
+        }
+    }
+    original
+}
+
+unsafe extern "system" fn late_find_class(env: *mut JNIEnv, name: *const c_char) -> jclass {
+    let t = deferred_start(env);
+    // SAFETY: the JVM's own FindClass (its table lives as long as the process), the caller's arguments.
+    unsafe { ((*t).FindClass)(env, name) }
+}
+
+unsafe extern "system" fn late_get_method_id(
+    env: *mut JNIEnv,
+    k: jclass,
+    name: *const c_char,
+    sig: *const c_char,
+) -> jmethodID {
+    let t = deferred_start(env);
+    // SAFETY: the JVM's GetMethodID with the caller's arguments.
+    unsafe { ((*t).GetMethodID)(env, k, name, sig) }
+}
+
+unsafe extern "system" fn late_get_static_method_id(
+    env: *mut JNIEnv,
+    k: jclass,
+    name: *const c_char,
+    sig: *const c_char,
+) -> jmethodID {
+    let t = deferred_start(env);
+    // SAFETY: the JVM's GetStaticMethodID with the caller's arguments.
+    unsafe { ((*t).GetStaticMethodID)(env, k, name, sig) }
+}
+
+unsafe extern "system" fn late_get_field_id(
+    env: *mut JNIEnv,
+    k: jclass,
+    name: *const c_char,
+    sig: *const c_char,
+) -> jfieldID {
+    let t = deferred_start(env);
+    // SAFETY: the JVM's GetFieldID with the caller's arguments.
+    unsafe { ((*t).GetFieldID)(env, k, name, sig) }
+}
+
+unsafe extern "system" fn late_get_static_field_id(
+    env: *mut JNIEnv,
+    k: jclass,
+    name: *const c_char,
+    sig: *const c_char,
+) -> jfieldID {
+    let t = deferred_start(env);
+    // SAFETY: the JVM's GetStaticFieldID with the caller's arguments.
+    unsafe { ((*t).GetStaticFieldID)(env, k, name, sig) }
+}
+
+unsafe extern "system" fn late_exception_occurred(env: *mut JNIEnv) -> jthrowable {
+    let t = deferred_start(env);
+    // SAFETY: the JVM's ExceptionOccurred with the caller's argument.
+    unsafe { ((*t).ExceptionOccurred)(env) }
+}
+
+unsafe extern "system" fn late_exception_check(env: *mut JNIEnv) -> jboolean {
+    let t = deferred_start(env);
+    // SAFETY: the JVM's ExceptionCheck with the caller's argument.
+    unsafe { ((*t).ExceptionCheck)(env) }
 }
