@@ -29,6 +29,7 @@
 
 pub mod abi;
 pub mod alloc;
+pub mod bci;
 pub mod callbacks;
 pub mod calltrace;
 pub mod classes;
@@ -68,7 +69,7 @@ pub(crate) fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
     }
 }
 
-/// JVMTI entry point: `-agentpath:` / `-agentlib:` (and `-Xrun` on JVMs with JVMTI).
+/// JVMTI entry point: `-agentpath:` / `-agentlib:`.
 ///
 /// # Safety
 /// Called by the JVM with its `JavaVM` and a NULL or NUL-terminated option string.
@@ -84,7 +85,7 @@ pub unsafe extern "system" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char
 #[no_mangle]
 pub unsafe extern "system" fn Agent_OnUnload(_vm: *mut JavaVM) {}
 
-/// The legacy entry point, for JVMs that only know `-Xrun` (see `lifecycle::double_agent`).
+/// The legacy entry point, called for `-Xrun` (see `lifecycle::double_agent`).
 ///
 /// # Safety
 /// Called by the JVM (or a test) with a `JavaVM` and a NULL or NUL-terminated option string.

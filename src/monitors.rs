@@ -5,7 +5,7 @@
 //! often it is entered, and how many threads are waiting to enter. That is enough to send the
 //! contention events JVMTI lacks: a thread that finds the monitor owned by another sends
 //! CONTENDED_ENTER, blocks, then sends CONTENDED_ENTERED; an owner that leaves while others wait
-//! sends CONTENDED_EXIT. Monitors whose name starts with `_` send no events (JVMPI spec).
+//! sends CONTENDED_EXIT just before it lets go. Monitors whose name starts with `_` send no events (JVMPI spec).
 //! The handle given to the agent is a key into this room's table, so a stale or garbage handle
 //! is refused with a log line instead of reaching JVMTI.
 
@@ -112,15 +112,15 @@ pub fn exit(h: JVMPI_RawMonitor) {
         log::warn!("RawMonitorExit({h:p}): the calling thread does not own this monitor; ignored");
         return;
     }
-    let last = m.count.fetch_sub(1, SeqCst) == 1;
-    if last {
-        m.owner.store(0, SeqCst);
-    }
-    let waiters = m.entering.load(SeqCst) > 0;
-    let _ = jvm::raw_monitor_exit(m.jvmti);
-    if last && waiters {
+    let last = m.count.load(SeqCst) == 1;
+    if last && m.entering.load(SeqCst) > 0 {
+        // Sent while still the owner, so it precedes the waiter's CONTENDED_ENTERED.
         event(JVMPI_EVENT_RAW_MONITOR_CONTENDED_EXIT, &m, h);
     }
+    if m.count.fetch_sub(1, SeqCst) == 1 {
+        m.owner.store(0, SeqCst);
+    }
+    let _ = jvm::raw_monitor_exit(m.jvmti);
 }
 
 pub fn wait(h: JVMPI_RawMonitor, ms: jlong) {
