@@ -23,20 +23,7 @@
 //! object is reported once.
 
 use crate::abi::*;
-use crate::{classes, events, ids, jvm, objects};
-
-/// Stand-in until the class-rewriting layer lands (allocation tracking reports NOT ready).
-mod bci {
-    pub struct AllocHooks<'a> {
-        pub tracker: &'a str,
-    }
-    pub fn tracker_class(_t: &str) -> Vec<u8> {
-        Vec::new()
-    }
-    pub fn instrument_allocations(_c: &[u8], _h: &AllocHooks) -> Result<Option<Vec<u8>>, String> {
-        Ok(None)
-    }
-}
+use crate::{bci, classes, events, ids, jvm, objects};
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
@@ -194,15 +181,19 @@ fn report_one(env: *mut JNIEnv, obj: jobject) {
         Ok(0) => {}
         _ => return,
     }
-    let tag = ids::fresh_defined_tag();
-    if jvm::set_tag(obj, tag).is_err() {
-        return;
-    }
     let jni = jvm::Jni::of(env);
     let klass = jni.object_class(obj);
     let shape = shape_of(env, klass);
     jni.delete_local_ref(klass);
-    let Some((ctag, shape)) = shape else { return };
+    let Some((ctag, shape)) = shape else {
+        log::debug!("an allocation could not be described; not reported");
+        return;
+    };
+    // Tagged only now: a tag with the DEFINED bit always belongs to a reported object.
+    let tag = ids::fresh_defined_tag();
+    if jvm::set_tag(obj, tag).is_err() {
+        return;
+    }
     let size = if shape.size > 0 {
         shape.size
     } else {

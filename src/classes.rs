@@ -120,6 +120,15 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
         return Ok(ids::to_id(tag));
     }
     let sig = jvm::class_signature(k).map_err(jvm::err_name)?;
+    if !sig.starts_with('[') && !jvm::class_status(k).is_ok_and(|s| s & jvmti::JVMTI_CLASS_STATUS_PREPARED != 0) {
+        // Named before it was linked (the element class of a new array): link it — without
+        // initialising it — so its methods and fields can be listed. Linking posts ClassPrepare,
+        // which announces the class; the claim below then finds it announced.
+        jvm::Jni::of(env).link_class(k);
+        if ANNOUNCED.contains_key(&tag) && !requested {
+            return Ok(ids::to_id(tag));
+        }
+    }
     let mut info = ClassInfo::read(k, &sig)?;
     let methods: Vec<usize> = info.methods.iter().map(|m| m.method_id as usize).collect();
     for &m in &methods {

@@ -537,6 +537,20 @@ impl Jni {
         }
         m.map(|m| (k, m))
     }
+    /// Links a loaded class without initialising it (`Class.getDeclaredFields()` links in
+    /// HotSpot). Errors (a class that fails verification) are cleared and logged.
+    pub fn link_class(&self, k: jclass) {
+        let Some((c, m)) = self.method("java/lang/Class", "getDeclaredFields", "()[Ljava/lang/reflect/Field;", false) else {
+            return;
+        };
+        // SAFETY: `k` is a live Class reference; `m` is Class.getDeclaredFields.
+        let r = unsafe { self.0.call_object_method(k, m, &[]) };
+        self.delete_local_ref(r);
+        self.delete_local_ref(c);
+        if self.clear_exception() {
+            log::info!("linking {} failed", class_signature(k).unwrap_or_default());
+        }
+    }
     /// `Class.getComponentType()` of an array class.
     pub fn component_type(&self, array_class: jclass) -> Option<jclass> {
         let (k, m) = self.method("java/lang/Class", "getComponentType", "()Ljava/lang/Class;", false)?;

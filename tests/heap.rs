@@ -131,7 +131,7 @@ fn object_move_and_arena_delete_are_enabled_but_never_sent() {
 #[test]
 fn disabling_object_alloc_stops_the_events() {
     for_each_jdk(|jdk| {
-        let r = rec(jdk, "enable=object_alloc,alloc-filter=Counted", "Misc", &["alloc-toggle"]);
+        let r = rec(jdk, "enable=shutdown+class_load+object_alloc,alloc-filter=Counted", "Misc", &["alloc-toggle"]);
         r.assert_ok();
         clean(&r);
         assert_eq!(counts(&r, "Counted", 0).0, 100, "only the allocations made while enabled\n{}", summary(&r));

@@ -32,7 +32,7 @@ public class Allocs {
         a = new Object[n];
         for (int i = 0; i < n; i++) {
             a[i] = new boolean[101];
-            b[i] = new byte[102];
+            b[i] = new byte[1931];
         }
         hold[1] = a;
         hold[2] = b;
