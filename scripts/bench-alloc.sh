@@ -5,6 +5,8 @@
 #       SampledObjectAlloc at interval 0 + SetTag) — the floor for giving each allocation an ID,
 #   (c) with the shim and a JVMPI agent counting OBJECT_ALLOC and OBJECT_FREE (benches/count_jvmpi.c),
 #   (d) with the shim and a JVMPI agent that enables nothing,
+#   (e) with the shim and a JVMPI agent that enabled OBJECT_ALLOC and disabled it again before
+#       the program ran (the instrumentation stays behind, switched off),
 # side by side in one run, each RUNS times (median of the program's own loop time). Prints the
 # ratios, the event counts next to the program's own, and peak RSS.
 #
@@ -36,16 +38,18 @@ declare -A agentopt=(
     [b]="-agentpath:$out/libtag_all_jvmti.so"
     [c]="-agentpath:$shim=agent=$out/libcount_jvmpi.so:count"
     [d]="-agentpath:$shim=agent=$out/libcount_jvmpi.so:none"
+    [e]="-agentpath:$shim=agent=$out/libcount_jvmpi.so:off"
 )
 declare -A label=(
     [a]="no agent"
     [b]="plain JVMTI, tag every allocation"
     [c]="shim + JVMPI agent counting OBJECT_ALLOC/FREE"
     [d]="shim + JVMPI agent enabling nothing"
+    [e]="shim, OBJECT_ALLOC enabled then disabled"
 )
 declare -A median agentline programline
 echo "JDK $feature ($("$java" -version 2>&1 | head -1)); N=$n WINDOW=$window RUNS=$runs"
-for k in a b c d; do
+for k in a b c d e; do
     times=()
     for ((r = 0; r < runs; r++)); do
         # shellcheck disable=SC2086
@@ -63,6 +67,7 @@ ratio() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%.2f", x / y }'; }
 echo
 echo "(c)/(b) shim+JVMPI vs plain JVMTI tagging: $(ratio "${median[c]}" "${median[b]}")   (target <= 1.2)"
 echo "(d)/(a) shim, nothing enabled vs no agent: $(ratio "${median[d]}" "${median[a]}")   (target <= 1.02)"
+echo "(e)/(a) instrumentation switched off:     $(ratio "${median[e]}" "${median[a]}")"
 echo "(b)/(a) plain JVMTI tagging vs no agent:   $(ratio "${median[b]}" "${median[a]}")"
 echo "(c)/(a) shim+JVMPI vs no agent:            $(ratio "${median[c]}" "${median[a]}")"
 rss() { sed -n 's/.*peak_rss_kb=\([0-9]*\).*/\1/p' <<<"$1"; }

@@ -27,7 +27,7 @@ use crate::{bci, classes, events, ids, jvm, objects};
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use std::sync::{LazyLock, Mutex};
@@ -127,13 +127,23 @@ pub fn instrument(class_file: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// Which path saw the allocation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The instrumented bytecode: `Object.<init>` or an array instruction. Such an object is
+    /// new unless the VM or JNI reported it first (see `VM_MADE`).
+    Bytecode,
+    /// JVMTI VMObjectAlloc or a JNI allocation function.
+    VmOrJni,
+}
+
 /// The tracker's native `onNew(Object)`: an object or array has just been made in this thread.
 unsafe extern "system" fn on_new(env: *mut JNIEnv, _tracker: jclass, obj: jobject) {
-    crate::guard("JvmpiShimTracker.onNew", (), || report(env, obj))
+    crate::guard("JvmpiShimTracker.onNew", (), || report(env, obj, Source::Bytecode))
 }
 
 /// Sends OBJECT_ALLOC for `obj` unless it has been reported (or given an ID) already.
-pub fn report(env: *mut JNIEnv, obj: jobject) {
+pub fn report(env: *mut JNIEnv, obj: jobject, source: Source) {
     if obj.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() {
         return;
     }
@@ -142,7 +152,7 @@ pub fn report(env: *mut JNIEnv, obj: jobject) {
         defer(env, obj);
         return;
     }
-    report_one(env, obj);
+    report_one(env, obj, source);
     drain_deferred(env);
     REPORTING.with(|r| r.set(false));
 }
@@ -170,25 +180,33 @@ fn drain_deferred(env: *mut JNIEnv) {
         }
         let jni = jvm::Jni::of(env);
         for g in v {
-            report_one(env, g as jobject);
+            report_one(env, g as jobject, Source::VmOrJni);
             jni.delete_global_ref(g as jobject);
         }
     }
 }
 
-fn report_one(env: *mut JNIEnv, obj: jobject) {
-    match jvm::get_tag(obj) {
-        Ok(0) => {}
-        _ => return,
-    }
+fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
     let jni = jvm::Jni::of(env);
+    // A bytecode allocation is new: only a normal object the VM or JNI made (and reported)
+    // before its constructor ran can come back through Object.<init>.
+    if source == Source::VmOrJni || VM_MADE.with(|v| !v.borrow().is_empty()) {
+        if source == Source::Bytecode && !was_vm_made(&jni, obj) {
+            // Not one of them: new.
+        } else if !matches!(jvm::get_tag(obj), Ok(0)) {
+            return;
+        }
+    }
     let klass = jni.object_class(obj);
-    let shape = shape_of(env, klass);
+    let shape = shape_of(env, &jni, klass);
     jni.delete_local_ref(klass);
     let Some((ctag, shape)) = shape else {
         log::debug!("an allocation could not be described; not reported");
         return;
     };
+    if source == Source::VmOrJni && shape.is_array == JVMPI_NORMAL_OBJECT {
+        remember_vm_made(&jni, obj);
+    }
     // Tagged only now: a tag with the DEFINED bit always belongs to a reported object.
     let tag = ids::fresh_defined_tag();
     if jvm::set_tag(obj, tag).is_err() {
@@ -220,15 +238,15 @@ fn report_one(env: *mut JNIEnv, obj: jobject) {
         // Sub-arrays made together with their outer array (multianewarray).
         for e in jni.array_elements(obj) {
             if !e.is_null() {
-                report_one(env, e);
+                report_one(env, e, Source::VmOrJni);
                 jni.delete_local_ref(e);
             }
         }
     }
 }
 
-fn shape_of(env: *mut JNIEnv, klass: jclass) -> Option<(jlong, Shape)> {
-    let ctag = ids::tag_of(klass).ok()?;
+fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass) -> Option<(jlong, Shape)> {
+    let ctag = class_tag(jni, klass)?;
     if let Some(s) = SHAPES.get(&ctag).map(|s| *s) {
         if s.is_array == JVMPI_NORMAL_OBJECT {
             // The class must have been announced before its first instance (CLASS_LOAD may
@@ -238,7 +256,6 @@ fn shape_of(env: *mut JNIEnv, klass: jclass) -> Option<(jlong, Shape)> {
         return Some((ctag, s));
     }
     let sig = jvm::class_signature(klass).ok()?;
-    let jni = jvm::Jni::of(env);
     let shape = match objects::array_kind(&sig) {
         None => Shape {
             is_array: JVMPI_NORMAL_OBJECT,
@@ -256,6 +273,67 @@ fn shape_of(env: *mut JNIEnv, klass: jclass) -> Option<(jlong, Shape)> {
     };
     SHAPES.insert(ctag, shape);
     Some((ctag, shape))
+}
+
+// ---- per-thread caches on the allocation path ---------------------------------------------------
+
+const CACHED: usize = 4;
+
+thread_local! {
+    /// The classes this thread allocated last: (weak reference, class tag). Comparing
+    /// references is cheaper than reading a tag.
+    static CLASSES: RefCell<Vec<(usize, jlong)>> = const { RefCell::new(Vec::new()) };
+    /// Normal objects this thread's VMObjectAlloc or JNI reported, whose constructor may still
+    /// run (weak references, newest last).
+    static VM_MADE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+fn class_tag(jni: &jvm::Jni, klass: jclass) -> Option<jlong> {
+    let hit = CLASSES.with(|c| c.borrow().iter().find(|(w, _)| jni.is_same(*w as jobject, klass)).map(|e| e.1));
+    if hit.is_some() {
+        return hit;
+    }
+    let tag = ids::tag_of(klass).ok()?;
+    let w = jni.new_weak(klass);
+    if !w.is_null() {
+        CLASSES.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() == CACHED {
+                let (old, _) = c.remove(0);
+                jni.delete_weak(old as jobject);
+            }
+            c.push((w as usize, tag));
+        });
+    }
+    Some(tag)
+}
+
+fn remember_vm_made(jni: &jvm::Jni, obj: jobject) {
+    let w = jni.new_weak(obj);
+    if w.is_null() {
+        return;
+    }
+    VM_MADE.with(|v| {
+        let mut v = v.borrow_mut();
+        if v.len() == CACHED {
+            jni.delete_weak(v.remove(0) as jobject);
+        }
+        v.push(w as usize);
+    });
+}
+
+/// Whether `obj` is one the VM or JNI reported on this thread (and forgets it).
+fn was_vm_made(jni: &jvm::Jni, obj: jobject) -> bool {
+    VM_MADE.with(|v| {
+        let mut v = v.borrow_mut();
+        match v.iter().position(|&w| jni.is_same(w as jobject, obj)) {
+            Some(i) => {
+                jni.delete_weak(v.remove(i) as jobject);
+                true
+            }
+            None => false,
+        }
+    })
 }
 
 /// A tagged object died: if it was a class, its cached shape goes too.
@@ -278,5 +356,5 @@ fn announce_arena(env: *mut JNIEnv) {
 
 /// JVMTI VMObjectAlloc: an object the VM made without bytecode.
 pub fn on_vm_object_alloc(env: *mut JNIEnv, obj: jobject) {
-    report(env, obj);
+    report(env, obj, Source::VmOrJni);
 }

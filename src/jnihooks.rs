@@ -62,7 +62,7 @@ pub fn install() -> Result<(), String> {
 }
 
 fn allocated(env: *mut JNIEnv, obj: jobject) -> jobject {
-    crate::guard("JNI allocation hook", (), || alloc::report(env, obj));
+    crate::guard("JNI allocation hook", (), || alloc::report(env, obj, alloc::Source::VmOrJni));
     obj
 }
 

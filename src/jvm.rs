@@ -537,6 +537,21 @@ impl Jni {
         }
         m.map(|m| (k, m))
     }
+    /// A weak global reference the shim keeps for itself.
+    pub fn new_weak(&self, obj: jobject) -> jobject {
+        let _i = Internal::enter();
+        // SAFETY: facade contract: `obj` is a live reference.
+        unsafe { self.0.new_weak_global_ref(obj) }
+    }
+    pub fn delete_weak(&self, w: jobject) {
+        let _i = Internal::enter();
+        // SAFETY: `w` is a weak global reference the shim made and drops exactly once.
+        unsafe { self.0.delete_weak_global_ref(w) }
+    }
+    pub fn is_same(&self, a: jobject, b: jobject) -> bool {
+        // SAFETY: facade contract: live (or weak) references.
+        unsafe { self.0.is_same_object(a, b) }
+    }
     /// Links a loaded class without initialising it (`Class.getDeclaredFields()` links in
     /// HotSpot). Errors (a class that fails verification) are cleared and logged.
     pub fn link_class(&self, k: jclass) {
