@@ -137,3 +137,14 @@ fn disabling_object_alloc_stops_the_events() {
         assert_eq!(counts(&r, "Counted", 0).0, 100, "only the allocations made while enabled\n{}", summary(&r));
     });
 }
+
+#[test]
+fn agent_class_hook_survives_the_retransformation_that_installs_tracking() {
+    for_each_jdk(|jdk| {
+        let r = rec(jdk, "enable=shutdown+class_load+class_load_hook,hook-patch,alloc-filter=Counted", "Misc", &["hook-alloc"]);
+        r.assert_ok();
+        clean(&r);
+        assert!(r.stdout.contains("before=PATCHED!") && r.stdout.contains("after=PATCHED! kept=10"), "{}", r.describe());
+        assert_eq!(counts(&r, "Counted", 0).0, 10, "{}", summary(&r));
+    });
+}

@@ -50,6 +50,14 @@ public class Misc {
                 System.out.println("kept " + keep.length);
                 break;
             }
+            case "hook-alloc": {
+                System.out.println("before=" + HookTarget.message());
+                Probe.check(Probe.enable(4) == 0, "enable-object-alloc-late", "");
+                Object[] keep = new Object[10];
+                for (int i = 0; i < keep.length; i++) keep[i] = new Counted();
+                System.out.println("after=" + HookTarget.message() + " kept=" + keep.length);
+                break;
+            }
             default:
                 throw new IllegalArgumentException(args[0]);
         }
