@@ -116,7 +116,10 @@ fn class_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 /// Writes every class of `orig` through `f` (None: unchanged) into `<tmp>/<name>`, with the
 /// generated counting tracker.
-fn rewrite_dir(tmp: &TempDir, orig: &Path, name: &str, f: &dyn Fn(&str, &[u8]) -> Option<Vec<u8>>) -> PathBuf {
+/// A rewriting of one class file (file name, bytes); `None`: unchanged.
+type Rewrite<'a> = &'a dyn Fn(&str, &[u8]) -> Option<Vec<u8>>;
+
+fn rewrite_dir(tmp: &TempDir, orig: &Path, name: &str, f: Rewrite<'_>) -> PathBuf {
     let out = tmp.sub(name);
     for (file, bytes) in class_files(orig) {
         let data = f(&file, &bytes).unwrap_or(bytes);
@@ -314,25 +317,27 @@ fn check_method(
 }
 
 /// The alloc plan's insertions, resolved in the rewritten class's pool.
-fn alloc_plan(new: &[u8]) -> (impl Fn(usize, usize, &Instruction) -> Vec<Instruction>, impl Fn(usize, usize, &Instruction) -> Vec<Instruction>) {
+type Plan = Box<dyn Fn(usize, usize, &Instruction) -> Vec<Instruction>>;
+
+fn alloc_plan(new: &[u8]) -> (Plan, Plan) {
     let mut ce = ClassEditor::parse(new).unwrap();
     let r = ce.pool().method_ref(TRACKER, "newArray", "(Ljava/lang/Object;)V").unwrap();
     let is_object = ce.class_name() == "java/lang/Object";
     let oi = ce.pool().method_ref(TRACKER, "objectInit", "(Ljava/lang/Object;)V").unwrap();
     let init = ce.find_method("<init>", "()V");
-    let before = move |m: usize, j: usize, _: &Instruction| {
+    let before: Plan = Box::new(move |m: usize, j: usize, _: &Instruction| {
         if is_object && Some(m) == init && j == 0 {
             vec![Instruction::Aload_0, Instruction::Invokestatic(oi)]
         } else {
             vec![]
         }
-    };
-    let after = move |_: usize, _: usize, i: &Instruction| match i {
+    });
+    let after: Plan = Box::new(move |_: usize, _: usize, i: &Instruction| match i {
         Instruction::Newarray(_) | Instruction::Anewarray(_) | Instruction::Multianewarray(..) => {
             vec![Instruction::Dup, Instruction::Invokestatic(r)]
         }
         _ => vec![],
-    };
+    });
     (before, after)
 }
 
@@ -392,8 +397,10 @@ public class Allocs {
     }
 
     static Object uninit(boolean c, int k) {
-        // Stack map frames with Uninitialized(new Holder) entries after the insertion points.
-        return new Holder(c ? 1 : new int[k].length, c ? new int[3] : new byte[4]);
+        // Stack map frames with Uninitialized(new Holder) entries, the `new` itself after an
+        // insertion point (so its offset moves) and the frames after more.
+        int[] pre = new int[k + 1];
+        return new Holder(c ? pre.length : new int[k].length, c ? new int[3] : new byte[4]);
     }
 
     static int tryCatch(int n) {
@@ -445,8 +452,8 @@ public class Allocs {
         int b;
         b = arrays(); System.out.println("result branches " + branches(6)); count("branches6", b, 1 + 6 + 5 + 1);
         b = arrays(); System.out.println("result branches " + branches(2)); count("branches2", b, 1 + 2 + 2);
-        b = arrays(); System.out.println("result uninit " + ((Holder) uninit(true, 2)).n); count("uninitT", b, 1);
-        b = arrays(); System.out.println("result uninit " + ((Holder) uninit(false, 5)).n); count("uninitF", b, 2);
+        b = arrays(); System.out.println("result uninit " + ((Holder) uninit(true, 2)).n); count("uninitT", b, 2);
+        b = arrays(); System.out.println("result uninit " + ((Holder) uninit(false, 5)).n); count("uninitF", b, 3);
         b = arrays(); System.out.println("result try " + tryCatch(3)); count("try3", b, 3);
         b = arrays(); System.out.println("result try " + tryCatch(-1)); count("try-1", b, 2);
         b = arrays(); System.out.println("result multi " + multi()); count("multi", b, 2);
@@ -487,7 +494,7 @@ fn huge_source(n: usize, m: usize) -> String {
     s += "        }\n        return s;\n    }\n";
     // A conditional inside constructor arguments: the widened branch's fall-through frame holds
     // two Uninitialized(new Holder) and an int on the stack.
-    s += "    static Holder holder(int x) {\n        return new Holder(x, x > 0 ? new Object[] {\n";
+    s += "    static Holder holder(int x) {\n        int[] pre = new int[1];\n        return new Holder(x + pre.length - 1, x > 0 ? new Object[] {\n";
     for _ in 0..m {
         s += "            new int[1],\n";
     }
@@ -505,12 +512,12 @@ fn huge_source(n: usize, m: usize) -> String {
         b = arrays(); System.out.println("result big " + big(5)); count("big5", b, N);
         b = arrays(); System.out.println("result loop " + loop(2)); count("loop2", b, 2 * N);
         b = arrays(); System.out.println("result loop " + loop(0)); count("loop0", b, 0);
-        b = arrays(); Holder h = holder(3); System.out.println("result holder " + h.n + " " + h.a.length); count("holder3", b, M + 1);
-        b = arrays(); h = holder(0); System.out.println("result holder " + h.n + " " + h.a); count("holder0", b, 0);
+        b = arrays(); Holder h = holder(3); System.out.println("result holder " + h.n + " " + h.a.length); count("holder3", b, M + 2);
+        b = arrays(); h = holder(0); System.out.println("result holder " + h.n + " " + h.a); count("holder0", b, 1);
     }
 }
 "#;
-    s.replace(" N)", &format!(" {n})")).replace("2 * N", &format!("{}", 2 * n)).replace("M + 1", &format!("{}", m + 1))
+    s.replace(" N)", &format!(" {n})")).replace("2 * N", &format!("{}", 2 * n)).replace("M + 2", &format!("{}", m + 2))
 }
 
 #[test]
@@ -814,4 +821,151 @@ fn inserted_code_must_be_straight_line() {
     let last = ed.len() - 1;
     assert!(matches!(ed.insert_after(last, &[Instruction::Nop]), Err(BciError::InvalidEdit(_))), "after a return");
     assert!(ed.insert_after(0, &[Instruction::Nop]).is_ok());
+}
+
+#[test]
+fn wide_locals_long_double_slots_and_full_frames() {
+    // 300 locals (wide loads/stores/iinc), longs and doubles among them, an allocation after
+    // branches so frames hold them all.
+    let mut src = String::from("public class Wide {\n    static long many(int x) {\n");
+    for i in 0..300 {
+        match i % 3 {
+            0 => src += &format!("        int v{i} = x + {i};\n"),
+            1 => src += &format!("        long v{i} = x * {i}L;\n"),
+            _ => src += &format!("        double v{i} = x / 2.0 + {i};\n"),
+        }
+    }
+    src += "        long s = 0;\n        for (int i = 0; i < x; i++) {\n            v297 += 1000;\n";
+    src += "            long[] a = i % 2 == 0 ? new long[i + 1] : null;\n";
+    src += "            s += (a == null ? 0 : a.length) + v297 + v298 + (long) v299;\n        }\n";
+    src += "        int[][] m = new int[v0 % 3 + 1][2];\n        return s + m.length + v1 + (long) v2;\n    }\n";
+    src += r#"
+    public static void main(String[] args) {
+        CountingTracker.on = true;
+        int b = CountingTracker.arrays;
+        System.out.println("result " + many(5));
+        System.out.println("count many " + (CountingTracker.arrays - b) + " 4");
+    }
+}
+"#;
+    let c = instrument_and_run(&[("Wide.java", &src)], "Wide");
+    assert!(c.methods >= 2, "{c:?}");
+    // The instrumented code really uses wide forms.
+    let tmp = TempDir::new("wide-check");
+    let orig = javac(&tmp, &[("Wide.java", &src)]);
+    let bytes = std::fs::read(orig.join("Wide.class")).unwrap();
+    let ce = ClassEditor::parse(&bytes).unwrap();
+    let ed = ce.method_editor(ce.find_method("many", "(I)J").unwrap()).unwrap().unwrap();
+    assert!(ed.instructions().iter().any(|i| matches!(i, Instruction::Iinc_w(..) | Instruction::Lload_w(_) | Instruction::Astore_w(_))));
+}
+
+/// Finds `code` in a class file and sets the `end_pc` of the first exception table entry that
+/// follows it to the code length (ristretto's writer cannot express that end).
+fn patch_handler_end_to_code_length(class: &mut [u8], code: &[u8]) {
+    let at = class.windows(code.len()).position(|w| w == code).expect("code bytes in the class");
+    let entry = at + code.len() + 2;
+    let len = (code.len() as u16).to_be_bytes();
+    class[entry + 2] = len[0];
+    class[entry + 3] = len[1];
+}
+
+#[test]
+fn old_class_files_jsr_ret_and_a_handler_range_ending_at_the_code_length() {
+    use ristretto_classfile::attributes::{Attribute, ExceptionTableEntry};
+    use ristretto_classfile::{ClassAccessFlags, ClassFile, ConstantPool, Method, MethodAccessFlags, JAVA_5};
+    use Instruction as I;
+    let tmp = TempDir::new("old");
+    let main = r#"
+public class OldMain {
+    public static void main(String[] a) {
+        CountingTracker.on = true;
+        int b = CountingTracker.arrays;
+        System.out.println("result f " + Old.f(5) + " " + Old.f(0));
+        System.out.println("count f " + (CountingTracker.arrays - b) + " 4");
+        b = CountingTracker.arrays;
+        System.out.println("result g " + Old.g(0) + " " + Old.g(3) + " " + Old.g(-1));
+        System.out.println("count g " + (CountingTracker.arrays - b) + " 2");
+    }
+}
+"#;
+    let stub = "public class Old { public static int f(int n) { return 0; } public static int g(int n) { return 0; } }";
+    let orig = javac(&tmp, &[("OldMain.java", main), ("Old.java", stub)]);
+    // Version 49 (no stack maps; the JVM's old verifier): f uses a subroutine that allocates,
+    // g has a handler *before* the code it protects, whose range ends at the code length.
+    let mut cp = ConstantPool::new();
+    let this_class = cp.add_class("Old").unwrap();
+    let super_class = cp.add_class("java/lang/Object").unwrap();
+    let code_name = cp.add_utf8("Code").unwrap();
+    let desc = cp.add_utf8("(I)I").unwrap();
+    let f_name = cp.add_utf8("f").unwrap();
+    let g_name = cp.add_utf8("g").unwrap();
+    let f_code = vec![
+        I::Iload_0,
+        I::Newarray(ArrayType::Int),
+        I::Astore_1,
+        I::Jsr(7),
+        I::Aload_1,
+        I::Arraylength,
+        I::Ireturn,
+        I::Astore_2,
+        I::Iconst_1,
+        I::Newarray(ArrayType::Byte),
+        I::Pop,
+        I::Ret(2),
+    ];
+    let g_code = vec![
+        I::Goto(4),
+        I::Pop,
+        I::Iconst_m1,
+        I::Ireturn,
+        I::Iload_0,
+        I::Newarray(ArrayType::Int),
+        I::Arraylength,
+        I::Ifne(10),
+        I::Bipush(7),
+        I::Ireturn,
+        I::Aconst_null,
+        I::Athrow,
+    ];
+    let method = |name_index, code: Vec<Instruction>, exception_table| Method {
+        access_flags: MethodAccessFlags::PUBLIC | MethodAccessFlags::STATIC,
+        name_index,
+        descriptor_index: desc,
+        attributes: vec![Attribute::Code { name_index: code_name, max_stack: 1, max_locals: 3, code, exception_table, attributes: vec![] }],
+    };
+    let handler = ExceptionTableEntry { range_pc: 4..12, handler_pc: 1, catch_type: 0 };
+    let class = ClassFile {
+        version: JAVA_5,
+        constant_pool: cp,
+        access_flags: ClassAccessFlags::PUBLIC | ClassAccessFlags::SUPER,
+        this_class,
+        super_class,
+        methods: vec![method(f_name, f_code, vec![]), method(g_name, g_code, vec![handler])],
+        ..ClassFile::default()
+    };
+    let mut old = Vec::new();
+    class.to_bytes(&mut old).unwrap();
+    // g's bytecode: goto +6; pop; iconst_m1; ireturn; iload_0; newarray int; arraylength;
+    // ifne +6; bipush 7; ireturn; aconst_null; athrow.
+    let g_bytes = [0xa7, 0, 6, 0x57, 0x02, 0xac, 0x1a, 0xbc, 10, 0xbe, 0x9a, 0, 6, 0x10, 7, 0xac, 0x01, 0xbf];
+    patch_handler_end_to_code_length(&mut old, &g_bytes);
+    std::fs::write(orig.join("Old.class"), &old).unwrap();
+    let ce = ClassEditor::parse(&old).unwrap();
+    let g = ce.full_code(ce.find_method("g", "(I)I").unwrap()).unwrap();
+    assert_eq!(g.handlers, vec![(4, 12, 1, 0)], "the handler covers the last instruction");
+    let new = instrument_allocations(&old, &AllocHooks { tracker: TRACKER }).unwrap().unwrap();
+    let (b, a) = alloc_plan(&new);
+    check_equivalent(&old, &new, &b, &a);
+    let ce = ClassEditor::parse(&new).unwrap();
+    let g = ce.full_code(ce.find_method("g", "(I)I").unwrap()).unwrap();
+    assert_eq!(g.handlers, vec![(4, 14, 1, 0)], "still up to the (new) code length");
+    assert!(g.frames.is_empty(), "no StackMapTable is invented for a version-49 class");
+    let f = ce.full_code(ce.find_method("f", "(I)I").unwrap()).unwrap();
+    assert_eq!(f.max_stack, 2, "the subroutine's allocation raises max_stack to 2");
+    let dir = tmp.sub("new");
+    for (file, bytes) in class_files(&orig) {
+        std::fs::write(dir.join(&file), if file == "Old.class" { new.clone() } else { bytes }).unwrap();
+    }
+    std::fs::write(dir.join(format!("{TRACKER}.class")), tracker_class_counting(TRACKER)).unwrap();
+    check_outputs(&java(&orig, "OldMain"), &java(&dir, "OldMain"));
 }
