@@ -969,3 +969,46 @@ public class OldMain {
     std::fs::write(dir.join(format!("{TRACKER}.class")), tracker_class_counting(TRACKER)).unwrap();
     check_outputs(&java(&orig, "OldMain"), &java(&dir, "OldMain"));
 }
+
+/// A nop before every instruction of every method: every index reference (branches, switches
+/// and their padding, handlers, lines, local variables, frames, `Uninitialized` offsets of
+/// `new`s that now have code before them) is exercised; widened branches too, for Huge.
+#[test]
+fn a_nop_before_every_instruction() {
+    let huge = huge_source(2000, 2000);
+    for (file, src, main) in [("Allocs.java", ALLOCS, "Allocs"), ("Switches.java", SWITCHES, "Switches"), ("Huge.java", huge.as_str(), "Huge")] {
+        let tmp = TempDir::new("nops");
+        let orig = javac(&tmp, &[(file, src)]);
+        let every = |_: usize, _: usize, _: &Instruction| vec![Instruction::Nop];
+        let mut checked = Checked::default();
+        let new = rewrite_dir(&tmp, &orig, "new", &|f, bytes| {
+            if f.starts_with(TRACKER) {
+                return None;
+            }
+            let mut ce = ClassEditor::parse(bytes).unwrap();
+            for m in 0..ce.method_count() {
+                let Some(mut ed) = ce.method_editor(m).unwrap() else { continue };
+                for i in 0..ed.len() {
+                    ed.insert_before(i, &[Instruction::Nop]).unwrap();
+                }
+                ce.commit(ed).unwrap();
+            }
+            Some(ce.to_bytes().unwrap())
+        });
+        for (f, bytes) in class_files(&orig) {
+            if f.starts_with(TRACKER) {
+                continue;
+            }
+            let c = check_equivalent(&bytes, &std::fs::read(new.join(&f)).unwrap(), &every, &|_, _, _| vec![]);
+            checked.methods += c.methods;
+            checked.widened_conds += c.widened_conds;
+        }
+        assert!(checked.methods >= 3, "{main}: {checked:?}");
+        if main == "Huge" {
+            assert!(checked.widened_conds >= 2, "{checked:?}");
+        }
+        // The nops change nothing; the counting tracker counts nothing (not instrumented).
+        let strip = |s: String| s.lines().filter(|l| !l.starts_with("count ")).collect::<Vec<_>>().join("\n");
+        assert_eq!(strip(java(&orig, main)), strip(java(&new, main)), "{main}");
+    }
+}
