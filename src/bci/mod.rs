@@ -71,6 +71,16 @@
 //! Inserted code is restricted to straight-line instructions that leave the stack and locals as
 //! they found them, so the frames of the original code stay valid after shifting; the only
 //! frames this layer invents are those of widened conditional branches.
+//!
+//! # Tests
+//!
+//! `src/bci/tests.rs` compiles small programs with javac, rewrites them, checks every method
+//! against its original (each branch, switch case, handler, line number, local-variable range
+//! and frame still designates the same original instruction) and runs both under
+//! `-Xverify:all`. `tests/bci.rs` runs a rewritten program with a counting tracker on every JDK,
+//! and rewrites every class of the JDKs' own modules: all must rewrite, re-parse and link with
+//! the verifier on — in fresh class loaders (JDK 17 and 25), and patched into the JDK itself
+//! (`--patch-module`, every JDK), which then boots on a rewritten `java.base`.
 
 mod alloc;
 mod classfile;
