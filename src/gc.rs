@@ -12,7 +12,9 @@
 //! monitors in GC_START and leaves them in GC_FINISH (as the spec tells it to) cannot
 //! deadlock, and every death is reported inside a bracket. Collections that end while a bracket
 //! is being delivered are reported by the next bracket. `gc_info` is measured after the
-//! collection with one heap iteration (which also makes JDK 16+ post pending deaths now).
+//! collection with one heap iteration (which also makes JDK 16+ post pending deaths now); when
+//! GC_FINISH is off there is no walk, and deaths the JVM posts late come with the next bracket
+//! (or the last one, at VM death).
 //!
 //! `DisableGC`/`EnableGC` nest and change nothing: object IDs are tags, which a collection
 //! neither moves nor invalidates while the object lives.
@@ -67,8 +69,10 @@ fn deliver_bracket(env: *mut JNIEnv) {
     if events::enabled(JVMPI_EVENT_GC_START) {
         events::send(&mut JVMPI_Event::new(JVMPI_EVENT_GC_START, env));
     }
-    // The heap walk measures the heap and makes the JVM post deaths it has not posted yet.
-    let (objects, bytes) = jvm::count_heap().unwrap_or((0, 0));
+    // For GC_FINISH: the heap walk measures the heap (and makes the JVM post deaths it has not
+    // posted yet). Without GC_FINISH no walk: late deaths come with the next bracket.
+    let finish = events::enabled(JVMPI_EVENT_GC_FINISH);
+    let (objects, bytes) = if finish { jvm::count_heap().unwrap_or((0, 0)) } else { (0, 0) };
     let dead = std::mem::take(&mut *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()));
     for tag in dead {
         if classes::unloaded(env, tag) {
@@ -79,7 +83,7 @@ fn deliver_bracket(env: *mut JNIEnv) {
             events::send(&mut ev);
         }
     }
-    if events::enabled(JVMPI_EVENT_GC_FINISH) {
+    if finish {
         let total = jvm::Jni::of(env).total_memory().unwrap_or(bytes);
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_GC_FINISH, env);
         ev.u.gc_info = GcInfo { used_objects: objects, used_object_space: bytes, total_object_space: total.max(bytes) };
