@@ -2,8 +2,10 @@
 //! line for `CLASS_LOAD`.
 //!
 //! Line tables are read once per method with JVMTI `GetLineNumberTable` and kept in a table
-//! keyed by `jmethodID`. An entry is dropped when its class is unloaded (the GC room reports
-//! the class object's death) or redefined (the class-hook room sees the new bytes).
+//! keyed by `jmethodID`. An entry is dropped when its class is redefined or retransformed (the
+//! shim's class-file hook, switched on with the cache, sees it) or unloaded (when the GC room
+//! watches deaths; otherwise the entry is only dead weight: HotSpot never reuses the jmethodIDs
+//! of an unloaded class).
 //! Conventions of the original implementations: -1 when the method has no line table,
 //! -3 for a native method; -2 ("compiled") is never needed because JVMTI always knows the
 //! bytecode index.
@@ -12,18 +14,25 @@ use crate::abi::{LINE_NATIVE, LINE_UNKNOWN};
 use crate::jvm;
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
-use jvmti_bindings::sys::jvmti::jvmtiError;
-use std::sync::{Arc, LazyLock};
+use jvmti_bindings::sys::jvmti::{self, jvmtiError};
+use std::sync::{Arc, LazyLock, Once};
 
 /// A method's line table, sorted by bytecode index; `None` for native methods.
 type Table = Option<Arc<[(jlong, jint)]>>;
 
 static CACHE: LazyLock<DashMap<usize, Table>> = LazyLock::new(DashMap::new);
+/// Redefinitions are seen through the shim's class-file hook, switched on with the cache.
+static WATCH: Once = Once::new();
 
 fn table(m: jmethodID) -> Table {
     if let Some(t) = CACHE.get(&(m as usize)) {
         return t.clone();
     }
+    WATCH.call_once(|| {
+        if let Err(e) = jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK) {
+            log::info!("class redefinitions will not refresh cached line tables: {}", jvm::err_name(e));
+        }
+    });
     let t: Table = match jvm::line_table(m) {
         Ok(mut v) => {
             v.sort_unstable();

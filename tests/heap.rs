@@ -148,3 +148,19 @@ fn agent_class_hook_survives_the_retransformation_that_installs_tracking() {
         assert_eq!(counts(&r, "Counted", 0).0, 10, "{}", summary(&r));
     });
 }
+
+#[test]
+fn call_trace_lines_stay_right_when_instrumentation_moves_bytecode() {
+    for_each_jdk(|jdk| {
+        let r = rec(jdk, "enable=class_load", "LineShift", &[]);
+        r.assert_ok();
+        clean(&r);
+        for which in ["first ", "second "] {
+            let line = r.stdout.lines().find_map(|l| l.strip_prefix(which)).unwrap_or_else(|| panic!("{}", r.describe()));
+            // "LineShift.probe:<jvmpi line> java=<java line> len=1"
+            let jvmpi = line.split(' ').next().unwrap().rsplit(':').next().unwrap();
+            let java = line.split(" java=").nth(1).unwrap().split(' ').next().unwrap();
+            assert_eq!(jvmpi, java, "{which}call: {line}");
+        }
+    });
+}
