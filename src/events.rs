@@ -239,8 +239,8 @@ fn deliver(ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
     let open = !DEAD.load(SeqCst) && (!needs_ready || READY.load(SeqCst));
     let sent = match (open, interface::notify_event()) {
         (true, Some(f)) => {
-            // SAFETY: `ev` is a fully initialised JVMPI_Event whose pointers stay valid for the
-            // duration of the call (the caller owns every buffer they point into).
+            // The caller owns every buffer `ev` points into, for the duration of the call.
+            // SAFETY: `ev` is a fully initialised JVMPI_Event (see above); `f` is the agent's NotifyEvent.
             unsafe { f(ev) };
             true
         }

@@ -63,8 +63,7 @@ pub fn connect(vm: *mut JavaVM) -> std::result::Result<(), String> {
     if vm.is_null() {
         return Err("the JVM passed a NULL JavaVM".into());
     }
-    // SAFETY: `vm` is the JavaVM the JVM passed to Agent_OnLoad/JVM_OnLoad; its first word is
-    // the invoke-interface table, valid for the life of the process.
+    // SAFETY: `vm` is the JavaVM the JVM passed us; its first word is its process-lifetime invoke table.
     let table = unsafe { &**vm };
     let real = RealVm {
         vm: vm as usize,
@@ -578,8 +577,8 @@ impl Jni {
     /// has not started or has ended).
     pub fn thread_eetop(&self, thread: jthread) -> Option<jlong> {
         let k = self.0.find_class("java/lang/Thread")?;
-        // SAFETY: `k` is java.lang.Thread; `thread` is a live Thread reference; JNI ignores
-        // Java access control for fields.
+        // JNI ignores Java access control for fields, so the private `eetop` can be read.
+        // SAFETY: `k` is java.lang.Thread and `thread` a live Thread reference.
         let v = unsafe {
             let f = self.0.get_field_id(k, "eetop", "J");
             self.delete_local_ref(k);
@@ -743,8 +742,8 @@ pub fn jni_table_copy() -> Result<Box<jni::JNINativeInterface_>> {
     unsafe { std::ptr::copy_nonoverlapping(t.as_ptr() as *const u8, buf.as_mut_ptr(), len) };
     // Slots past this JDK's table stay as the JVM's (unused by it); fill them from slot 0 so no
     // pointer is left zero in the typed copy.
-    // SAFETY: `buf` holds `size` bytes, at least one full JNINativeInterface_, all pointer-sized
-    // slots either copied from the JVM's table or padded with a valid copy of its first slot.
+    // `buf` holds one full JNINativeInterface_: slots copied from the JVM's table or padded.
+    // SAFETY: every pointer-sized slot of `buf` is a JVM function pointer (or reserved NULL).
     unsafe {
         let words = buf.as_mut_ptr() as *mut usize;
         let first_fn = *words.add(4);

@@ -282,8 +282,8 @@ fn defer(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> jint {
         return JNI_ERR;
     }
     let d = DEFERRED.get().expect("just set");
-    // SAFETY: the JNIEnv's function-table slot is the thread's own writable word; the table it
-    // now points to lives for the rest of the process and starts with the JVM's own functions.
+    // The table lives for the rest of the process and starts with the JVM's own functions.
+    // SAFETY: the JNIEnv's function-table slot is the calling thread's own writable word.
     unsafe { *env = d.hooked.as_ptr() as *const JNINativeInterface_ };
     log::info!(
         "JVM_OnLoad before the live phase (-Xrun): the emulation starts at the main thread's first JNI call \
@@ -320,8 +320,8 @@ fn deferred_start(env: *mut JNIEnv) -> *const JNINativeInterface_ {
     if fire && !DEFERRED_FIRED.swap(true, Ordering::AcqRel) {
         let hooked = d.hooked.as_ptr() as *const JNINativeInterface_;
         if env as usize == d.env {
-            // SAFETY: the thread's own function-table slot, set by `defer`; put back unless
-            // someone (JVMTI SetJNIFunctionTable) replaced it since.
+            // Put back unless someone (JVMTI SetJNIFunctionTable) replaced it since.
+            // SAFETY: the thread's own function-table slot, set by `defer`.
             unsafe {
                 if *env == hooked {
                     *env = d.original as *const JNINativeInterface_;

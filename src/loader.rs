@@ -143,8 +143,8 @@ pub fn hook_vm(vm: *mut JavaVM) {
         copy.GetEnv = get_env;
         Box::new(HookedTable(copy))
     });
-    // SAFETY: the JavaVM slot is writable (measured on JDK 11-25); the table it now points to
-    // lives for the rest of the process.
+    // The table it now points to lives for the rest of the process.
+    // SAFETY: the JavaVM slot is writable (measured on JDK 11-25).
     unsafe { *vm = &table.0 as *const JNIInvokeInterface_ };
 }
 

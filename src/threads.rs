@@ -192,9 +192,8 @@ fn env_of_running_thread(jni: &jvm::Jni, thread: jthread) -> Option<usize> {
     let off = env_offset(jni)?;
     let eetop = jni.thread_eetop(thread).filter(|&e| e != 0)?;
     let env = (eetop + off) as usize;
-    // SAFETY: `eetop` is the address of the live JavaThread of a thread GetAllThreads just
-    // listed, and `off` lies inside a JavaThread; the first word of a JNIEnv is its function
-    // table, which must be the same table as the current thread's.
+    // The first word of a JNIEnv is its function table: the same as the current thread's.
+    // SAFETY: `eetop` is the live JavaThread of a listed thread and `off` lies inside it.
     let same_table = unsafe { *(env as *const usize) == *(jni.raw() as *const usize) };
     same_table.then_some(env)
 }
@@ -351,8 +350,8 @@ pub fn current_cpu_time() -> jlong {
 pub type SystemThreadFn = unsafe extern "C" fn(*mut c_void);
 
 unsafe extern "system" fn system_thread_main(_jvmti: *mut jvmti::jvmtiEnv, _jni: *mut JNIEnv, arg: *mut c_void) {
-    // SAFETY: `arg` is the agent's function pointer, smuggled through JVMTI's `void*` argument
-    // by create_system_thread below.
+    // create_system_thread (below) passes the agent's function through JVMTI's `void*`.
+    // SAFETY: `arg` is that function pointer.
     let f: SystemThreadFn = unsafe { std::mem::transmute::<*mut c_void, SystemThreadFn>(arg) };
     // SAFETY: the agent asked for `f` to be run in a new thread; JVMPI passes it no argument.
     unsafe { f(std::ptr::null_mut()) };
