@@ -6,7 +6,7 @@
 #   (c) with the shim and a JVMPI agent counting OBJECT_ALLOC and OBJECT_FREE (benches/count_jvmpi.c),
 #   (d) with the shim and a JVMPI agent that enables nothing,
 #   (e) with the shim and a JVMPI agent that enabled OBJECT_ALLOC and disabled it again before
-#       the program ran (the instrumentation stays behind, switched off),
+#       the program ran (classes instrumented, then restored),
 # side by side in one run, each RUNS times (median of the program's own loop time). Prints the
 # ratios, the event counts next to the program's own, and peak RSS.
 #
