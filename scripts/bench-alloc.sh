@@ -7,18 +7,18 @@
 #   (d) with the shim and a JVMPI agent that enables nothing,
 #   (e) with the shim and a JVMPI agent that enabled OBJECT_ALLOC and disabled it again before
 #       the program ran (classes instrumented, then restored),
-# side by side in one run, each RUNS times (median of the program's own loop time). Prints the
+# side by side in one run, RUNS interleaved rounds (median of the program's own loop time). Prints the
 # ratios, the event counts next to the program's own, and peak RSS.
 #
 #   scripts/bench-alloc.sh [JDK]     JDK: 11, 17 (default), 21 or 25 (installed by scripts/install-jdks.sh)
-# Environment: N (allocations, default 20000000), WINDOW (live objects, default 1000000), RUNS (default 3).
+# Environment: N (allocations, default 20000000), WINDOW (live objects, default 1000000), RUNS (default 5).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 feature=${1:-17}
 n=${N:-20000000}
 window=${WINDOW:-1000000}
-runs=${RUNS:-3}
+runs=${RUNS:-5}
 jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
 if [ "$feature" = 17 ]; then java=$jdk17/bin/java; else
     scripts/install-jdks.sh >/dev/null
@@ -47,19 +47,21 @@ declare -A label=(
     [d]="shim + JVMPI agent enabling nothing"
     [e]="shim, OBJECT_ALLOC enabled then disabled"
 )
-declare -A median agentline programline
+declare -A median agentline programline times
 echo "JDK $feature ($("$java" -version 2>&1 | head -1)); N=$n WINDOW=$window RUNS=$runs"
-for k in a b c d e; do
-    times=()
-    for ((r = 0; r < runs; r++)); do
+# Rounds interleave the configurations, so that drift of a busy machine hits them alike.
+for ((r = 0; r < runs; r++)); do
+    for k in a b c d e; do
         # shellcheck disable=SC2086
         o=$("$java" ${agentopt[$k]} -Xmx2g -cp "$out/classes" AllocBench "$n" "$window")
         programline[$k]=$(grep '^program:' <<<"$o")
         agentline[$k]=$(grep '^agent:' <<<"$o" || true)
-        times+=("$(sed -n 's/.*loop_ms=\([0-9.]*\).*/\1/p' <<<"${programline[$k]}")")
+        times[$k]="${times[$k]:-} $(sed -n 's/.*loop_ms=\([0-9.]*\).*/\1/p' <<<"${programline[$k]}")"
     done
-    median[$k]=$(printf '%s\n' "${times[@]}" | sort -g | sed -n "$(( (runs + 1) / 2 ))p")
-    printf '(%s) %-48s loop %8.1f ms   [%s]\n' "$k" "${label[$k]}" "${median[$k]}" "${times[*]}"
+done
+for k in a b c d e; do
+    median[$k]=$(printf '%s\n' ${times[$k]} | sort -g | sed -n "$(( (runs + 1) / 2 ))p")
+    printf '(%s) %-48s loop %8.1f ms   [%s ]\n' "$k" "${label[$k]}" "${median[$k]}" "${times[$k]}"
     printf '      %s\n' "${programline[$k]}"
     [ -n "${agentline[$k]}" ] && printf '      %s\n' "${agentline[$k]}"
 done
@@ -73,6 +75,6 @@ echo "(c)/(a) shim+JVMPI vs no agent:            $(ratio "${median[c]}" "${media
 rss() { sed -n 's/.*peak_rss_kb=\([0-9]*\).*/\1/p' <<<"$1"; }
 rb=$(rss "${agentline[b]}"); rc=$(rss "${agentline[c]}")
 if [ -n "$rb" ] && [ -n "$rc" ]; then
-    echo "peak RSS: (b) $((rb / 1024)) MiB, (c) $((rc / 1024)) MiB; (c)-(b) per live tracked object: $(awk -v b="$rb" -v c="$rc" -v w="$window" 'BEGIN { printf "%.1f", (c - b) * 1024 / w }') bytes"
+    echo "peak RSS (whole process, Java heap included): (b) $((rb / 1024)) MiB, (c) $((rc / 1024)) MiB; (c)-(b) per live object: $(awk -v b="$rb" -v c="$rc" -v w="$window" 'BEGIN { printf "%.1f", (c - b) * 1024 / w }') bytes"
 fi
 echo "The shim keeps no per-object state (an object's ID and its 'defined' bit are its JVMTI tag)."
