@@ -11,7 +11,16 @@ use jvmti_bindings::sys::jni::jint;
 
 /// Fills `frames` (at most its length) and returns how many were written.
 pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint {
-    let Some(thread) = threads::jthread_of(trace.env_id, "GetCallTrace") else { return 0 };
+    // The current thread is named NULL: inside a virtual thread that is the virtual thread,
+    // whose frames are the ones running (its carrier's JNIEnv is the env_id).
+    let thread = if jvm::current_jni() == Some(trace.env_id) {
+        std::ptr::null_mut()
+    } else {
+        match threads::jthread_of(trace.env_id, "GetCallTrace") {
+            Some(t) => t,
+            None => return 0,
+        }
+    };
     match jvm::stack_trace(thread, frames.len() as jint) {
         Ok(st) => {
             for (slot, (m, loc)) in frames.iter_mut().zip(st.iter()) {

@@ -536,6 +536,11 @@ impl Jni {
         }
         m.map(|m| (k, m))
     }
+    /// Whether `t` is a virtual thread (JDK 21+; always false before).
+    pub fn is_virtual_thread(&self, t: jthread) -> bool {
+        // SAFETY: facade contract: `t` is a live Thread reference.
+        unsafe { self.0.is_virtual_thread(t) }.unwrap_or(false)
+    }
     /// A weak global reference the shim keeps for itself.
     pub fn new_weak(&self, obj: jobject) -> jobject {
         let _i = Internal::enter();

@@ -165,7 +165,16 @@ pub fn ensure_current_announced(env: *mut JNIEnv) {
     ANNOUNCED_HERE.with(|a| a.set(true));
     let rec = match THREADS.get(&(env as usize)).map(|r| r.clone()) {
         Some(r) => Some(r),
-        None => jvm::current_thread().ok().and_then(|t| register(&jvm::Jni::of(env), env as usize, t)),
+        None => jvm::current_thread().ok().and_then(|t| {
+            let jni = jvm::Jni::of(env);
+            // A virtual thread borrows its carrier's JNIEnv: it is not a JVMPI thread.
+            if jni.is_virtual_thread(t) {
+                ANNOUNCED_HERE.with(|a| a.set(false));
+                jni.delete_local_ref(t);
+                return None;
+            }
+            register(&jni, env as usize, t)
+        }),
     };
     if let Some(rec) = rec {
         let _ = announce(&rec, env, false);

@@ -164,3 +164,18 @@ fn call_trace_lines_stay_right_when_instrumentation_moves_bytecode() {
         }
     });
 }
+
+#[test]
+fn virtual_threads_allocate_and_trace() {
+    for_each_jdk(|jdk| {
+        if jdk.feature < 21 {
+            return;
+        }
+        let r = rec(jdk, "enable=shutdown+thread_start+class_load+object_alloc,alloc-filter=Counted", "Virtual", &[]);
+        r.assert_ok();
+        clean(&r);
+        let v = r.stdout.lines().find_map(|l| l.strip_prefix("virtual ")).unwrap_or_else(|| panic!("{}", r.describe()));
+        assert!(v.starts_with("Probe.callTrace:-3;Virtual.inside:"), "the virtual thread's own frames: {v}");
+        assert_eq!(counts(&r, "Counted", 0).0, 5, "{}", summary(&r));
+    });
+}
