@@ -24,7 +24,7 @@ use crate::{alloc, classes, events, ids, jvm, objects};
 use jvmti_bindings::sys::jni::{jlong, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Mutex, OnceLock};
 
 static FINISHED: AtomicU64 = AtomicU64::new(0);
@@ -32,7 +32,47 @@ static STOP: AtomicBool = AtomicBool::new(false);
 /// The delivery thread, woken with `unpark` (a futex wake: never blocks the GC).
 static WAKE: OnceLock<std::thread::Thread> = OnceLock::new();
 /// Tags whose objects died, not yet reported.
-static DEAD_TAGS: Mutex<Vec<jlong>> = Mutex::new(Vec::new());
+static DEAD_TAGS: Mutex<DeadQueue> = Mutex::new(DeadQueue::new());
+
+/// The deaths waiting for a bracket. On JDK 16+ they arrive after the bracket of their own
+/// collection and wait for the next one, so millions may wait: they are kept as `tag >> 3` in
+/// 4-byte slots (tags are multiples of 8), in chunks that are given back after each bracket.
+struct DeadQueue {
+    chunks: Vec<Vec<u32>>,
+    /// Tags too large for a slot (after 2^32 tags).
+    big: Vec<jlong>,
+    len: usize,
+}
+
+impl DeadQueue {
+    const CHUNK: usize = 1 << 16;
+    const fn new() -> Self {
+        DeadQueue { chunks: Vec::new(), big: Vec::new(), len: 0 }
+    }
+    fn push(&mut self, tag: jlong) {
+        self.len += 1;
+        match u32::try_from(tag >> 3) {
+            Ok(slot) if tag & 7 == 0 => {
+                if self.chunks.last().is_none_or(|c| c.len() == Self::CHUNK) {
+                    self.chunks.push(Vec::with_capacity(Self::CHUNK));
+                }
+                if let Some(c) = self.chunks.last_mut() {
+                    c.push(slot);
+                }
+            }
+            _ => self.big.push(tag),
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    fn clear(&mut self) {
+        *self = DeadQueue::new();
+    }
+    fn into_tags(self) -> impl Iterator<Item = jlong> {
+        self.chunks.into_iter().flatten().map(|s| (s as jlong) << 3).chain(self.big)
+    }
+}
 static GC_DISABLED: AtomicI32 = AtomicI32::new(0);
 
 /// JVMTI GarbageCollectionStart: nothing to do until the collection ends.
@@ -46,9 +86,16 @@ pub fn on_gc_finish() {
     }
 }
 
+/// The most deaths ever waiting for a bracket (the shim's only memory that grows with objects).
+static PEAK_QUEUED: AtomicUsize = AtomicUsize::new(0);
+
 /// JVMTI ObjectFree (inside the collection on JDK 11, later on the Service Thread since 16).
 pub fn on_object_free(tag: jlong) {
-    DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()).push(tag);
+    let mut q = DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner());
+    q.push(tag);
+    if q.len > PEAK_QUEUED.load(Relaxed) {
+        PEAK_QUEUED.store(q.len, Relaxed);
+    }
 }
 
 fn wants_bracket() -> bool {
@@ -73,8 +120,9 @@ fn deliver_bracket(env: *mut JNIEnv) {
     // posted yet). Without GC_FINISH no walk: late deaths come with the next bracket.
     let finish = events::enabled(JVMPI_EVENT_GC_FINISH);
     let (objects, bytes) = if finish { jvm::count_heap().unwrap_or((0, 0)) } else { (0, 0) };
-    let dead = std::mem::take(&mut *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()));
-    for tag in dead {
+    // The queue's memory goes with the batch, so it is given back after each bracket.
+    let dead = std::mem::replace(&mut *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()), DeadQueue::new());
+    for tag in dead.into_tags() {
         if classes::unloaded(env, tag) {
             alloc::forget_class(tag);
         } else if (ids::is_defined(tag) || objects::forget_requested(tag)) && events::enabled(JVMPI_EVENT_OBJECT_FREE) {
@@ -134,6 +182,10 @@ pub fn last_bracket(env: *mut JNIEnv) {
 
 /// Stops the delivery thread (at VM death). A bracket under way finishes; no new one starts.
 pub fn stop() {
+    let peak = PEAK_QUEUED.load(Relaxed);
+    if peak > 0 {
+        log::info!("memory: at most {peak} deaths waited for a GC bracket (about {} KiB)", peak * 4 / 1024);
+    }
     STOP.store(true, SeqCst);
     if let Some(t) = WAKE.get() {
         t.unpark();
