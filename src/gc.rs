@@ -20,6 +20,7 @@
 //! neither moves nor invalidates while the object lives.
 
 use crate::abi::*;
+use crate::deaths::DeadQueue;
 use crate::{alloc, classes, events, ids, jvm, objects};
 use jvmti_bindings::sys::jni::{jlong, JNIEnv};
 use jvmti_bindings::sys::jvmti;
@@ -33,46 +34,6 @@ static STOP: AtomicBool = AtomicBool::new(false);
 static WAKE: OnceLock<std::thread::Thread> = OnceLock::new();
 /// Tags whose objects died, not yet reported.
 static DEAD_TAGS: Mutex<DeadQueue> = Mutex::new(DeadQueue::new());
-
-/// The deaths waiting for a bracket. On JDK 16+ they arrive after the bracket of their own
-/// collection and wait for the next one, so millions may wait: they are kept as `tag >> 3` in
-/// 4-byte slots (tags are multiples of 8), in chunks that are given back after each bracket.
-struct DeadQueue {
-    chunks: Vec<Vec<u32>>,
-    /// Tags too large for a slot (after 2^32 tags).
-    big: Vec<jlong>,
-    len: usize,
-}
-
-impl DeadQueue {
-    const CHUNK: usize = 1 << 16;
-    const fn new() -> Self {
-        DeadQueue { chunks: Vec::new(), big: Vec::new(), len: 0 }
-    }
-    fn push(&mut self, tag: jlong) {
-        self.len += 1;
-        match u32::try_from(tag >> 3) {
-            Ok(slot) if tag & 7 == 0 => {
-                if self.chunks.last().is_none_or(|c| c.len() == Self::CHUNK) {
-                    self.chunks.push(Vec::with_capacity(Self::CHUNK));
-                }
-                if let Some(c) = self.chunks.last_mut() {
-                    c.push(slot);
-                }
-            }
-            _ => self.big.push(tag),
-        }
-    }
-    fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    fn clear(&mut self) {
-        *self = DeadQueue::new();
-    }
-    fn into_tags(self) -> impl Iterator<Item = jlong> {
-        self.chunks.into_iter().flatten().map(|s| (s as jlong) << 3).chain(self.big)
-    }
-}
 static GC_DISABLED: AtomicI32 = AtomicI32::new(0);
 
 /// JVMTI GarbageCollectionStart: nothing to do until the collection ends.
@@ -88,13 +49,17 @@ pub fn on_gc_finish() {
 
 /// The most deaths ever waiting for a bracket (the shim's only memory that grows with objects).
 static PEAK_QUEUED: AtomicUsize = AtomicUsize::new(0);
+static PEAK_BYTES: AtomicUsize = AtomicUsize::new(0);
 
 /// JVMTI ObjectFree (inside the collection on JDK 11, later on the Service Thread since 16).
 pub fn on_object_free(tag: jlong) {
     let mut q = DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner());
     q.push(tag);
-    if q.len > PEAK_QUEUED.load(Relaxed) {
-        PEAK_QUEUED.store(q.len, Relaxed);
+    if q.len() & 0xFFF == 0 && q.bytes() > PEAK_BYTES.load(Relaxed) {
+        PEAK_BYTES.store(q.bytes(), Relaxed);
+    }
+    if q.len() > PEAK_QUEUED.load(Relaxed) {
+        PEAK_QUEUED.store(q.len(), Relaxed);
     }
 }
 
@@ -110,7 +75,7 @@ static BRACKET: Mutex<()> = Mutex::new(());
 fn deliver_bracket(env: *mut JNIEnv) {
     let _one = BRACKET.lock().unwrap_or_else(|p| p.into_inner());
     if !events::is_ready() || !wants_bracket() {
-        DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()) = DeadQueue::new();
         return;
     }
     if events::enabled(JVMPI_EVENT_GC_START) {
@@ -184,7 +149,10 @@ pub fn last_bracket(env: *mut JNIEnv) {
 pub fn stop() {
     let peak = PEAK_QUEUED.load(Relaxed);
     if peak > 0 {
-        log::info!("memory: at most {peak} deaths waited for a GC bracket (about {} KiB)", peak * 4 / 1024);
+        log::info!(
+            "memory: at most {peak} deaths waited for a GC bracket, in about {} KiB",
+            PEAK_BYTES.load(Relaxed) / 1024
+        );
     }
     STOP.store(true, SeqCst);
     if let Some(t) = WAKE.get() {

@@ -23,6 +23,7 @@
 //! | [`calltrace`] | GetCallTrace                                                              |
 //! | [`monitors`]  | raw monitors and RAW_MONITOR_CONTENDED_* events                           |
 //! | [`gc`]        | GC brackets, OBJECT_FREE, CLASS_UNLOAD, RunGC, Disable/EnableGC          |
+//! | [`deaths`]    | the compact queue of deaths waiting for a GC bracket                      |
 //! | [`callbacks`] | the JVMTI callbacks (doors into the rooms)                                |
 //! | [`jvm`]       | the JVMTI environment, capabilities, event switching, JVMTI/JNI facade   |
 //! | [`logger`]    | one-line messages on stderr                                               |
@@ -33,6 +34,7 @@ pub mod bci;
 pub mod callbacks;
 pub mod calltrace;
 pub mod classes;
+pub mod deaths;
 pub mod events;
 pub mod gc;
 pub mod ids;
