@@ -82,4 +82,4 @@ if [ -n "$rb" ] && [ -n "$rc" ]; then
     echo "peak RSS (whole process, same pre-touched heap): (b) $((rb / 1024)) MiB, (c) $((rc / 1024)) MiB; (c)-(b) per live object: $(awk -v b="$rb" -v c="$rc" -v w="$window" 'BEGIN { printf "%.1f", (c - b) * 1024 / w }') bytes"
 fi
 echo "The shim keeps no state per live object (an object's ID and its 'defined' bit are its JVMTI tag);"
-echo "its only memory that grows with objects is the queue of deaths waiting for a GC bracket (4 bytes each, line (c) above)."
+echo "its only memory that grows with objects is the compact queue of deaths waiting for a GC bracket (line (c) above)."
