@@ -14,7 +14,7 @@ public class Basic {
         for (Thread t : ts) t.join();
         Probe.mark("before-gc");
         System.gc();
-        Probe.sleep(300);
+        Probe.sleep(800); // the GC events come from the shim's thread, after the collection
         Probe.mark("after-gc");
         System.out.println("done");
     }

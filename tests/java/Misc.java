@@ -29,7 +29,7 @@ public class Misc {
                 Probe.enableGC(); // unmatched: logged
                 Probe.mark("rungc");
                 Probe.runGC();
-                Probe.sleep(300);
+                Probe.sleep(800);
                 Probe.mark("rungc-done");
                 break;
             }

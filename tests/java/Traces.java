@@ -28,7 +28,8 @@ public class Traces {
             sleeper();
         }, "sleeper");
         t.start();
-        Probe.sleep(300);
+        // Until it sleeps (CONDVAR_WAIT), at most 10 s.
+        for (int i = 0; i < 1000 && (env[0] == 0 || Probe.status(env[0]) != 3); i++) Probe.sleep(10);
         System.out.println("OTHER " + Probe.callTrace(env[0], 10));
         t.interrupt();
         t.join();
