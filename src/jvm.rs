@@ -610,14 +610,29 @@ impl Jni {
         self.delete_local_ref(k2);
         (!self.clear_exception()).then_some(v)
     }
-    /// A new, unstarted daemon `java.lang.Thread` with this name.
+    /// A new, unstarted `java.lang.Thread` with this name, in the JVM's "system" thread group
+    /// (where the JVM's own service threads are) when it can be found.
     pub fn new_thread(&self, name: &str) -> Option<jthread> {
-        let (k, init) = self.method("java/lang/Thread", "<init>", "(Ljava/lang/String;)V", false)?;
+        let system = env().ok().and_then(|j| j.get_top_thread_groups().ok()).and_then(|g| g.into_iter().next());
         let s = self.0.new_string_utf(name)?;
-        // SAFETY: Thread(String) constructor with a live String.
-        let t = unsafe { self.0.new_object(k, init, &[jni::jvalue { l: s }]) };
+        let t = match system {
+            Some(g) => {
+                let (k, init) = self.method("java/lang/Thread", "<init>", "(Ljava/lang/ThreadGroup;Ljava/lang/String;)V", false)?;
+                // SAFETY: Thread(ThreadGroup, String) constructor with a live group and String.
+                let t = unsafe { self.0.new_object(k, init, &[jni::jvalue { l: g }, jni::jvalue { l: s }]) };
+                self.delete_local_ref(g);
+                self.delete_local_ref(k);
+                t
+            }
+            None => {
+                let (k, init) = self.method("java/lang/Thread", "<init>", "(Ljava/lang/String;)V", false)?;
+                // SAFETY: Thread(String) constructor with a live String.
+                let t = unsafe { self.0.new_object(k, init, &[jni::jvalue { l: s }]) };
+                self.delete_local_ref(k);
+                t
+            }
+        };
         self.delete_local_ref(s);
-        self.delete_local_ref(k);
         if self.clear_exception() {
             return None;
         }

@@ -279,6 +279,7 @@ fn create_system_thread_runs_a_named_daemon() {
         let env = field(&r.log_lines[run], "env");
         let start = pos(&r, "THREAD_START name=jvmpi-sys ");
         assert_eq!(field(&r.log_lines[start], "tenv"), env);
+        assert_eq!(field(&r.log_lines[start], "group"), "system", "a system thread, beside the JVM's own");
         assert!(start < run);
         assert_eq!(field(&r.log_lines[run], "arg"), "(nil)");
     });
