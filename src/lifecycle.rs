@@ -346,49 +346,22 @@ unsafe extern "system" fn late_find_class(env: *mut JNIEnv, name: *const c_char)
     unsafe { ((*t).FindClass)(env, name) }
 }
 
-unsafe extern "system" fn late_get_method_id(
-    env: *mut JNIEnv,
-    k: jclass,
-    name: *const c_char,
-    sig: *const c_char,
-) -> jmethodID {
-    let t = deferred_start(env);
-    // SAFETY: the JVM's GetMethodID with the caller's arguments.
-    unsafe { ((*t).GetMethodID)(env, k, name, sig) }
+/// Hooks of the form `(env, class, name, signature) -> id` that start the deferred emulation.
+macro_rules! late_member_id {
+    ($($name:ident => $field:ident -> $ret:ty),* $(,)?) => {$(
+        unsafe extern "system" fn $name(env: *mut JNIEnv, k: jclass, name: *const c_char, sig: *const c_char) -> $ret {
+            let t = deferred_start(env);
+            // SAFETY: the JVM's own function (its table lives as long as the process), the caller's arguments.
+            unsafe { ((*t).$field)(env, k, name, sig) }
+        }
+    )*};
 }
-
-unsafe extern "system" fn late_get_static_method_id(
-    env: *mut JNIEnv,
-    k: jclass,
-    name: *const c_char,
-    sig: *const c_char,
-) -> jmethodID {
-    let t = deferred_start(env);
-    // SAFETY: the JVM's GetStaticMethodID with the caller's arguments.
-    unsafe { ((*t).GetStaticMethodID)(env, k, name, sig) }
-}
-
-unsafe extern "system" fn late_get_field_id(
-    env: *mut JNIEnv,
-    k: jclass,
-    name: *const c_char,
-    sig: *const c_char,
-) -> jfieldID {
-    let t = deferred_start(env);
-    // SAFETY: the JVM's GetFieldID with the caller's arguments.
-    unsafe { ((*t).GetFieldID)(env, k, name, sig) }
-}
-
-unsafe extern "system" fn late_get_static_field_id(
-    env: *mut JNIEnv,
-    k: jclass,
-    name: *const c_char,
-    sig: *const c_char,
-) -> jfieldID {
-    let t = deferred_start(env);
-    // SAFETY: the JVM's GetStaticFieldID with the caller's arguments.
-    unsafe { ((*t).GetStaticFieldID)(env, k, name, sig) }
-}
+late_member_id!(
+    late_get_method_id => GetMethodID -> jmethodID,
+    late_get_static_method_id => GetStaticMethodID -> jmethodID,
+    late_get_field_id => GetFieldID -> jfieldID,
+    late_get_static_field_id => GetStaticFieldID -> jfieldID,
+);
 
 unsafe extern "system" fn late_exception_occurred(env: *mut JNIEnv) -> jthrowable {
     let t = deferred_start(env);
