@@ -384,17 +384,22 @@ impl<'a> ClassEditor<'a> {
         Ok(())
     }
 
-    fn encode_method(&mut self, editor: MethodEditor) -> Result<Vec<u8>, BciError> {
-        let index = editor.method_index();
-        let m = self.methods[index].clone();
-        let raw_code = m.code.as_ref().expect("an editor exists only for a method with code");
-        let ctx = code::MethodContext {
+    /// What the code rewriter needs to know about the method that holds the code.
+    fn method_context(&self, m: &RawMethod) -> Result<code::MethodContext, BciError> {
+        Ok(code::MethodContext {
             class_name: self.pool.get_class_name(self.this_class)?.as_bytes().to_vec(),
             name: self.pool.get_utf8(m.name_index)?.as_bytes().to_vec(),
             descriptor: self.pool.get_utf8(m.descriptor_index)?.as_bytes().to_vec(),
             is_static: m.access & ACC_STATIC != 0,
             major: self.major,
-        };
+        })
+    }
+
+    fn encode_method(&mut self, editor: MethodEditor) -> Result<Vec<u8>, BciError> {
+        let index = editor.method_index();
+        let m = self.methods[index].clone();
+        let raw_code = m.code.as_ref().expect("an editor exists only for a method with code");
+        let ctx = self.method_context(&m)?;
         code::rewrite(self.raw, raw_code, editor, &ctx, &mut self.pool)
     }
 
@@ -404,13 +409,7 @@ impl<'a> ClassEditor<'a> {
         let m = &self.methods[index];
         let rc = m.code.as_ref().ok_or_else(|| BciError::InvalidEdit("no code".into()))?;
         let ed = MethodEditor::decode(index, &self.raw[rc.code.clone()])?;
-        let ctx = code::MethodContext {
-            class_name: self.pool.get_class_name(self.this_class)?.as_bytes().to_vec(),
-            name: self.pool.get_utf8(m.name_index)?.as_bytes().to_vec(),
-            descriptor: self.pool.get_utf8(m.descriptor_index)?.as_bytes().to_vec(),
-            is_static: m.access & ACC_STATIC != 0,
-            major: self.major,
-        };
+        let ctx = self.method_context(m)?;
         code::decode_full(self.raw, rc, &ed, &ctx, &self.pool)
     }
 
