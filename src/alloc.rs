@@ -24,7 +24,7 @@
 //! object is reported once.
 
 use crate::abi::*;
-use crate::{bci, classes, events, ids, jvm, objects};
+use crate::{bci, calltrace, classes, events, ids, jvm, objects};
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
@@ -121,6 +121,17 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
     if let Err(e) = jni.java_base_reads_module_of(k) {
         log::debug!("AddModuleReads(java.base → tracker): {}", jvm::err_name(e));
     }
+    // No call trace shows the tracker; at allocations seen in Object.<init> traces begin at the
+    // allocating method (the calltrace room).
+    let hook = "(Ljava/lang/Object;)V";
+    let own: Vec<_> = [("objectInit", hook), ("newArray", hook), ("onNew", hook)]
+        .iter()
+        .filter_map(|(n, sig)| jni.method_id_in(k, n, sig, true))
+        .collect();
+    calltrace::hide(&own);
+    if let Some(m) = jni.method_id("java/lang/Object", "<init>", "()V", false) {
+        calltrace::set_object_init(m);
+    }
     TRACKER_CLASS.store(k as usize, Release);
     Ok(())
 }
@@ -157,6 +168,11 @@ unsafe extern "system" fn on_new(env: *mut JNIEnv, _tracker: jclass, obj: jobjec
 /// Sends OBJECT_ALLOC for `obj` unless it has been reported (or given an ID) already.
 pub fn report(env: *mut JNIEnv, obj: jobject, source: Source) {
     if obj.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() {
+        return;
+    }
+    if jvm::shim_internal() {
+        // Made by the shim's own JNI call (linking a class, reading a figure): not the
+        // application's allocation. It stays untagged; RequestEvent can still describe it.
         return;
     }
     if REPORTING.with(|r| r.replace(true)) {
@@ -236,7 +252,6 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
         }
         s
     };
-    announce_arena(env);
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
     ev.u.obj_alloc = ObjAlloc {
         arena_id: objects::ARENA,
@@ -245,7 +260,16 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
         size,
         obj_id: ids::to_id(tag),
     };
-    events::send(&mut ev);
+    let mut deliver = || {
+        announce_arena(env);
+        events::send(&mut ev);
+    };
+    if source == Source::Bytecode && shape.is_array == JVMPI_NORMAL_OBJECT {
+        // Seen in Object.<init>: traces taken now begin at the method that ran `new`.
+        calltrace::at_object_init(deliver);
+    } else {
+        deliver();
+    }
     if shape.nested {
         // Sub-arrays made together with their outer array (multianewarray).
         for e in jni.array_elements(obj) {

@@ -12,6 +12,7 @@ pub fn table() -> jvmti::jvmtiEventCallbacks {
     t.VMDeath = Some(vm_death);
     t.ThreadStart = Some(thread_start);
     t.ThreadEnd = Some(thread_end);
+    t.ClassLoad = Some(class_load);
     t.ClassPrepare = Some(class_prepare);
     t.ClassFileLoadHook = Some(class_file_load_hook);
     t.GarbageCollectionStart = Some(gc_start);
@@ -36,6 +37,10 @@ unsafe extern "system" fn thread_start(_j: *mut jvmtiEnv, env: *mut JNIEnv, thre
 
 unsafe extern "system" fn thread_end(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread) {
     guard("ThreadEnd", (), || threads::on_thread_end(env, thread))
+}
+
+unsafe extern "system" fn class_load(_j: *mut jvmtiEnv, env: *mut JNIEnv, _t: jthread, k: jclass) {
+    guard("ClassLoad", (), || classes::on_class_load(env, k))
 }
 
 unsafe extern "system" fn class_prepare(_j: *mut jvmtiEnv, env: *mut JNIEnv, _t: jthread, k: jclass) {

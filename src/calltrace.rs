@@ -3,17 +3,84 @@
 //! The thread is named by its JNIEnv (looked up in the threads room, never dereferenced); the
 //! frames come from JVMTI `GetStackTrace`, which works for the current thread and, through a
 //! handshake, for a running or suspended other thread. Lines come from the line-numbers room.
+//!
+//! What a trace never shows, as HotSpot 1.5 never had it:
+//!
+//! * the shim's own frames: methods registered with [`hide`] (the allocation tracker's), in any
+//!   trace of any thread;
+//! * inside an OBJECT_ALLOC that the instrumented `java.lang.Object.<init>` reported (marked
+//!   with [`at_object_init`]), `Object.<init>` and the constructor chain of the new object:
+//!   HotSpot posted the event at the allocating bytecode, so the trace begins at the method
+//!   that ran `new` (at the line of its constructor call, which is the line of the `new` in
+//!   code as compilers emit it). A constructor frame belongs to the chain when its caller is a
+//!   constructor stopped at a `super(…)`/`this(…)` call (`lines::is_chaining_call`).
 
 use crate::abi::{JVMPI_CallFrame, JVMPI_CallTrace};
-use crate::{classes, lines, threads};
 use crate::jvm;
-use jvmti_bindings::sys::jni::jint;
+use crate::{classes, lines, threads};
+use dashmap::DashSet;
+use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::LazyLock;
+
+/// Methods whose frames no trace shows.
+static HIDDEN: LazyLock<DashSet<usize>> = LazyLock::new(DashSet::new);
+/// `java.lang.Object.<init>` (0: not known yet).
+static OBJECT_INIT: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Set while this thread reports an allocation seen in `Object.<init>`.
+    static AT_OBJECT_INIT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Registers methods of the shim's own (e.g. the allocation tracker's) that traces never show.
+pub fn hide(methods: &[jmethodID]) {
+    for &m in methods {
+        HIDDEN.insert(m as usize);
+    }
+}
+
+/// Registers `java.lang.Object.<init>`.
+pub fn set_object_init(m: jmethodID) {
+    OBJECT_INIT.store(m as usize, Relaxed);
+}
+
+/// Runs `f` (the delivery of an allocation seen in `Object.<init>`) with traces of this thread
+/// beginning at the allocating method.
+pub fn at_object_init<R>(f: impl FnOnce() -> R) -> R {
+    let saved = AT_OBJECT_INIT.with(|a| a.replace(true));
+    let r = f();
+    AT_OBJECT_INIT.with(|a| a.set(saved));
+    r
+}
+
+/// The frames a trace shows, from the JVM's frames (callee first).
+fn visible(frames: &[(jmethodID, jlong)], at_object_init: bool) -> Vec<(jmethodID, jlong)> {
+    let mut v: Vec<_> = if HIDDEN.is_empty() {
+        frames.to_vec()
+    } else {
+        frames.iter().copied().filter(|(m, _)| !HIDDEN.contains(&(*m as usize))).collect()
+    };
+    let init = OBJECT_INIT.load(Relaxed);
+    if at_object_init && init != 0 && v.first().is_some_and(|(m, _)| *m as usize == init) {
+        // v[0] is Object.<init>; v[i + 1] called v[i]: while it did so at a chaining call it
+        // is a constructor of the same object.
+        let mut i = 0;
+        while i + 1 < v.len() && lines::is_chaining_call(v[i + 1].0, v[i + 1].1) {
+            i += 1;
+        }
+        v.drain(..=i);
+    }
+    v
+}
 
 /// Fills `frames` (at most its length) and returns how many were written.
 pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint {
     // The current thread is named NULL: inside a virtual thread that is the virtual thread,
     // whose frames are the ones running (its carrier's JNIEnv is the env_id).
-    let thread = if jvm::current_jni() == Some(trace.env_id) {
+    let current = jvm::current_jni() == Some(trace.env_id);
+    let thread = if current {
         std::ptr::null_mut()
     } else {
         match threads::jthread_of(trace.env_id, "GetCallTrace") {
@@ -21,17 +88,31 @@ pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint
             None => return 0,
         }
     };
-    match jvm::stack_trace(thread, frames.len() as jint) {
-        Ok(st) => {
-            for (slot, (m, loc)) in frames.iter_mut().zip(st.iter()) {
+    let at_object_init = current && AT_OBJECT_INIT.with(|a| a.get());
+    let depth = frames.len();
+    // Some frames may be left out: ask for more than the depth, and again for more if needed.
+    let mut fetch = depth + if at_object_init { 8 } else { 3 };
+    loop {
+        let st = match jvm::stack_trace(thread, fetch.min(i32::MAX as usize) as jint) {
+            Ok(st) => st,
+            Err(e) => {
+                if e == jvmti_bindings::sys::jvmti::jvmtiError::WRONG_PHASE || crate::events::is_dead() {
+                    log::debug!("GetCallTrace({:p}): {}", trace.env_id, jvm::err_name(e));
+                } else {
+                    log::warn!("GetCallTrace({:p}): {}", trace.env_id, jvm::err_name(e));
+                }
+                return 0;
+            }
+        };
+        let complete = st.len() < fetch;
+        let shown = visible(&st, at_object_init);
+        if shown.len() >= depth || complete || fetch >= 1 << 16 {
+            for (slot, (m, loc)) in frames.iter_mut().zip(shown.iter()) {
                 classes::note_method(*m);
                 *slot = JVMPI_CallFrame { lineno: lines::line_of(*m, *loc), method_id: *m };
             }
-            st.len().min(frames.len()) as jint
+            return shown.len().min(depth) as jint;
         }
-        Err(e) => {
-            log::warn!("GetCallTrace({:p}): {}", trace.env_id, jvm::err_name(e));
-            0
-        }
+        fetch *= 2;
     }
 }

@@ -19,7 +19,8 @@ use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::{c_uchar, c_uint, c_void, CString};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 struct ClassRec {
     methods: Vec<usize>,
@@ -183,17 +184,82 @@ pub fn on_class_prepare(env: *mut JNIEnv, k: jclass) {
     }
 }
 
-/// Catch-up: every prepared class the agent has not heard of.
+// ---- classes that are loaded and not linked ---------------------------------------------------
+
+/// Classes loaded (JVMTI ClassLoad) while CLASS_LOAD is on, not announced yet: global references
+/// and when they were loaded. Almost all are prepared moments later and announced at their
+/// ClassPrepare; those nothing links (a class only named by another one's code, such as
+/// `java.lang.InterruptedException`) are linked by the shim and announced after `PENDING_AGE`.
+static PENDING: Mutex<Vec<(usize, Instant)>> = Mutex::new(Vec::new());
+/// The thread that announces pending classes (registered by the GC room's delivery thread).
+static LINKER: OnceLock<std::thread::Thread> = OnceLock::new();
+/// How long a loaded class may wait for the JVM to prepare it before the shim links it.
+pub const PENDING_AGE: Duration = Duration::from_millis(50);
+
+/// Registers the thread that calls [`flush_pending`] when woken.
+pub fn set_linker(t: std::thread::Thread) {
+    let _ = LINKER.set(t);
+}
+
+pub fn has_pending() -> bool {
+    !PENDING.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+}
+
+/// JVMTI ClassLoad. HotSpot 1.5 sent CLASS_LOAD when a class was defined; JVMTI can list a
+/// class's methods only once it is prepared, so the class waits for its ClassPrepare.
+pub fn on_class_load(env: *mut JNIEnv, k: jclass) {
+    if !events::is_ready() || !events::enabled(JVMPI_EVENT_CLASS_LOAD) {
+        return;
+    }
+    let g = jvm::Jni::of(env).new_global_ref(k);
+    if g.is_null() {
+        return;
+    }
+    let first = {
+        let mut p = PENDING.lock().unwrap_or_else(|p| p.into_inner());
+        p.push((g as usize, Instant::now()));
+        p.len() == 1
+    };
+    if first {
+        if let Some(t) = LINKER.get() {
+            t.unpark();
+        }
+    }
+}
+
+/// Announces the pending classes loaded at least `age` ago that are still unannounced (linking
+/// those nothing has linked). Runs on the linker thread, and at VM death with `age` zero.
+pub fn flush_pending(env: *mut JNIEnv, age: Duration) {
+    let now = Instant::now();
+    let due: Vec<usize> = {
+        let mut p = PENDING.lock().unwrap_or_else(|p| p.into_inner());
+        let (due, keep): (Vec<_>, Vec<_>) = p.drain(..).partition(|&(_, when)| now.duration_since(when) >= age);
+        *p = keep;
+        due.into_iter().map(|(g, _)| g).collect()
+    };
+    let jni = jvm::Jni::of(env);
+    for g in due {
+        if events::is_ready() && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
+            if let Err(e) = announce(env, g as jclass, false) {
+                log::debug!("CLASS_LOAD (a class nothing linked): {e}");
+            }
+        }
+        jni.delete_global_ref(g as jclass);
+    }
+}
+
+/// Catch-up: every loaded class the agent has not heard of (HotSpot announced every class in
+/// its dictionary; one that is loaded but not linked yet is linked first, see `announce`).
 pub fn announce_all() {
     let Some(env) = jvm::current_jni() else { return };
     let jni = jvm::Jni::of(env);
     let Ok(all) = jvm::loaded_classes() else { return };
     for k in all {
-        let prepared = jvm::class_status(k).is_ok_and(|s| {
-            s & jvmti::JVMTI_CLASS_STATUS_PREPARED != 0
+        let is_class = jvm::class_status(k).is_ok_and(|s| {
+            s & jvmti::JVMTI_CLASS_STATUS_ERROR == 0
                 && s & (jvmti::JVMTI_CLASS_STATUS_ARRAY | jvmti::JVMTI_CLASS_STATUS_PRIMITIVE) == 0
         });
-        if prepared {
+        if is_class {
             if let Err(e) = announce(env, k, false) {
                 log::debug!("CLASS_LOAD (catch-up): {e}");
             }

@@ -23,10 +23,12 @@ use std::time::{Duration, Instant};
 pub enum Support {
     /// Emulated; enabling it switches on these JVMTI events.
     Emulated(&'static [jvmtiEvent]),
-    /// `EnableEvent` succeeds and the event is never sent, because in the shim's model it can
-    /// never happen (the reason is logged once).
+    /// On HotSpot 1.5's list of supported events, so `EnableEvent` succeeds as it did there,
+    /// but the event is never sent: in the shim's model it cannot happen, or the shim has no
+    /// source for it yet (the reason is logged once, at info level).
     Never(&'static str),
-    /// `EnableEvent` answers `JVMPI_NOT_AVAILABLE` (the reason is logged once).
+    /// `EnableEvent` answers `JVMPI_NOT_AVAILABLE`, as HotSpot 1.5 did: the dump events (they
+    /// are only ever requested) and numbers that are no JVMPI event.
     NotAvailable(&'static str),
 }
 
@@ -38,10 +40,11 @@ pub fn support(event: jint) -> Support {
         jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
         jvmti::JVMTI_EVENT_OBJECT_FREE,
     ];
+    const NOT_YET: &str = "accepted as HotSpot 1.5 accepted it; this version of the shim has no source for it and never sends it";
     match event {
         JVMPI_EVENT_JVM_INIT_DONE | JVMPI_EVENT_JVM_SHUT_DOWN => Emulated(&[]),
         JVMPI_EVENT_THREAD_START | JVMPI_EVENT_THREAD_END => Emulated(&[]),
-        JVMPI_EVENT_CLASS_LOAD => Emulated(&[jvmti::JVMTI_EVENT_CLASS_PREPARE]),
+        JVMPI_EVENT_CLASS_LOAD => Emulated(&[jvmti::JVMTI_EVENT_CLASS_PREPARE, jvmti::JVMTI_EVENT_CLASS_LOAD]),
         JVMPI_EVENT_CLASS_UNLOAD => Emulated(UNLOAD),
         JVMPI_EVENT_CLASS_LOAD_HOOK => Emulated(&[]),
         JVMPI_EVENT_OBJECT_ALLOC => Emulated(&[]),
@@ -54,15 +57,15 @@ pub fn support(event: jint) -> Support {
         JVMPI_EVENT_OBJECT_MOVE => Never("object IDs are JVMTI tags, which never change while the object lives"),
         JVMPI_EVENT_ARENA_DELETE => Never("the shim's one arena (the Java heap) lives as long as the JVM"),
         JVMPI_EVENT_GC_START | JVMPI_EVENT_GC_FINISH => Emulated(GC),
-        JVMPI_EVENT_DATA_DUMP_REQUEST => Emulated(&[jvmti::JVMTI_EVENT_DATA_DUMP_REQUEST]),
+        // HotSpot sent DATA_RESET_REQUEST right after DATA_DUMP_REQUEST, on the same signal.
+        JVMPI_EVENT_DATA_DUMP_REQUEST | JVMPI_EVENT_DATA_RESET_REQUEST => {
+            Emulated(&[jvmti::JVMTI_EVENT_DATA_DUMP_REQUEST])
+        }
         JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER
         | JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTERED
         | JVMPI_EVENT_RAW_MONITOR_CONTENDED_EXIT => Emulated(&[]),
-        JVMPI_EVENT_DATA_RESET_REQUEST => {
-            NotAvailable("JVMTI has no reset request (JDK 1.2-1.5 never sent one either)")
-        }
         JVMPI_EVENT_HEAP_DUMP | JVMPI_EVENT_MONITOR_DUMP | JVMPI_EVENT_OBJECT_DUMP => {
-            NotAvailable("dump events are only sent on RequestEvent (JVMPI spec)")
+            NotAvailable("dump events are only sent on RequestEvent (JVMPI spec; HotSpot 1.5 answered the same)")
         }
         JVMPI_EVENT_METHOD_ENTRY
         | JVMPI_EVENT_METHOD_ENTRY2
@@ -74,7 +77,7 @@ pub fn support(event: jint) -> Support {
         | JVMPI_EVENT_MONITOR_CONTENDED_ENTERED
         | JVMPI_EVENT_MONITOR_CONTENDED_EXIT
         | JVMPI_EVENT_MONITOR_WAIT
-        | JVMPI_EVENT_MONITOR_WAITED => NotAvailable("not emulated by this version of the shim"),
+        | JVMPI_EVENT_MONITOR_WAITED => Never(NOT_YET),
         _ => NotAvailable("no such JVMPI event"),
     }
 }
@@ -82,23 +85,84 @@ pub fn support(event: jint) -> Support {
 /// Which JVMPI events the agent has enabled (bit n = event n).
 static ENABLED: AtomicU64 = AtomicU64::new(0);
 static SWITCH: Mutex<()> = Mutex::new(());
+/// Events whose "never sent" / "not available" reason has been logged (bit n = event n).
+static EXPLAINED: AtomicU64 = AtomicU64::new(0);
 
 pub fn enabled(event: jint) -> bool {
     (0..64).contains(&event) && ENABLED.load(Relaxed) & (1 << event) != 0
 }
 
-fn name(event: jint) -> String {
-    format!("event {event}")
+/// The JVMPI name of an event number, for log lines.
+pub fn name(event: jint) -> String {
+    let n = match event {
+        JVMPI_EVENT_METHOD_ENTRY => "METHOD_ENTRY",
+        JVMPI_EVENT_METHOD_ENTRY2 => "METHOD_ENTRY2",
+        JVMPI_EVENT_METHOD_EXIT => "METHOD_EXIT",
+        JVMPI_EVENT_OBJECT_ALLOC => "OBJECT_ALLOC",
+        JVMPI_EVENT_OBJECT_FREE => "OBJECT_FREE",
+        JVMPI_EVENT_OBJECT_MOVE => "OBJECT_MOVE",
+        JVMPI_EVENT_COMPILED_METHOD_LOAD => "COMPILED_METHOD_LOAD",
+        JVMPI_EVENT_COMPILED_METHOD_UNLOAD => "COMPILED_METHOD_UNLOAD",
+        JVMPI_EVENT_INSTRUCTION_START => "INSTRUCTION_START",
+        JVMPI_EVENT_THREAD_START => "THREAD_START",
+        JVMPI_EVENT_THREAD_END => "THREAD_END",
+        JVMPI_EVENT_CLASS_LOAD_HOOK => "CLASS_LOAD_HOOK",
+        JVMPI_EVENT_HEAP_DUMP => "HEAP_DUMP",
+        JVMPI_EVENT_JNI_GLOBALREF_ALLOC => "JNI_GLOBALREF_ALLOC",
+        JVMPI_EVENT_JNI_GLOBALREF_FREE => "JNI_GLOBALREF_FREE",
+        JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC => "JNI_WEAK_GLOBALREF_ALLOC",
+        JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE => "JNI_WEAK_GLOBALREF_FREE",
+        JVMPI_EVENT_CLASS_LOAD => "CLASS_LOAD",
+        JVMPI_EVENT_CLASS_UNLOAD => "CLASS_UNLOAD",
+        JVMPI_EVENT_DATA_DUMP_REQUEST => "DATA_DUMP_REQUEST",
+        JVMPI_EVENT_DATA_RESET_REQUEST => "DATA_RESET_REQUEST",
+        JVMPI_EVENT_JVM_INIT_DONE => "JVM_INIT_DONE",
+        JVMPI_EVENT_JVM_SHUT_DOWN => "JVM_SHUT_DOWN",
+        JVMPI_EVENT_ARENA_NEW => "ARENA_NEW",
+        JVMPI_EVENT_ARENA_DELETE => "ARENA_DELETE",
+        JVMPI_EVENT_OBJECT_DUMP => "OBJECT_DUMP",
+        JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER => "RAW_MONITOR_CONTENDED_ENTER",
+        JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTERED => "RAW_MONITOR_CONTENDED_ENTERED",
+        JVMPI_EVENT_RAW_MONITOR_CONTENDED_EXIT => "RAW_MONITOR_CONTENDED_EXIT",
+        JVMPI_EVENT_MONITOR_CONTENDED_ENTER => "MONITOR_CONTENDED_ENTER",
+        JVMPI_EVENT_MONITOR_CONTENDED_ENTERED => "MONITOR_CONTENDED_ENTERED",
+        JVMPI_EVENT_MONITOR_CONTENDED_EXIT => "MONITOR_CONTENDED_EXIT",
+        JVMPI_EVENT_MONITOR_WAIT => "MONITOR_WAIT",
+        JVMPI_EVENT_MONITOR_WAITED => "MONITOR_WAITED",
+        JVMPI_EVENT_MONITOR_DUMP => "MONITOR_DUMP",
+        JVMPI_EVENT_GC_START => "GC_START",
+        JVMPI_EVENT_GC_FINISH => "GC_FINISH",
+        _ => return format!("event {event}"),
+    };
+    n.to_string()
+}
+
+fn is_dump(event: jint) -> bool {
+    matches!(event, JVMPI_EVENT_HEAP_DUMP | JVMPI_EVENT_MONITOR_DUMP | JVMPI_EVENT_OBJECT_DUMP)
+}
+
+/// Logs `why` for `event` at info level, the first time only.
+fn explain_once(what: &str, event: jint, answer: &str, why: &str) {
+    let bit = if (0..64).contains(&event) { 1u64 << event } else { 0 };
+    if bit == 0 || EXPLAINED.fetch_or(bit, SeqCst) & bit == 0 {
+        log::info!("{what}({}): {answer}: {why}", name(event));
+    }
 }
 
 pub fn enable(event: jint, _arg: *mut c_void) -> jint {
     match support(event) {
+        Support::NotAvailable(why) if is_dump(event) => {
+            // HotSpot 1.5's answer too, for events that are only ever requested.
+            explain_once("EnableEvent", event, "JVMPI_NOT_AVAILABLE", why);
+            JVMPI_NOT_AVAILABLE
+        }
         Support::NotAvailable(why) => {
+            // A number that is no JVMPI event: the agent's mistake.
             log::warn!("EnableEvent({}): JVMPI_NOT_AVAILABLE: {why}", name(event));
             JVMPI_NOT_AVAILABLE
         }
         Support::Never(why) => {
-            log::info!("EnableEvent({}): enabled, never sent: {why}", name(event));
+            explain_once("EnableEvent", event, "enabled, never sent", why);
             ENABLED.fetch_or(1 << event, SeqCst);
             JVMPI_SUCCESS
         }
@@ -134,7 +198,7 @@ pub fn enable(event: jint, _arg: *mut c_void) -> jint {
 pub fn disable(event: jint, _arg: *mut c_void) -> jint {
     match support(event) {
         Support::NotAvailable(why) => {
-            log::warn!("DisableEvent({}): JVMPI_NOT_AVAILABLE: {why}", name(event));
+            log::debug!("DisableEvent({}): JVMPI_NOT_AVAILABLE: {why}", name(event));
             JVMPI_NOT_AVAILABLE
         }
         Support::Never(_) => {
@@ -241,7 +305,7 @@ fn deliver(ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
         (true, Some(f)) => {
             // The caller owns every buffer `ev` points into, for the duration of the call.
             // SAFETY: `ev` is a fully initialised JVMPI_Event (see above); `f` is the agent's NotifyEvent.
-            unsafe { f(ev) };
+            jvm::as_agent(|| unsafe { f(ev) });
             true
         }
         _ => false,
@@ -273,7 +337,13 @@ pub fn shut_down(env: *mut jvmti_bindings::sys::jni::JNIEnv) {
         return;
     }
     gc::stop();
+    classes::flush_pending(env, Duration::ZERO);
     gc::last_bracket(env);
+    // JVM_SHUT_DOWN's thread (often `DestroyJavaVM`, on main's reused JNIEnv) is announced
+    // while the gate is still open, so the agent finds its thread and thread-local storage.
+    if READY.load(SeqCst) {
+        threads::ensure_current_announced(env);
+    }
     if DEAD.swap(true, SeqCst) {
         return;
     }

@@ -16,6 +16,9 @@
 //! GC_FINISH is off there is no walk, and deaths the JVM posts late come with the next bracket
 //! (or the last one, at VM death).
 //!
+//! Between brackets the same thread announces classes that were loaded and that nothing links
+//! (see `classes::flush_pending`).
+//!
 //! `DisableGC`/`EnableGC` nest and change nothing: object IDs are tags, which a collection
 //! neither moves nor invalidates while the object lives.
 
@@ -107,10 +110,17 @@ fn deliver_bracket(env: *mut JNIEnv) {
 unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut JNIEnv, _arg: *mut c_void) {
     crate::guard("GC events thread", (), || {
         let _ = WAKE.set(std::thread::current());
+        // Between brackets this thread also announces classes nothing else links.
+        classes::set_linker(std::thread::current());
         let mut seen = 0;
         loop {
             while FINISHED.load(SeqCst) == seen && !STOP.load(SeqCst) {
-                std::thread::park();
+                if classes::has_pending() {
+                    std::thread::park_timeout(classes::PENDING_AGE);
+                    classes::flush_pending(env, classes::PENDING_AGE);
+                } else {
+                    std::thread::park();
+                }
             }
             if STOP.load(SeqCst) {
                 return;

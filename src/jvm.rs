@@ -164,6 +164,8 @@ pub fn add_capabilities() -> std::result::Result<(), String> {
         can_retransform_classes => set_can_retransform_classes,
         can_retransform_any_class => set_can_retransform_any_class,
         can_generate_vm_object_alloc_events => set_can_generate_vm_object_alloc_events,
+        can_get_bytecodes => set_can_get_bytecodes,
+        can_get_constant_pool => set_can_get_constant_pool,
     );
     j.add_capabilities(&c).map_err(err_name)
 }
@@ -338,6 +340,19 @@ pub fn line_table(m: jmethodID) -> Result<Vec<(jlong, jint)>> {
 
 // ---- threads ------------------------------------------------------------------------------------
 
+/// A method's bytecode, as JVMTI `GetBytecodes` gives it (constant-pool indices refer to
+/// [`constant_pool`] of its class).
+pub fn bytecodes(m: jmethodID) -> Result<Vec<u8>> {
+    // SAFETY: facade contract: `m` is a method ID the JVM gave the shim.
+    unsafe { env()?.get_bytecodes(m) }
+}
+
+/// A class's constant pool entries (without the count), as JVMTI `GetConstantPool` gives them.
+pub fn constant_pool(k: jclass) -> Result<Vec<u8>> {
+    // SAFETY: facade contract: `k` is a live class reference.
+    unsafe { env()?.get_constant_pool(k) }
+}
+
 pub fn current_thread() -> Result<jthread> {
     env()?.get_current_thread()
 }
@@ -464,7 +479,8 @@ thread_local! {
     static INTERNAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Marks JNI calls the shim makes for itself, so the JNI hooks do not report them.
+/// Marks JNI calls the shim makes for itself, so that neither the JNI hooks nor the allocation
+/// tracker report what they allocate: the shim's own work is never charged to the application.
 struct Internal(bool);
 impl Internal {
     fn enter() -> Internal {
@@ -475,6 +491,16 @@ impl Drop for Internal {
     fn drop(&mut self) {
         INTERNAL.with(|i| i.set(self.0));
     }
+}
+
+/// Runs `f` (a call into the agent) as the agent's own work, even when the shim delivers an
+/// event from inside one of its JNI calls (a class linked by the shim posts ClassPrepare):
+/// what the agent's handler allocates is reported as usual.
+pub fn as_agent<R>(f: impl FnOnce() -> R) -> R {
+    let saved = INTERNAL.with(|i| i.replace(false));
+    let r = f();
+    INTERNAL.with(|i| i.set(saved));
+    r
 }
 
 /// Whether the current thread is inside a JNI call the shim makes for itself.
@@ -526,6 +552,7 @@ impl Jni {
         unsafe { self.0.get_object_class(obj) }
     }
     fn method(&self, class: &str, name: &str, sig: &str, is_static: bool) -> Option<(jclass, jmethodID)> {
+        let _i = Internal::enter();
         let k = self.0.find_class(class)?;
         // SAFETY: `k` is a live local class reference just returned by FindClass.
         let m = unsafe {
@@ -535,6 +562,24 @@ impl Jni {
             self.clear_exception();
         }
         m.map(|m| (k, m))
+    }
+    /// The ID of a method of class `k` (a live reference); None (exception cleared) if absent.
+    pub fn method_id_in(&self, k: jclass, name: &str, sig: &str, is_static: bool) -> Option<jmethodID> {
+        let _i = Internal::enter();
+        // SAFETY: `k` is a live class reference.
+        let m = unsafe {
+            if is_static { self.0.get_static_method_id(k, name, sig) } else { self.0.get_method_id(k, name, sig) }
+        };
+        if m.is_none() {
+            self.clear_exception();
+        }
+        m
+    }
+    /// The ID of a method of the class named `class` (internal form).
+    pub fn method_id(&self, class: &str, name: &str, sig: &str, is_static: bool) -> Option<jmethodID> {
+        let (k, m) = self.method(class, name, sig, is_static)?;
+        self.delete_local_ref(k);
+        Some(m)
     }
     /// Whether `t` is a virtual thread (JDK 21+; always false before).
     pub fn is_virtual_thread(&self, t: jthread) -> bool {
@@ -556,22 +601,31 @@ impl Jni {
         // SAFETY: facade contract: live (or weak) references.
         unsafe { self.0.is_same_object(a, b) }
     }
-    /// Links a loaded class without initialising it (`Class.getDeclaredFields()` links in
-    /// HotSpot). Errors (a class that fails verification) are cleared and logged.
+    /// Links a loaded class without initialising it: HotSpot links a class before listing its
+    /// fields (`Class.getDeclaredFields0(true)`, the public ones only, so that little is
+    /// allocated; `getDeclaredFields()` where that private method is missing). Errors (a class
+    /// that fails verification) are cleared and logged.
     pub fn link_class(&self, k: jclass) {
-        let Some((c, m)) = self.method("java/lang/Class", "getDeclaredFields", "()[Ljava/lang/reflect/Field;", false) else {
-            return;
+        let _i = Internal::enter();
+        let (c, m, args) = match self.method("java/lang/Class", "getDeclaredFields0", "(Z)[Ljava/lang/reflect/Field;", false) {
+            Some((c, m)) => (c, m, vec![jni::jvalue { z: 1 }]),
+            None => match self.method("java/lang/Class", "getDeclaredFields", "()[Ljava/lang/reflect/Field;", false) {
+                Some((c, m)) => (c, m, Vec::new()),
+                None => return,
+            },
         };
-        // SAFETY: `k` is a live Class reference; `m` is Class.getDeclaredFields.
-        let r = unsafe { self.0.call_object_method(k, m, &[]) };
+        // SAFETY: `k` is a live Class reference; `m` is one of the Class methods above, `args` its arguments.
+        let r = unsafe { self.0.call_object_method(k, m, &args) };
+        let failed = self.clear_exception();
         self.delete_local_ref(r);
         self.delete_local_ref(c);
-        if self.clear_exception() {
+        if failed {
             log::info!("linking {} failed", class_signature(k).unwrap_or_default());
         }
     }
     /// `Class.getComponentType()` of an array class.
     pub fn component_type(&self, array_class: jclass) -> Option<jclass> {
+        let _i = Internal::enter();
         let (k, m) = self.method("java/lang/Class", "getComponentType", "()Ljava/lang/Class;", false)?;
         // SAFETY: `array_class` is a live Class reference; `m` is Class.getComponentType.
         let r = unsafe { self.0.call_object_method(array_class, m, &[]) };
@@ -581,6 +635,7 @@ impl Jni {
     /// The native thread address HotSpot keeps in `java.lang.Thread.eetop` (0 when the thread
     /// has not started or has ended).
     pub fn thread_eetop(&self, thread: jthread) -> Option<jlong> {
+        let _i = Internal::enter();
         let k = self.0.find_class("java/lang/Thread")?;
         // JNI ignores Java access control for fields, so the private `eetop` can be read.
         // SAFETY: `k` is java.lang.Thread and `thread` a live Thread reference.
@@ -597,12 +652,13 @@ impl Jni {
     }
     /// `Runtime.getRuntime().totalMemory()`.
     pub fn total_memory(&self) -> Option<jlong> {
+        let _i = Internal::enter();
         let (k, get) = self.method("java/lang/Runtime", "getRuntime", "()Ljava/lang/Runtime;", true)?;
         let (k2, total) = self.method("java/lang/Runtime", "totalMemory", "()J", false)?;
         // SAFETY: static Runtime.getRuntime() then Runtime.totalMemory() on its result.
         let v = unsafe {
             let rt = self.0.call_static_object_method(k, get, &[]);
-            let v = if rt.is_null() { 0 } else { self.0.call_long_method(rt, total, &[]) };
+            let v = if rt.is_null() || self.0.exception_check() { 0 } else { self.0.call_long_method(rt, total, &[]) };
             self.delete_local_ref(rt);
             v
         };
@@ -613,6 +669,7 @@ impl Jni {
     /// A new, unstarted `java.lang.Thread` with this name, in the JVM's "system" thread group
     /// (where the JVM's own service threads are) when it can be found.
     pub fn new_thread(&self, name: &str) -> Option<jthread> {
+        let _i = Internal::enter();
         let system = env().ok().and_then(|j| j.get_top_thread_groups().ok()).and_then(|g| g.into_iter().next());
         let s = self.0.new_string_utf(name)?;
         let t = match system {
@@ -689,6 +746,7 @@ pub struct Native {
 impl Jni {
     /// Defines a class in the bootstrap class loader; returns a global reference to it.
     pub fn define_boot_class(&self, name: &str, bytes: &[u8]) -> Option<jclass> {
+        let _i = Internal::enter();
         // SAFETY: NULL loader = the bootstrap loader; `bytes` is a class file.
         let k = unsafe { self.0.define_class(name, std::ptr::null_mut(), bytes) };
         if self.clear_exception() {
@@ -700,6 +758,7 @@ impl Jni {
         (!g.is_null()).then_some(g)
     }
     pub fn register_natives(&self, k: jclass, natives: &[Native]) -> bool {
+        let _i = Internal::enter();
         let m: Vec<jni::JNINativeMethod> = natives
             .iter()
             .map(|n| jni::JNINativeMethod { name: n.name.as_ptr(), signature: n.signature.as_ptr(), fnPtr: n.f })
@@ -726,6 +785,7 @@ impl Jni {
     }
     /// Makes java.base read the module of `k` (the unnamed module of the boot loader).
     pub fn java_base_reads_module_of(&self, k: jclass) -> Result<()> {
+        let _i = Internal::enter();
         let object = self.0.find_class("java/lang/Object").ok_or(jvmtiError::INTERNAL)?;
         // SAFETY: live class references; GetModule returns their modules.
         let r = unsafe {

@@ -1,5 +1,6 @@
 //! The life of the emulation: start-up from `Agent_OnLoad` (or from the shim's own
-//! `JVM_OnLoad`), the legacy agent's `JVM_OnLoad`, `JVM_INIT_DONE`, `DATA_DUMP_REQUEST`,
+//! `JVM_OnLoad`), the legacy agent's `JVM_OnLoad`, `JVM_INIT_DONE`, `DATA_DUMP_REQUEST` and
+//! `DATA_RESET_REQUEST`,
 //! `JVM_SHUT_DOWN`, and `ProfilerExit`.
 //!
 //! When the legacy `JVM_OnLoad` runs: at JVMTI VMInit, on the main thread. There the thread is
@@ -107,11 +108,14 @@ pub fn vm_death(env: *mut JNIEnv) {
     events::shut_down(env);
 }
 
-/// JVMTI DataDumpRequest (SIGQUIT, `jcmd <pid> Thread.print`).
+/// JVMTI DataDumpRequest (SIGQUIT, `jcmd <pid> Thread.print`): DATA_DUMP_REQUEST, then
+/// DATA_RESET_REQUEST, as HotSpot 1.5 sent them both on the same signal.
 pub fn data_dump_request() {
-    if events::enabled(JVMPI_EVENT_DATA_DUMP_REQUEST) {
-        let env = jvm::current_jni().unwrap_or(std::ptr::null_mut());
-        events::send(&mut JVMPI_Event::new(JVMPI_EVENT_DATA_DUMP_REQUEST, env));
+    let env = jvm::current_jni().unwrap_or(std::ptr::null_mut());
+    for ev in [JVMPI_EVENT_DATA_DUMP_REQUEST, JVMPI_EVENT_DATA_RESET_REQUEST] {
+        if events::enabled(ev) {
+            events::send(&mut JVMPI_Event::new(ev, env));
+        }
     }
 }
 

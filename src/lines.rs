@@ -6,6 +6,12 @@
 //! shim's class-file hook, switched on with the cache, sees it) or unloaded (when the GC room
 //! watches deaths; otherwise the entry is only dead weight: HotSpot never reuses the jmethodIDs
 //! of an unloaded class).
+//!
+//! The same cache keeps the one other fact about a method's bytecode that call traces need: for
+//! a constructor, the offsets of its chaining `super(…)`/`this(…)` calls (see
+//! `bci::chaining_init_calls`), so that a trace taken at an allocation can begin at the method
+//! that ran `new` rather than inside the new object's constructors.
+//!
 //! Conventions of the original implementations: -1 when the method has no line table,
 //! -3 for a native method; -2 ("compiled") is never needed because JVMTI always knows the
 //! bytecode index.
@@ -71,9 +77,53 @@ pub fn range_of(m: jmethodID) -> (jint, jint) {
     }
 }
 
+/// Chaining-call offsets of a constructor; `None` for any other method.
+type Chain = Option<Arc<[u32]>>;
+static CHAINS: LazyLock<DashMap<usize, Chain>> = LazyLock::new(DashMap::new);
+
+fn chain(m: jmethodID) -> Chain {
+    if let Some(c) = CHAINS.get(&(m as usize)) {
+        return c.clone();
+    }
+    WATCH.call_once(|| {
+        if let Err(e) = jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK) {
+            log::info!("class redefinitions will not refresh cached line tables: {}", jvm::err_name(e));
+        }
+    });
+    let c: Chain = match jvm::method_name(m) {
+        Ok((name, _)) if name == "<init>" => {
+            let calls = jvm::bytecodes(m).map_err(jvm::err_name).and_then(|code| {
+                let k = jvm::method_class(m).map_err(jvm::err_name)?;
+                let pool = jvm::constant_pool(k).map_err(jvm::err_name);
+                if let Some(jni) = jvm::Jni::current() {
+                    jni.delete_local_ref(k);
+                }
+                crate::bci::chaining_init_calls(&code, &pool?).map_err(|e| e.to_string())
+            });
+            match calls {
+                Ok(v) => Some(v.into()),
+                Err(e) => {
+                    log::debug!("constructor chain of a method not readable: {e}");
+                    Some(Arc::from([]))
+                }
+            }
+        }
+        _ => None,
+    };
+    CHAINS.insert(m as usize, c.clone());
+    c
+}
+
+/// Whether frame (`m`, `location`) is a constructor stopped at its `super(…)`/`this(…)` call:
+/// the frame is then part of the construction of the same object as the frame it called.
+pub fn is_chaining_call(m: jmethodID, location: jlong) -> bool {
+    location >= 0 && chain(m).is_some_and(|c| c.contains(&(location as u32)))
+}
+
 /// Forgets the tables of these methods (class unloaded or redefined).
 pub fn invalidate(methods: &[usize]) {
     for m in methods {
         CACHE.remove(m);
+        CHAINS.remove(m);
     }
 }

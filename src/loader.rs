@@ -19,7 +19,8 @@ use std::sync::OnceLock;
 pub struct Legacy {
     pub path: String,
     onload: usize,
-    options: CString,
+    /// `None`: the agent's `JVM_OnLoad` gets `NULL` (no `:` after the library).
+    options: Option<CString>,
 }
 
 static LEGACY: OnceLock<Legacy> = OnceLock::new();
@@ -89,8 +90,10 @@ pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
             "legacy agent {path} is jvmpi-shim itself: agent= must name the JVMPI agent's library"
         ));
     }
-    let options = CString::new(opts.agent_options.clone())
-        .map_err(|_| "the agent's options contain a NUL byte".to_string())?;
+    let options = match &opts.agent_options {
+        Some(o) => Some(CString::new(o.clone()).map_err(|_| "the agent's options contain a NUL byte".to_string())?),
+        None => None,
+    };
     Ok(LEGACY.get_or_init(|| Legacy { path, onload: sym as usize, options }))
 }
 
@@ -103,7 +106,7 @@ pub fn call_onload(leg: &Legacy, vm: *mut JavaVM) -> jint {
     // SAFETY: `onload` is the agent's exported JVM_OnLoad, whose C signature is fixed by JVMPI.
     let f: JvmOnLoadFn = unsafe { std::mem::transmute::<usize, JvmOnLoadFn>(leg.onload) };
     // The agent may keep the pointer (old agents did): the options string lives forever.
-    let opts = leg.options.as_ptr() as *mut c_char;
+    let opts = leg.options.as_ref().map_or(std::ptr::null_mut(), |o| o.as_ptr() as *mut c_char);
     log::info!("calling JVM_OnLoad of {} with options {:?}", leg.path, leg.options);
     // SAFETY: calling the agent's entry point as the JVM would have.
     unsafe { f(vm, opts, std::ptr::null_mut()) }

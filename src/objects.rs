@@ -1,6 +1,10 @@
 //! Objects as the agent sees them: the `OBJECT_ALLOC` description of an object (class ID,
 //! array kind, size, arena). Today it answers `RequestEvent(JVMPI_EVENT_OBJECT_ALLOC, id)` for
 //! any live object the agent has an ID for — the paper's "partial profiling".
+//!
+//! Every chain "object → its class → that class's class" ends: a class object's class is
+//! `java.lang.Class`, and the class object of `java.lang.Class` is described with
+//! `class_id = NULL`, as HotSpot 1.5 did.
 
 use crate::abi::*;
 use crate::{classes, events, ids, jvm};
@@ -33,6 +37,9 @@ pub fn describe(env: *mut jvmti_bindings::sys::jni::JNIEnv, obj: jobject) -> Res
     let klass = jni.object_class(obj);
     let sig = jvm::class_signature(klass).map_err(jvm::err_name)?;
     let (is_array, class_for_id) = match array_kind(&sig) {
+        // The Class object of java.lang.Class is its own class: HotSpot reported class_id NULL
+        // there, so that an agent resolving "object → its class → that class's class" stops.
+        None if jni.is_same(obj, klass) => (JVMPI_NORMAL_OBJECT, None),
         None => (JVMPI_NORMAL_OBJECT, Some(klass)),
         Some(JVMPI_CLASS) => (JVMPI_CLASS, jni.component_type(klass)),
         Some(prim) => (prim, None),

@@ -7,7 +7,8 @@
 //! * `agent=` must be the last shim option: everything after it belongs to the legacy agent.
 //!   The library is named up to the first `:`; everything after that `:` is handed to the
 //!   agent's `JVM_OnLoad` byte for byte, exactly as `-Xrun<name>:<options>` did — commas, `=`
-//!   and further `:` included. Without a `:` the agent gets an empty string.
+//!   and further `:` included. Without a `:` the agent gets `NULL`, as `-Xrun<name>` without
+//!   options gave; a trailing `:` gives `""`.
 //! * A library path cannot contain `:` (the same rule as `-Xrun`); use a symlink if it must.
 
 use log::LevelFilter;
@@ -17,8 +18,9 @@ pub struct Options {
     pub log: LevelFilter,
     /// `agent=` value up to the first `:`: a path (contains `/`) or a bare library name.
     pub agent: String,
-    /// The legacy agent's own options, byte for byte.
-    pub agent_options: Vec<u8>,
+    /// The legacy agent's own options, byte for byte; `None` (the agent gets `NULL`) when
+    /// `agent=` has no `:`.
+    pub agent_options: Option<Vec<u8>>,
 }
 
 /// Parses the shim's options; the error is a one-line, user-facing message.
@@ -34,8 +36,8 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
         }
         if let Some(after) = rest.strip_prefix(b"agent=") {
             let (name, opts) = match after.iter().position(|&b| b == b':') {
-                Some(i) => (&after[..i], after[i + 1..].to_vec()),
-                None => (after, Vec::new()),
+                Some(i) => (&after[..i], Some(after[i + 1..].to_vec())),
+                None => (after, None),
             };
             if name.is_empty() {
                 return Err("`agent=` names no library: write agent=<path-or-name>[:<agent options>]".into());
@@ -88,16 +90,17 @@ mod tests {
     fn agent_options_survive_byte_for_byte() {
         let o = ok("agent=/x/libold.so:heap=sites,depth=4,file=out.txt:x=y");
         assert_eq!(o.agent, "/x/libold.so");
-        assert_eq!(o.agent_options, b"heap=sites,depth=4,file=out.txt:x=y");
+        assert_eq!(o.agent_options.as_deref(), Some(&b"heap=sites,depth=4,file=out.txt:x=y"[..]));
         assert_eq!(o.log, LevelFilter::Warn);
     }
 
     #[test]
     fn shim_options_before_agent() {
         let o = ok("log=debug,agent=hprof:cpu=samples");
-        assert_eq!((o.log, o.agent.as_str(), o.agent_options.as_slice()), (LevelFilter::Debug, "hprof", &b"cpu=samples"[..]));
-        assert_eq!(ok("agent=hprof").agent_options, b"");
-        assert_eq!(ok("agent=hprof:").agent_options, b"");
+        assert_eq!((o.log, o.agent.as_str(), o.agent_options.as_deref()), (LevelFilter::Debug, "hprof", Some(&b"cpu=samples"[..])));
+        // -Xrun<name> without options passed NULL; with a trailing ':' an empty string.
+        assert_eq!(ok("agent=hprof").agent_options, None);
+        assert_eq!(ok("agent=hprof:").agent_options.as_deref(), Some(&b""[..]));
     }
 
     #[test]

@@ -54,7 +54,12 @@ thread_local! {
 fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
     let r = THREADS.get(&(env as usize)).map(|r| r.clone());
     if r.is_none() {
-        log::warn!("{what}({env:p}): not the JNIEnv of a live thread known to the shim; ignored");
+        if ENDED.contains_key(&(env as usize)) || events::is_dead() {
+            // A thread that has just ended, or the VM is going away: HotSpot answered quietly.
+            log::debug!("{what}({env:p}): the thread has ended");
+        } else {
+            log::warn!("{what}({env:p}): not the JNIEnv of a live thread known to the shim; ignored");
+        }
     }
     r
 }
@@ -94,7 +99,11 @@ fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result
     }
     let (name, group, parent) = jvm::thread_names(rec.jthread()).map_err(jvm::err_name)?;
     let (name, group, parent) = (jvm::cstring(&name), jvm::cstring(&group), jvm::cstring(&parent));
-    let mut ev = JVMPI_Event::new(JVMPI_EVENT_THREAD_START, sender_env);
+    // HotSpot sent THREAD_START in the new thread itself: env_id is the thread's own JNIEnv, also
+    // when the shim announces a thread that was running before the agent started. A requested
+    // THREAD_START comes, as HotSpot sent it, from the requesting thread.
+    let env_id = if requested { sender_env } else { rec.env as *mut JNIEnv };
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_THREAD_START, env_id);
     ev.u.thread_start = ThreadStart {
         thread_name: name.as_ptr() as *mut _,
         group_name: group.as_ptr() as *mut _,
@@ -114,8 +123,8 @@ fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result
 pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
     let jni = jvm::Jni::of(env);
     if let Some(rec) = register(&jni, env as usize, thread) {
+        ANNOUNCED_HERE.with(|a| a.set(true));
         if events::is_ready() && events::enabled(JVMPI_EVENT_THREAD_START) {
-            ANNOUNCED_HERE.with(|a| a.set(true));
             if let Err(e) = announce(&rec, env, false) {
                 log::debug!("THREAD_START: {e}");
             }
@@ -124,8 +133,10 @@ pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
 }
 
 /// JVMTI ThreadEnd: sends THREAD_END (the thread's own JNIEnv is the event's env_id) and forgets
-/// the thread.
+/// the thread. If the same JNIEnv sends events later (the launcher's main thread becomes
+/// `DestroyJavaVM`), it is a new thread to the agent and is announced again first.
 pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
+    ANNOUNCED_HERE.with(|a| a.set(false));
     if !THREADS.contains_key(&(env as usize)) {
         return;
     }
@@ -133,10 +144,12 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_THREAD_END, env);
         events::send(&mut ev);
     }
+    ANNOUNCED_HERE.with(|a| a.set(false));
     let Some((_, rec)) = THREADS.remove(&(env as usize)) else { return };
     if let Ok(tag) = ids::tag_of(thread) {
         BY_TAG.remove(&tag);
     }
+    ENDED.insert(env as usize, Instant::now());
     // A JVMPI call racing this end may still hold the reference: delete it a while later.
     let jni = jvm::Jni::of(env);
     let mut grave = GRAVEYARD.lock().unwrap_or_else(|p| p.into_inner());
@@ -149,35 +162,42 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
         !old
     });
     grave.push((now, rec.thread));
+    ENDED.retain(|_, when| now.duration_since(*when) < Duration::from_secs(10));
 }
+
+/// JNIEnvs of threads that ended lately: a sampler that still names one gets HotSpot's quiet
+/// answer for a thread that is gone, not a warning.
+static ENDED: LazyLock<DashMap<usize, Instant>> = LazyLock::new(DashMap::new);
 
 /// Global references of ended threads, deleted once no call can still be using them.
 static GRAVEYARD: Mutex<Vec<(Instant, usize)>> = Mutex::new(Vec::new());
 
-/// Before an event is sent in the current thread: the agent must have heard of this thread.
+/// Before an event is sent in the current thread: the thread must be registered (so that its
+/// thread-local storage works) and, if the agent wants THREAD_START, announced — once, and
+/// again after its THREAD_END if its JNIEnv is reused.
 pub fn ensure_current_announced(env: *mut JNIEnv) {
-    if env.is_null() || ANNOUNCED_HERE.with(|a| a.get()) || !events::enabled(JVMPI_EVENT_THREAD_START) {
+    if env.is_null() || ANNOUNCED_HERE.with(|a| a.get()) {
         return;
     }
     if jvm::current_jni() != Some(env) {
         return; // an event about another thread (catch-up); that thread is announced by its sender
     }
-    ANNOUNCED_HERE.with(|a| a.set(true));
     let rec = match THREADS.get(&(env as usize)).map(|r| r.clone()) {
         Some(r) => Some(r),
-        None => jvm::current_thread().ok().and_then(|t| {
+        None => jvm::current_thread().ok().filter(|t| !t.is_null()).and_then(|t| {
             let jni = jvm::Jni::of(env);
             // A virtual thread borrows its carrier's JNIEnv: it is not a JVMPI thread.
-            if jni.is_virtual_thread(t) {
-                ANNOUNCED_HERE.with(|a| a.set(false));
-                jni.delete_local_ref(t);
-                return None;
-            }
-            register(&jni, env as usize, t)
+            let rec = if jni.is_virtual_thread(t) { None } else { register(&jni, env as usize, t) };
+            jni.delete_local_ref(t);
+            rec
         }),
     };
     if let Some(rec) = rec {
-        let _ = announce(&rec, env, false);
+        ANNOUNCED_HERE.with(|a| a.set(true));
+        ENDED.remove(&(env as usize));
+        if events::enabled(JVMPI_EVENT_THREAD_START) {
+            let _ = announce(&rec, env, false);
+        }
     }
 }
 
@@ -279,10 +299,26 @@ fn resume_rec(rec: &ThreadRec) -> Result<(), jvm::Error> {
     jvm::resume(rec.jthread())
 }
 
+/// Logs a JVMTI refusal of a thread call: quietly when it is one of the shim's states (the VM
+/// is going away, the thread is ending or already in the asked state), as a warning otherwise.
+fn refused(what: &str, e: jvm::Error) {
+    use jvmti_bindings::sys::jvmti::jvmtiError as E;
+    if matches!(e, E::WRONG_PHASE | E::THREAD_NOT_ALIVE | E::THREAD_SUSPENDED | E::THREAD_NOT_SUSPENDED) || events::is_dead() {
+        log::debug!("{what}: {}", jvm::err_name(e));
+    } else {
+        log::warn!("{what}: {}", jvm::err_name(e));
+    }
+}
+
 pub fn suspend(env: *mut JNIEnv) {
+    if jvm::current_jni() == Some(env) {
+        // HotSpot ignored self-suspension: the sampler must keep running to resume the others.
+        log::debug!("SuspendThread({env:p}): the calling thread itself; ignored as HotSpot did");
+        return;
+    }
     if let Some(rec) = lookup(env, "SuspendThread") {
         if let Err(e) = suspend_rec(&rec) {
-            log::warn!("SuspendThread: {}", jvm::err_name(e));
+            refused("SuspendThread", e);
         }
     }
 }
@@ -290,7 +326,7 @@ pub fn suspend(env: *mut JNIEnv) {
 pub fn resume(env: *mut JNIEnv) {
     if let Some(rec) = lookup(env, "ResumeThread") {
         if let Err(e) = resume_rec(&rec) {
-            log::warn!("ResumeThread: {}", jvm::err_name(e));
+            refused("ResumeThread", e);
         }
     }
 }
@@ -313,13 +349,15 @@ pub fn has_run(env: *mut JNIEnv) -> jboolean {
     lookup(env, "ThreadHasRun").is_some_and(|r| r.has_run.load(SeqCst)) as jboolean
 }
 
+/// `GetThreadStatus`. HotSpot answered JVMPI_THREAD_RUNNABLE for a thread it could not find or
+/// read; so does the shim (a garbage JNIEnv is still logged).
 pub fn status(env: *mut JNIEnv) -> jint {
-    let Some(rec) = lookup(env, "GetThreadStatus") else { return JVMPI_FAIL };
+    let Some(rec) = lookup(env, "GetThreadStatus") else { return JVMPI_THREAD_RUNNABLE };
     let st = match jvm::thread_state(rec.jthread()) {
         Ok(s) => s,
         Err(e) => {
-            log::warn!("GetThreadStatus: {}", jvm::err_name(e));
-            return JVMPI_FAIL;
+            refused("GetThreadStatus", e);
+            return JVMPI_THREAD_RUNNABLE;
         }
     };
     let mut r = if st & jvmti::JVMTI_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER != 0 {

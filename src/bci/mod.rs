@@ -86,9 +86,11 @@ mod alloc;
 mod classfile;
 mod code;
 mod frames;
+mod sites;
 
 pub use alloc::{instrument_allocations, tracker_class, tracker_class_counting, AllocHooks};
 pub use classfile::{ClassEditor, MethodInfo, Pool, ACC_STATIC};
+pub use sites::chaining_init_calls;
 pub use code::{branch_target, encoded_size, is_unconditional, targets, MethodEditor};
 /// The instruction type of the editor (ristretto's), re-exported for users of [`MethodEditor`].
 pub use ristretto_classfile::attributes::{ArrayType, Instruction};

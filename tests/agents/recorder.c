@@ -169,6 +169,7 @@ static const struct { const char *name; jint ev; } names[] = {
     {"class_load", JVMPI_EVENT_CLASS_LOAD}, {"class_unload", JVMPI_EVENT_CLASS_UNLOAD},
     {"class_load_hook", JVMPI_EVENT_CLASS_LOAD_HOOK}, {"gc_start", JVMPI_EVENT_GC_START},
     {"gc_finish", JVMPI_EVENT_GC_FINISH}, {"data_dump", JVMPI_EVENT_DATA_DUMP_REQUEST},
+    {"data_reset", JVMPI_EVENT_DATA_RESET_REQUEST},
     {"raw_enter", JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER},
     {"raw_entered", JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTERED},
     {"raw_exit", JVMPI_EVENT_RAW_MONITOR_CONTENDED_EXIT},
@@ -328,6 +329,10 @@ static void notify(JVMPI_Event *e) {
     case JVMPI_EVENT_DATA_DUMP_REQUEST:
         check_env("DATA_DUMP_REQUEST", e->env_id);
         out_line("DATA_DUMP");
+        break;
+    case JVMPI_EVENT_DATA_RESET_REQUEST:
+        check_env("DATA_RESET_REQUEST", e->env_id);
+        out_line("DATA_RESET");
         break;
     case JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER:
     case JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTERED:
