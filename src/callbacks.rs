@@ -1,7 +1,7 @@
 //! The JVMTI callbacks: thin doors from the JVM into the rooms. Each converts its raw
 //! arguments once, catches panics, and calls safe code.
 
-use crate::{alloc, classes, gc, guard, jvm, lifecycle, threads};
+use crate::{alloc, classes, gc, guard, jvm, lifecycle, natives, threads};
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti::{self, jvmtiEnv};
 use std::ffi::{c_char, c_uchar};
@@ -44,6 +44,7 @@ unsafe extern "system" fn class_load(_j: *mut jvmtiEnv, env: *mut JNIEnv, _t: jt
 }
 
 unsafe extern "system" fn class_prepare(_j: *mut jvmtiEnv, env: *mut JNIEnv, _t: jthread, k: jclass) {
+    guard("ClassPrepare (natives)", (), || natives::on_class_prepare(env, k));
     guard("ClassPrepare", (), || classes::on_class_prepare(env, k))
 }
 

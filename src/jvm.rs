@@ -839,3 +839,39 @@ pub fn jni_table_install(t: &jni::JNINativeInterface_) -> Result<()> {
     // SAFETY: `t` is a complete table built from the JVM's own.
     unsafe { env()?.set_jni_function_table(t) }
 }
+
+// ---- JNI natives found in the legacy agent's library (the natives room) ----------------------
+
+impl Jni {
+    /// `RegisterNatives` with names and signatures known only at run time (modified UTF-8
+    /// strings). On failure the pending exception is cleared and named in the error.
+    pub fn register_natives_named(
+        &self,
+        k: jclass,
+        natives: &[(CString, CString, *mut c_void)],
+    ) -> std::result::Result<(), String> {
+        let m: Vec<jni::JNINativeMethod> = natives
+            .iter()
+            .map(|(n, s, f)| jni::JNINativeMethod { name: n.as_ptr(), signature: s.as_ptr(), fnPtr: *f })
+            .collect();
+        // SAFETY: `k` is a live class; each fnPtr is the function the JNI naming rules give for
+        // that method's name and signature, so its C signature is the one the JVM will call.
+        let r = unsafe { self.0.register_natives(k, &m) };
+        let thrown = self.0.exception_occurred().map(|t| {
+            self.0.exception_clear();
+            let kt = self.object_class(t);
+            let name = class_signature(kt).unwrap_or_default();
+            self.delete_local_ref(kt);
+            self.delete_local_ref(t);
+            name
+        });
+        match (r, thrown) {
+            (Ok(()), None) => Ok(()),
+            (r, thrown) => Err(format!(
+                "RegisterNatives returned {}{}",
+                r.err().unwrap_or(0),
+                thrown.map(|t| format!(" and threw {t}")).unwrap_or_default()
+            )),
+        }
+    }
+}

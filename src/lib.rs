@@ -22,6 +22,7 @@
 //! | [`lines`]     | bytecode index → source line, method line ranges, the line-table cache   |
 //! | [`calltrace`] | GetCallTrace                                                              |
 //! | [`monitors`]  | raw monitors and RAW_MONITOR_CONTENDED_* events                           |
+//! | [`natives`]   | JNI natives implemented by the agent library, bound as classes prepare    |
 //! | [`gc`]        | GC brackets, OBJECT_FREE, CLASS_UNLOAD, RunGC, Disable/EnableGC          |
 //! | [`deaths`]    | the compact queue of deaths waiting for a GC bracket                      |
 //! | [`callbacks`] | the JVMTI callbacks (doors into the rooms)                                |
@@ -46,6 +47,7 @@ pub mod lines;
 pub mod loader;
 pub mod logger;
 pub mod monitors;
+pub mod natives;
 pub mod objects;
 pub mod options;
 pub mod threads;

@@ -11,7 +11,7 @@
 //! capability can still be added.
 
 use crate::abi::*;
-use crate::{callbacks, events, gc, interface, jvm, loader, logger, options, threads};
+use crate::{callbacks, events, gc, interface, jvm, loader, logger, natives, options, threads};
 use jvmti_bindings::sys::jni::{
     self, jboolean, jclass, jfieldID, jint, jmethodID, jthread, jthrowable, JNIEnv, JNINativeInterface_, JavaVM,
     JNI_EDETACHED, JNI_ERR, JNI_OK,
@@ -97,6 +97,7 @@ pub fn vm_init(env: *mut JNIEnv, thread: jthread) {
     if let Err(e) = gc::start(env) {
         log::error!("GC events will not be delivered: {e}");
     }
+    natives::start(env);
     events::open_gate();
     if events::enabled(JVMPI_EVENT_JVM_INIT_DONE) {
         events::send(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_INIT_DONE, env));

@@ -18,6 +18,8 @@ use std::sync::OnceLock;
 /// The loaded legacy agent.
 pub struct Legacy {
     pub path: String,
+    /// The `dlopen` handle (the natives room looks up the agent's `Java_…` functions in it).
+    handle: usize,
     onload: usize,
     /// `None`: the agent's `JVM_OnLoad` gets `NULL` (no `:` after the library).
     options: Option<CString>,
@@ -94,7 +96,14 @@ pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
         Some(o) => Some(CString::new(o.clone()).map_err(|_| "the agent's options contain a NUL byte".to_string())?),
         None => None,
     };
-    Ok(LEGACY.get_or_init(|| Legacy { path, onload: sym as usize, options }))
+    Ok(LEGACY.get_or_init(|| Legacy { path, handle: handle as usize, onload: sym as usize, options }))
+}
+
+impl Legacy {
+    /// The agent library's `dlopen` handle; it is never closed.
+    pub fn handle(&self) -> *mut c_void {
+        self.handle as *mut c_void
+    }
 }
 
 pub fn legacy() -> Option<&'static Legacy> {
