@@ -96,11 +96,9 @@ pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint
         let st = match jvm::stack_trace(thread, fetch.min(i32::MAX as usize) as jint) {
             Ok(st) => st,
             Err(e) => {
-                if e == jvmti_bindings::sys::jvmti::jvmtiError::WRONG_PHASE || crate::events::is_dead() {
-                    log::debug!("GetCallTrace({:p}): {}", trace.env_id, jvm::err_name(e));
-                } else {
-                    log::warn!("GetCallTrace({:p}): {}", trace.env_id, jvm::err_name(e));
-                }
+                let quiet = e == jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE;
+                let level = if quiet { log::Level::Debug } else { crate::events::edge_level(Some(e)) };
+                log::log!(level, "GetCallTrace({:p}): {}", trace.env_id, jvm::err_name(e));
                 return 0;
             }
         };

@@ -39,7 +39,9 @@ pub fn jvmpi_name(signature: &str) -> String {
 /// Everything a CLASS_LOAD event points into, owned until the event has been sent.
 struct ClassInfo {
     name: CString,
-    source: CString,
+    /// `None`: no source file known (array classes, classes compiled without it): NULL, as
+    /// HotSpot 1.5 sent it.
+    source: Option<CString>,
     interfaces: jint,
     method_strings: Vec<(CString, CString)>,
     methods: Vec<JVMPI_Method>,
@@ -55,7 +57,8 @@ impl ClassInfo {
         let source = if is_array { String::new() } else { jvm::source_file(k).unwrap_or_default() };
         let mids = if is_array { Vec::new() } else { jvm::class_methods(k).map_err(e)? };
         let fields = if is_array { Vec::new() } else { jvm::class_fields(k).map_err(e)? };
-        let interfaces = jvm::interface_count(k).map_err(e)? as jint;
+        // HotSpot 1.5 described an array class with no interfaces, methods or fields.
+        let interfaces = if is_array { 0 } else { jvm::interface_count(k).map_err(e)? as jint };
         let mut method_strings = Vec::with_capacity(mids.len());
         let mut methods = Vec::with_capacity(mids.len());
         for &m in &mids {
@@ -83,7 +86,7 @@ impl ClassInfo {
         let (statics, instances) = (pick(true), pick(false));
         Ok(ClassInfo {
             name: jvm::cstring(&jvmpi_name(sig)),
-            source: jvm::cstring(&source),
+            source: (!source.is_empty()).then(|| jvm::cstring(&source)),
             interfaces,
             method_strings,
             methods,
@@ -97,7 +100,7 @@ impl ClassInfo {
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_CLASS_LOAD, env);
         ev.u.class_load = ClassLoad {
             class_name: self.name.as_ptr() as *mut _,
-            source_name: self.source.as_ptr() as *mut _,
+            source_name: self.source.as_ref().map_or(std::ptr::null_mut(), |s| s.as_ptr() as *mut _),
             num_interfaces: self.interfaces,
             num_methods: self.methods.len() as jint,
             methods: self.methods.as_mut_ptr(),
@@ -347,7 +350,7 @@ pub fn method_class(m: jmethodID) -> jobjectID {
         id
     });
     r.unwrap_or_else(|e| {
-        log::warn!("GetMethodClass({m:p}): {e}");
+        log::log!(events::edge_level(None), "GetMethodClass({m:p}): {e}");
         std::ptr::null_mut()
     })
 }

@@ -267,7 +267,7 @@ pub fn request(event: jint, arg: *mut c_void) -> jint {
     match r {
         Ok(()) => JVMPI_SUCCESS,
         Err(why) => {
-            log::warn!("RequestEvent({}): JVMPI_FAIL: {why}", name(event));
+            log::log!(edge_level(None), "RequestEvent({}): JVMPI_FAIL: {why}", name(event));
             JVMPI_FAIL
         }
     }
@@ -287,6 +287,17 @@ pub fn open_gate() {
         if enabled(ev) {
             catch_up(ev);
         }
+    }
+}
+
+/// The level of a line about a refused call: a warning when the agent made a mistake, debug
+/// when the refusal comes from the shim's or the JVM's own state (the VM is going away, JVMTI
+/// answers WRONG_PHASE), where HotSpot answered quietly.
+pub fn edge_level(e: Option<jvm::Error>) -> log::Level {
+    if is_dead() || e == Some(jvmti::jvmtiError::WRONG_PHASE) || jvm::phase().is_ok_and(|p| p != jvmti::JVMTI_PHASE_LIVE) {
+        log::Level::Debug
+    } else {
+        log::Level::Warn
     }
 }
 

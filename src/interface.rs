@@ -205,7 +205,7 @@ unsafe extern "C" fn jobject_id_to_jobject(id: jobjectID) -> jobject {
             return std::ptr::null_mut();
         }
         ids::object_of(id).unwrap_or_else(|e| {
-            log::warn!("jobjectID2jobject: {e}; NULL");
+            log::log!(events::edge_level(None), "jobjectID2jobject: {e}; NULL");
             std::ptr::null_mut()
         })
     })
@@ -214,7 +214,7 @@ unsafe extern "C" fn jobject_id_to_jobject(id: jobjectID) -> jobject {
 unsafe extern "C" fn jobject_to_jobject_id(obj: jobject) -> jobjectID {
     guard("jobject2jobjectID", std::ptr::null_mut(), || {
         ids::id_of(obj).unwrap_or_else(|e| {
-            log::warn!("jobject2jobjectID: {e}; NULL");
+            log::log!(events::edge_level(None), "jobject2jobjectID: {e}; NULL");
             std::ptr::null_mut()
         })
     })

@@ -340,6 +340,12 @@ pub fn line_table(m: jmethodID) -> Result<Vec<(jlong, jint)>> {
 
 // ---- threads ------------------------------------------------------------------------------------
 
+/// (first, last) bytecode index of a method (JVMTI `GetMethodLocation`).
+pub fn method_location(m: jmethodID) -> Result<(jlong, jlong)> {
+    // SAFETY: facade contract: `m` is a method ID the JVM gave the shim.
+    unsafe { env()?.get_method_location(m) }
+}
+
 /// A method's bytecode, as JVMTI `GetBytecodes` gives it (constant-pool indices refer to
 /// [`constant_pool`] of its class).
 pub fn bytecodes(m: jmethodID) -> Result<Vec<u8>> {

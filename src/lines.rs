@@ -65,13 +65,14 @@ pub fn line_of(m: jmethodID, location: jlong) -> jint {
     }
 }
 
-/// (first, last) source line of a method; (-1, -1) when it has no line table.
+/// (first, last) source line of a method, as HotSpot 1.5 gave them in CLASS_LOAD: the lines of
+/// its first and of its last bytecode; (-1, -1) without a line table (native and abstract
+/// methods, classes compiled without line numbers).
 pub fn range_of(m: jmethodID) -> (jint, jint) {
     match table(m) {
         Some(t) if !t.is_empty() => {
-            let lo = t.iter().map(|e| e.1).min().unwrap_or(LINE_UNKNOWN);
-            let hi = t.iter().map(|e| e.1).max().unwrap_or(LINE_UNKNOWN);
-            (lo, hi)
+            let last = jvm::method_location(m).map_or(0, |(_, end)| end.max(0));
+            (line_of(m, 0), line_of(m, last))
         }
         _ => (LINE_UNKNOWN, LINE_UNKNOWN),
     }

@@ -268,7 +268,7 @@ pub fn request(id: jobjectID) -> Result<(), String> {
 pub fn get_thread_object(env: *mut JNIEnv) -> jobjectID {
     let Some(rec) = lookup(env, "GetThreadObject") else { return std::ptr::null_mut() };
     ids::id_of(rec.jthread()).unwrap_or_else(|e| {
-        log::warn!("GetThreadObject: {e}");
+        log::log!(events::edge_level(None), "GetThreadObject: {e}");
         std::ptr::null_mut()
     })
 }
@@ -303,11 +303,12 @@ fn resume_rec(rec: &ThreadRec) -> Result<(), jvm::Error> {
 /// is going away, the thread is ending or already in the asked state), as a warning otherwise.
 fn refused(what: &str, e: jvm::Error) {
     use jvmti_bindings::sys::jvmti::jvmtiError as E;
-    if matches!(e, E::WRONG_PHASE | E::THREAD_NOT_ALIVE | E::THREAD_SUSPENDED | E::THREAD_NOT_SUSPENDED) || events::is_dead() {
-        log::debug!("{what}: {}", jvm::err_name(e));
+    let level = if matches!(e, E::THREAD_NOT_ALIVE | E::THREAD_SUSPENDED | E::THREAD_NOT_SUSPENDED) {
+        log::Level::Debug
     } else {
-        log::warn!("{what}: {}", jvm::err_name(e));
-    }
+        events::edge_level(Some(e))
+    };
+    log::log!(level, "{what}: {}", jvm::err_name(e));
 }
 
 pub fn suspend(env: *mut JNIEnv) {
