@@ -73,7 +73,7 @@ pub struct Run {
     pub log_lines: Vec<String>,
     /// The `{log}` path of this run (may not exist).
     pub log_path: PathBuf,
-    /// The command line, for messages.
+    /// The command line (with the extra environment variables first), for messages.
     pub cmdline: String,
     /// Wall time of the JVM process.
     pub elapsed: Duration,
@@ -745,9 +745,14 @@ fn run_with_env(jdk: &Jdk, args: &[String], tag: &str, timeout: Duration, env: &
     let log_path = fresh_log_path(&format!("jdk{}-{}", jdk.feature, tag));
     let args: Vec<String> = args.iter().map(|a| expand(a, &log_path)).collect();
     let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (*k, expand(v, &log_path))).collect();
-    let cmdline = std::iter::once(jdk.java.display().to_string())
-        .chain(args.iter().cloned())
-        .map(|s| shell_quote(&s))
+    let cmdline = env
+        .iter()
+        .map(|(k, v)| format!("{k}={}", shell_quote(v)))
+        .chain(
+            std::iter::once(jdk.java.display().to_string())
+                .chain(args.iter().cloned())
+                .map(|s| shell_quote(&s)),
+        )
         .collect::<Vec<_>>()
         .join(" ");
 
