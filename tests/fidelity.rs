@@ -342,12 +342,18 @@ fn allocation_sites_are_the_allocating_lines() {
                 problems.push(format!("{n} SITE lines for {class}, expected {want}"));
             }
         }
-        for s in &all {
-            if let Some((top, _)) = s.top() {
-                if top.contains("JvmpiShimTracker") || top == "java.lang.Object.<init>" {
-                    problems.push(format!("top frame {top}: {}", s.line));
-                }
-            }
+        let bad_top: Vec<&str> = all
+            .iter()
+            .filter(|s| s.top().is_some_and(|(m, _)| m.contains("JvmpiShimTracker") || m == "java.lang.Object.<init>"))
+            .map(|s| s.line.as_str())
+            .collect();
+        if !bad_top.is_empty() {
+            problems.push(format!(
+                "{} of {} SITE lines have the shim's tracker or Object.<init> as their top frame, e.g. {:#?}",
+                bad_top.len(),
+                all.len(),
+                &bad_top[..bad_top.len().min(3)]
+            ));
         }
         let shim = violations(&r, &["shim-frame", "shim-frame-sampled"]);
         if !shim.is_empty() {
@@ -408,7 +414,8 @@ fn shim_work_is_not_charged_to_the_program() {
 fn events_come_from_announced_threads_with_their_storage() {
     for_each_jdk(|jdk| {
         let r = shared(jdk, Config::Emulated);
-        let v = violations(&r, &["unannounced-env", "missing-tls", "missing-tls-at-shutdown", "thread-start-env"]);
+        let kinds = ["unannounced-env", "missing-tls", "missing-tls-at-shutdown", "thread-start-env", "thread-start-twice"];
+        let v = violations(&r, &kinds);
         assert!(v.is_empty(), "events from threads the agent was not told about, or without their TLS: {v:#?}\n{}", brief(&r));
         completed(&r);
         for w in ["real-worker-0", "real-worker-1", "real-worker-2"] {

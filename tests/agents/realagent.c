@@ -43,7 +43,8 @@
  *     MISSING_CLASS_LOAD <name>, HOOKS n= missing=, UNHOOKED <name>, CLASSES n= boot= boot_unhooked=,
  *     SAMPLER ticks= traces=, EVENTS <name>=<count> ..., VIOLATIONS <kind>=<count> ..., SHUT_DOWN
  *   VIOLATION <kind> ...: recursion, unannounced-env, missing-tls, missing-tls-at-shutdown,
- *     thread-start-env, shim-frame, shim-frame-sampled (the first 20 of each kind are logged,
+ *     thread-start-env, thread-start-twice (a second THREAD_START for a JNIEnv whose THREAD_END
+ *     never came), shim-frame, shim-frame-sampled (the first 20 of each kind are logged,
  *     all are counted in VIOLATIONS)
  */
 #include <jni.h>
@@ -95,10 +96,10 @@ static int get(int *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
 static void set(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
 
 /* ---- violations ------------------------------------------------------------------------------ */
-enum { V_RECURSION, V_UNANNOUNCED, V_MISSING_TLS, V_TLS_SHUTDOWN, V_THREAD_START_ENV, V_SHIM_FRAME,
-       V_SHIM_FRAME_SAMPLED, V_N };
+enum { V_RECURSION, V_UNANNOUNCED, V_MISSING_TLS, V_TLS_SHUTDOWN, V_THREAD_START_ENV, V_THREAD_START_TWICE,
+       V_SHIM_FRAME, V_SHIM_FRAME_SAMPLED, V_N };
 static const char *const vnames[V_N] = {"recursion", "unannounced-env", "missing-tls", "missing-tls-at-shutdown",
-                                        "thread-start-env", "shim-frame", "shim-frame-sampled"};
+                                        "thread-start-env", "thread-start-twice", "shim-frame", "shim-frame-sampled"};
 static long vcount[V_N];
 
 static void violation(int kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -761,7 +762,22 @@ static void on_thread_start(JVMPI_Event *e, int req) {
     struct tinfo *p;
     if (!req && e->env_id != tenv)
         violation(V_THREAD_START_ENV, "name=%s env=%p thread_env=%p", name, (void *)e->env_id, (void *)tenv);
-    if (!req && !tfind(tenv)) {
+    if (!req) {
+        struct tinfo *old = NULL;
+        int i;
+        pthread_mutex_lock(&tab);
+        i = tindex(tenv);
+        if (i >= 0) {
+            old = threads[i];
+            threads[i] = threads[--nthreads];
+        }
+        pthread_mutex_unlock(&tab);
+        if (old) {
+            /* Its THREAD_END never came. The record is left behind (not freed): other threads
+             * may still compare against it. */
+            violation(V_THREAD_START_TWICE, "name=%s env=%p still announced as %s", name, (void *)tenv, old->name);
+            old->magic = 0;
+        }
         p = calloc(1, sizeof *p);
         if (p) {
             int added = 0;
