@@ -73,7 +73,7 @@ pub struct Run {
     pub log_lines: Vec<String>,
     /// The `{log}` path of this run (may not exist).
     pub log_path: PathBuf,
-    /// The command line, for messages.
+    /// The command line (with the extra environment variables first), for messages.
     pub cmdline: String,
     /// Wall time of the JVM process.
     pub elapsed: Duration,
@@ -625,6 +625,20 @@ pub fn run(
     args: &[&str],
     jvm_args: &[&str],
 ) -> Run {
+    run_env(jdk, agentpath_opts, main_class, args, jvm_args, &[])
+}
+
+/// [`run`] with extra environment variables for the JVM process (for agents that read their
+/// configuration from the environment). `{log}` in their values is replaced as in [`run`].
+#[track_caller]
+pub fn run_env(
+    jdk: &Jdk,
+    agentpath_opts: &str,
+    main_class: &str,
+    args: &[&str],
+    jvm_args: &[&str],
+    env: &[(&str, String)],
+) -> Run {
     let mut full: Vec<String> = Vec::new();
     let shim = shim();
     if agentpath_opts.is_empty() {
@@ -637,7 +651,7 @@ pub fn run(
     full.push(classes().display().to_string());
     full.push(main_class.into());
     full.extend(args.iter().map(|s| s.to_string()));
-    run_with(jdk, &full, main_class, timeout())
+    run_with_env(jdk, &full, main_class, timeout(), env)
 }
 
 /// Runs `<java> <jvm_args...>`, for tests that build the whole command line. `{log}` is replaced
@@ -720,7 +734,8 @@ fn run_with(jdk: &Jdk, args: &[String], tag: &str, timeout: Duration) -> Run {
     run_with_env(jdk, args, tag, timeout, &[])
 }
 
-/// [`run_raw`] with extra environment variables for the JVM process.
+/// [`run_raw`] with extra environment variables for the JVM process (`{log}` and the other
+/// placeholders in their values are replaced as in the arguments).
 #[track_caller]
 pub fn run_raw_env(jdk: &Jdk, jvm_args: &[String], env: &[(&str, String)]) -> Run {
     run_with_env(jdk, jvm_args, main_class_of(jvm_args).unwrap_or("raw"), timeout(), env)
@@ -729,9 +744,15 @@ pub fn run_raw_env(jdk: &Jdk, jvm_args: &[String], env: &[(&str, String)]) -> Ru
 fn run_with_env(jdk: &Jdk, args: &[String], tag: &str, timeout: Duration, env: &[(&str, String)]) -> Run {
     let log_path = fresh_log_path(&format!("jdk{}-{}", jdk.feature, tag));
     let args: Vec<String> = args.iter().map(|a| expand(a, &log_path)).collect();
-    let cmdline = std::iter::once(jdk.java.display().to_string())
-        .chain(args.iter().cloned())
-        .map(|s| shell_quote(&s))
+    let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (*k, expand(v, &log_path))).collect();
+    let cmdline = env
+        .iter()
+        .map(|(k, v)| format!("{k}={}", shell_quote(v)))
+        .chain(
+            std::iter::once(jdk.java.display().to_string())
+                .chain(args.iter().cloned())
+                .map(|s| shell_quote(&s)),
+        )
         .collect::<Vec<_>>()
         .join(" ");
 
