@@ -33,7 +33,66 @@ fn dlerror() -> String {
     jvm::c_str(e).unwrap_or_else(|| "unknown dlopen error".into())
 }
 
+/// The ELF machine of this build (`e_machine`).
+#[cfg(target_arch = "x86_64")]
+const HOST_MACHINE: (object::elf::Machine, &str) = (object::elf::EM_X86_64, "x86_64");
+#[cfg(target_arch = "aarch64")]
+const HOST_MACHINE: (object::elf::Machine, &str) = (object::elf::EM_AARCH64, "aarch64");
+
+/// Checks that `path` is a shared object `dlopen` can map safely in this process: a 64-bit,
+/// little-endian ELF of this machine, of type ET_DYN, whose program headers and loadable
+/// segments lie inside the file. `dlopen` of a truncated library crashes the process (SIGBUS
+/// when a segment beyond the end is touched), so anything else is refused before it.
+pub fn check_elf(path: &Path) -> Result<(), String> {
+    use object::read::elf::{FileHeader, ProgramHeader};
+    let meta = std::fs::metadata(path).map_err(|e| format!("{e}"))?;
+    if meta.is_dir() {
+        return Err("it is a directory, not a shared library".into());
+    }
+    let data = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+    if data.is_empty() {
+        return Err("the file is empty".into());
+    }
+    if data.len() < 16 || &data[..4] != b"\x7fELF" {
+        return Err("not an ELF shared library".into());
+    }
+    match (data[4], data[5]) {
+        (1, _) => return Err(format!("a 32-bit library; this JVM is a 64-bit {} process", HOST_MACHINE.1)),
+        (2, 1) => {}
+        (2, _) => return Err("a big-endian library; this machine is little-endian".into()),
+        _ => return Err("an ELF file of an unknown class".into()),
+    }
+    let bad = |e: object::read::Error| format!("a damaged or truncated ELF file ({e})");
+    let h = object::elf::FileHeader64::<object::LittleEndian>::parse(&*data).map_err(bad)?;
+    let en = object::LittleEndian;
+    if h.e_machine(en) != HOST_MACHINE.0 {
+        return Err(format!("built for another machine ({:?}); this JVM runs on {}", h.e_machine(en), HOST_MACHINE.1));
+    }
+    if h.e_type(en) != object::elf::ET_DYN {
+        return Err(format!("not a shared library (ELF type {})", h.e_type(en)));
+    }
+    let len = data.len() as u64;
+    let sh_end = h.e_shoff(en).saturating_add(u64::from(h.e_shnum(en)) * u64::from(h.e_shentsize(en)));
+    if sh_end > len {
+        return Err(format!("a truncated ELF file: its section headers end at byte {sh_end} but the file has {len} bytes"));
+    }
+    for ph in h.program_headers(en, &*data).map_err(bad)? {
+        let (t, off, size) = (ph.p_type(en), ph.p_offset(en), ph.p_filesz(en));
+        if matches!(t, object::elf::PT_LOAD | object::elf::PT_DYNAMIC) && off.checked_add(size).is_none_or(|end| end > len) {
+            return Err(format!(
+                "a truncated ELF file: a segment ends at byte {} but the file has {len} bytes",
+                off.saturating_add(size)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the file, then `dlopen`s it.
 fn dlopen(path: &str) -> Result<*mut c_void, String> {
+    if Path::new(path).exists() {
+        check_elf(Path::new(path))?;
+    }
     let c = CString::new(path).map_err(|_| format!("library path {path:?} contains a NUL byte"))?;
     // SAFETY: dlopen with a valid C string; RTLD_LAZY as the JVM used for -Xrun libraries.
     let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_LAZY) };

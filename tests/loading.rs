@@ -173,11 +173,56 @@ fn dlerror_of(path: &Path) -> String {
 fn not_a_shared_object() {
     let garbage = target_dir().join("libgarbage.so");
     std::fs::write(&garbage, "This is a text file, not a shared object.\n".repeat(4)).unwrap();
-    let why = dlerror_of(&garbage);
+    dlerror_of(&garbage);
     let g = garbage.display().to_string();
     for_each_jdk(|jdk| {
         let r = hello(jdk, &format!("agent={g}"));
-        refused_at_onload(&r, &[&format!("cannot load legacy agent {g}"), &why]);
+        refused_at_onload(&r, &[&format!("cannot load legacy agent {g}"), "not an ELF shared library"]);
+    });
+}
+
+/// Libraries that `dlopen` would crash on, or load and then fail in obscure ways, are refused
+/// with one line before `dlopen` sees them: a truncated copy of a real agent (its segments
+/// reach past the end: `dlopen` gets SIGBUS), one built for another machine, a 32-bit one, an
+/// empty file, a directory.
+#[test]
+fn malformed_libraries_are_refused_before_dlopen() {
+    let real = std::fs::read(agent("recorder")).unwrap();
+    let dir = target_dir().join("malformed-libs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p.display().to_string()
+    };
+    let truncated = write("libtruncated.so", &real[..real.len() / 2]);
+    let cut_short = write("libcutshort.so", &real[..3000]);
+    let mut other = real.clone();
+    other[18..20].copy_from_slice(&183u16.to_le_bytes()); // EM_AARCH64 (or 62 on aarch64 hosts)
+    if cfg!(target_arch = "aarch64") {
+        other[18..20].copy_from_slice(&62u16.to_le_bytes());
+    }
+    let other_arch = write("libotherarch.so", &other);
+    let mut elf32 = real[..64].to_vec();
+    elf32[4] = 1; // ELFCLASS32
+    let thirty_two = write("lib32.so", &elf32);
+    let empty = write("libempty.so", b"");
+    let a_dir = dir.join("libdir.so");
+    std::fs::create_dir_all(&a_dir).unwrap();
+    let a_dir = a_dir.display().to_string();
+    let cases = [
+        (truncated, "a truncated ELF file"),
+        (cut_short, "a truncated ELF file"),
+        (other_arch, "built for another machine"),
+        (thirty_two, "a 32-bit library"),
+        (empty, "the file is empty"),
+        (a_dir, "it is a directory"),
+    ];
+    for_each_jdk(|jdk| {
+        for (lib, why) in &cases {
+            let r = hello(jdk, &format!("agent={lib}"));
+            refused_at_onload(&r, &[&format!("cannot load legacy agent {lib}"), why]);
+        }
     });
 }
 
