@@ -123,8 +123,16 @@ pub fn exit(h: JVMPI_RawMonitor) {
     let _ = jvm::raw_monitor_exit(m.jvmti);
 }
 
+/// `RawMonitorWait(m, ms)`. As in HotSpot 1.5 (`raw_wait`: `millis <= 0` parks until notified),
+/// a zero or negative timeout waits until the monitor is notified.
 pub fn wait(h: JVMPI_RawMonitor, ms: jlong) {
     let Some(m) = get(h, "RawMonitorWait") else { return };
+    if jvm::current_jni().is_none() {
+        // JVMTI's raw_wait needs a thread the JVM knows; on a native thread it crashes the JVM
+        // (HotSpot 1.5 did not support it either). Enter and exit work from such a thread.
+        log::warn!("RawMonitorWait({h:p}): the calling thread is not attached to the JVM; returned at once");
+        return;
+    }
     let me = me();
     if m.owner.load(SeqCst) != me {
         log::warn!("RawMonitorWait({h:p}): the calling thread does not own this monitor; ignored");
