@@ -72,6 +72,9 @@ unsafe extern "system" fn class_file_load_hook(
 }
 
 /// The class-file hook of the class-hook environment: the agent's CLASS_LOAD_HOOK.
+///
+/// # Safety
+/// Called by the JVM with a ClassFileLoadHook's arguments.
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "system" fn agent_class_file_load_hook(
     _j: *mut jvmtiEnv,
@@ -101,6 +104,9 @@ pub unsafe extern "system" fn agent_class_file_load_hook(
 
 /// The class-file hook of the early environment: the agent's CLASS_LOAD_HOOK for the classes
 /// loaded before the agent started, on their retransformation (nothing to do on a load).
+///
+/// # Safety
+/// Called by the JVM with a ClassFileLoadHook's arguments.
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "system" fn early_class_file_load_hook(
     _j: *mut jvmtiEnv,
