@@ -195,7 +195,7 @@ pub fn on_early_class_hook(env: *mut JNIEnv, k: jclass, name: Option<&CStr>, dat
                 // environment offered to the agent): the change was made to bytes the class no
                 // longer has.
                 log::info!(
-                    "CLASS_LOAD_HOOK: {} was redefined; the agent's change made before the agent started is dropped",
+                    "CLASS_LOAD_HOOK: {} was redefined; the change the agent made to it at start-up is dropped",
                     classes::jvmpi_name(&sig)
                 );
                 *state = State::Own;
