@@ -1,10 +1,10 @@
 //! The JVMTI callbacks: thin doors from the JVM into the rooms. Each converts its raw
 //! arguments once, catches panics, and calls safe code.
 
-use crate::{alloc, classes, gc, guard, jvm, lifecycle, natives, threads};
+use crate::{alloc, classes, gc, guard, hooks, jvm, lifecycle, natives, threads};
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti::{self, jvmtiEnv};
-use std::ffi::{c_char, c_uchar};
+use std::ffi::{c_char, c_uchar, CStr};
 
 pub fn table() -> jvmti::jvmtiEventCallbacks {
     let mut t = jvmti::jvmtiEventCallbacks::default();
@@ -78,13 +78,16 @@ unsafe extern "system" fn class_file_load_hook(
 }
 
 /// The class-file hook of the class-hook environment: the agent's CLASS_LOAD_HOOK.
+///
+/// # Safety
+/// Called by the JVM with a ClassFileLoadHook's arguments.
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "system" fn agent_class_file_load_hook(
     _j: *mut jvmtiEnv,
     env: *mut JNIEnv,
     _redefined: jclass,
     _loader: jobject,
-    _name: *const c_char,
+    name: *const c_char,
     _pd: jobject,
     len: jint,
     data: *const c_uchar,
@@ -93,7 +96,44 @@ pub unsafe extern "system" fn agent_class_file_load_hook(
 ) {
     guard("ClassFileLoadHook (agent)", (), || {
         let Some(bytes) = hook_input(len, data, new_len, new_data) else { return };
-        if let Some((out, out_len)) = classes::on_agent_class_hook(env, bytes) {
+        // SAFETY: a non-NULL `name` is the JVM's NUL-terminated class name, valid during the callback.
+        let name = (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) });
+        if let Some((out, out_len)) = hooks::on_agent_class_hook(env, name, bytes) {
+            // SAFETY: JVMTI's out-parameters; `out` is JVMTI-allocated memory of `out_len` bytes.
+            unsafe {
+                *new_data = out;
+                *new_len = out_len;
+            }
+        }
+    })
+}
+
+/// The class-file hook of the early environment: the agent's CLASS_LOAD_HOOK for the classes
+/// loaded before the agent started, on their retransformation (nothing to do on a load).
+///
+/// # Safety
+/// Called by the JVM with a ClassFileLoadHook's arguments.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "system" fn early_class_file_load_hook(
+    _j: *mut jvmtiEnv,
+    env: *mut JNIEnv,
+    redefined: jclass,
+    _loader: jobject,
+    name: *const c_char,
+    _pd: jobject,
+    len: jint,
+    data: *const c_uchar,
+    new_len: *mut jint,
+    new_data: *mut *mut c_uchar,
+) {
+    if redefined.is_null() {
+        return;
+    }
+    guard("ClassFileLoadHook (early classes)", (), || {
+        let Some(bytes) = hook_input(len, data, new_len, new_data) else { return };
+        // SAFETY: a non-NULL `name` is the JVM's NUL-terminated class name, valid during the callback.
+        let name = (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) });
+        if let Some((out, out_len)) = hooks::on_early_class_hook(env, redefined, name, bytes) {
             // SAFETY: JVMTI's out-parameters; `out` is JVMTI-allocated memory of `out_len` bytes.
             unsafe {
                 *new_data = out;

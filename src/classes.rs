@@ -17,7 +17,7 @@ use crate::{events, ids, jvm, lines};
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, JNIEnv};
 use jvmti_bindings::sys::jvmti;
-use std::ffi::{c_uchar, c_uint, c_void, CString};
+use std::ffi::CString;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -356,12 +356,7 @@ pub fn method_class(m: jmethodID) -> jobjectID {
 }
 
 // ---- CLASS_LOAD_HOOK ------------------------------------------------------------------------
-
-/// The `malloc_f` handed to the agent: its buffer is copied into JVMTI memory and freed.
-unsafe extern "C" fn hook_malloc(size: c_uint) -> *mut c_void {
-    // SAFETY: plain C allocation; freed with libc::free after the hook returns.
-    unsafe { libc::malloc(size as usize) }
-}
+// The agent's hook is the `hooks` room; here is the shim's own class-file hook.
 
 /// The shim's own class-file hook (the main, retransformation-capable environment): forgets
 /// line tables of a redefined class and adds the allocation instrumentation. Returns the new
@@ -373,41 +368,4 @@ pub fn on_shim_class_hook(redefined: Option<jclass>, data: &[u8]) -> Option<Vec<
         }
     }
     crate::alloc::instrument(data)
-}
-
-/// The agent's CLASS_LOAD_HOOK (the class-hook environment, called before the shim's own hook
-/// and not again on retransformation). Returns the agent's replacement (pointer, length),
-/// already in JVMTI memory.
-pub fn on_agent_class_hook(env: *mut JNIEnv, data: &[u8]) -> Option<(*mut u8, jint)> {
-    if !events::is_ready() || !events::enabled(JVMPI_EVENT_CLASS_LOAD_HOOK) {
-        return None;
-    }
-    let old = data.as_ptr() as *mut c_uchar;
-    let mut ev = JVMPI_Event::new(JVMPI_EVENT_CLASS_LOAD_HOOK, env);
-    ev.u.class_load_hook = ClassLoadHook {
-        class_data: old,
-        class_data_len: data.len() as jint,
-        new_class_data: old,
-        new_class_data_len: data.len() as jint,
-        malloc_f: Some(hook_malloc),
-    };
-    if !events::send(&mut ev) {
-        return None;
-    }
-    // SAFETY: reading back the union member the agent was given.
-    let h = unsafe { ev.u.class_load_hook };
-    if h.new_class_data.is_null() || h.new_class_data == old {
-        return None;
-    }
-    let out = if h.new_class_data_len > 0 {
-        // SAFETY: the agent returned a buffer of new_class_data_len bytes allocated by malloc_f.
-        let bytes = unsafe { std::slice::from_raw_parts(h.new_class_data, h.new_class_data_len as usize) };
-        jvm::jvmti_copy(bytes).ok().map(|p| (p, bytes.len() as jint))
-    } else {
-        log::warn!("CLASS_LOAD_HOOK: the agent returned new class data of length {}; kept the original", h.new_class_data_len);
-        None
-    };
-    // SAFETY: the agent's buffer came from hook_malloc (libc::malloc), and is not used again.
-    unsafe { libc::free(h.new_class_data as *mut c_void) };
-    out
 }

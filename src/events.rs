@@ -283,6 +283,7 @@ static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 /// already exists for the events the agent enabled.
 pub fn open_gate() {
     READY.store(true, SeqCst);
+    crate::hooks::offer_early();
     for ev in [JVMPI_EVENT_THREAD_START, JVMPI_EVENT_CLASS_LOAD] {
         if enabled(ev) {
             catch_up(ev);

@@ -1,4 +1,4 @@
-//! The JVM underneath: the one JVMTI environment the shim owns, its capabilities, which JVMTI
+//! The JVM underneath: the JVMTI environments the shim owns, their capabilities, which JVMTI
 //! events are switched on, and a safe facade over the JVMTI and JNI calls the rooms use.
 //!
 //! Every call into JVMTI or JNI made by the shim goes through this file, so this is where the
@@ -16,7 +16,7 @@ use jvmti_bindings::sys::jni::{self, jclass, jint, jlong, jmethodID, jobject, jt
 use jvmti_bindings::sys::jvmti::{self, jvmtiError, jvmtiEvent};
 use jvmti_bindings::env::{JniEnv, Jvmti};
 use std::ffi::{c_void, CStr, CString};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// The shim's JVMTI environment. JVMTI environments may be used from any thread.
@@ -32,6 +32,14 @@ static ENV: OnceLock<Env> = OnceLock::new();
 /// the JVM applies its changes before the shim's own instrumentation and keeps them when the
 /// shim retransforms a class (JVMTI, "RetransformClasses").
 static HOOK_ENV: OnceLock<Env> = OnceLock::new();
+/// A third environment, retransformation-capable and created before the main one, that offers
+/// the classes loaded before the agent started to the agent's CLASS_LOAD_HOOK (see `hooks`).
+/// JVMTI calls ClassFileLoadHook in retransformation-incapable environments first, then in
+/// retransformation-capable ones in the order they were created: this one runs before the
+/// main environment's allocation instrumentation.
+static EARLY_ENV: OnceLock<Env> = OnceLock::new();
+/// The early environment has its capabilities and its callback.
+static EARLY_READY: AtomicBool = AtomicBool::new(false);
 
 /// The JVM's own `JavaVM*` and its real invoke table (before the loader hooked `GetEnv`).
 #[derive(Clone, Copy)]
@@ -71,6 +79,14 @@ pub fn connect(vm: *mut JavaVM) -> std::result::Result<(), String> {
         attach_daemon: table.AttachCurrentThreadAsDaemon,
     };
     let _ = REAL_VM.set(real);
+    // The early environment first: creation order is the order of retransformation-capable
+    // environments' class-file hooks.
+    let mut e: *mut c_void = std::ptr::null_mut();
+    // SAFETY: calling the JVM's own GetEnv with its own JavaVM and a valid out-pointer.
+    if unsafe { (real.get_env)(vm, &mut e, jvmti::JVMTI_VERSION_1_2) } == jni::JNI_OK && !e.is_null() {
+        // SAFETY: `e` is a jvmtiEnv* just returned by GetEnv.
+        let _ = EARLY_ENV.set(Env(unsafe { Jvmti::from_raw(e as *mut jvmti::jvmtiEnv) }));
+    }
     let mut p: *mut c_void = std::ptr::null_mut();
     // SAFETY: calling the JVM's own GetEnv with its own JavaVM and a valid out-pointer.
     let rc = unsafe { (real.get_env)(vm, &mut p, jvmti::JVMTI_VERSION_1_2) };
@@ -88,15 +104,86 @@ pub fn connect(vm: *mut JavaVM) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// Sets up the class-hook environment: its one capability and its one callback.
-pub fn set_up_hook_env(cb: jvmti::JvmtiClassFileLoadHookFn) -> Result<()> {
+/// Sets up the class-hook environment (its one capability and its one callback, `cb`) and the
+/// early environment (callback `early`). Without the early environment (a JVM that cannot
+/// retransform) the classes loaded before the agent started are not offered; that is logged
+/// when it matters, and is not an error here.
+pub fn set_up_hook_env(cb: jvmti::JvmtiClassFileLoadHookFn, early: jvmti::JvmtiClassFileLoadHookFn) -> Result<()> {
     let h = &HOOK_ENV.get().ok_or(jvmtiError::INVALID_ENVIRONMENT)?.0;
     let mut c = jvmti::jvmtiCapabilities::default();
     c.set_can_generate_all_class_hook_events(true);
     h.add_capabilities(&c)?;
     let mut t = jvmti::jvmtiEventCallbacks::default();
     t.ClassFileLoadHook = Some(cb);
-    h.set_event_callbacks(t)
+    h.set_event_callbacks(t)?;
+    match set_up_early_env(early) {
+        Ok(()) => EARLY_READY.store(true, Ordering::Release),
+        Err(e) => log::info!("the JVMTI environment for classes loaded before the agent started: {}", err_name(e)),
+    }
+    Ok(())
+}
+
+fn early_env() -> Result<&'static Jvmti> {
+    EARLY_ENV.get().map(|e| &e.0).ok_or(jvmtiError::INVALID_ENVIRONMENT)
+}
+
+/// The early environment's capabilities: retransformation (so that the JVM calls its hook on
+/// retransformation) and tags (its own, on the classes it offers; the main environment's tags
+/// are object IDs and are not touched).
+fn set_up_early_env(cb: jvmti::JvmtiClassFileLoadHookFn) -> Result<()> {
+    let j = early_env()?;
+    let p = j.get_potential_capabilities()?;
+    if !p.can_retransform_classes() || !p.can_tag_objects() {
+        return Err(jvmtiError::MUST_POSSESS_CAPABILITY);
+    }
+    let mut c = jvmti::jvmtiCapabilities::default();
+    c.set_can_retransform_classes(true);
+    c.set_can_tag_objects(true);
+    c.set_can_generate_all_class_hook_events(p.can_generate_all_class_hook_events());
+    c.set_can_retransform_any_class(p.can_retransform_any_class());
+    j.add_capabilities(&c)?;
+    let mut t = jvmti::jvmtiEventCallbacks::default();
+    t.ClassFileLoadHook = Some(cb);
+    j.set_event_callbacks(t)
+}
+
+/// Whether the early environment can offer classes (set up with its capabilities).
+pub fn early_env_ready() -> bool {
+    EARLY_READY.load(Ordering::Acquire)
+}
+
+/// Switches the early environment's class-file hook on or off.
+pub fn set_early_hook(on: bool) -> Result<()> {
+    // SAFETY: NULL thread = all threads.
+    unsafe { early_env()?.set_event_notification_mode(on, jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, std::ptr::null_mut()) }
+}
+
+/// Whether RetransformClasses can be applied to `k` (false for primitive and array classes,
+/// hidden classes, and the JVM's own unmodifiable classes).
+pub fn is_modifiable(k: jclass) -> bool {
+    // SAFETY: facade contract: `k` is a live class reference.
+    unsafe { early_env().and_then(|j| j.is_modifiable_class(k)) }.unwrap_or(false)
+}
+
+/// The early environment's own tag on class `k` (0: none).
+pub fn early_tag(k: jclass) -> Result<jlong> {
+    // SAFETY: facade contract: `k` is a live class reference.
+    unsafe { early_env()?.get_tag(k) }
+}
+
+pub fn set_early_tag(k: jclass, tag: jlong) -> Result<()> {
+    // SAFETY: facade contract: `k` is a live class reference.
+    unsafe { early_env()?.set_tag(k, tag) }
+}
+
+/// One RetransformClasses over `classes`, called in the early environment. The JVM either
+/// applies every class or none.
+pub fn early_retransform(classes: &[jclass]) -> Result<()> {
+    if classes.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: facade contract: live class references.
+    unsafe { early_env()?.retransform_classes(classes) }
 }
 
 /// Switches the agent's class hook on or off (the class-hook environment's only event).

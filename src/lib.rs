@@ -18,7 +18,8 @@
 //! | [`bci`]       | the class-file rewriting layer (bytecode instrumentation)                 |
 //! | [`jnihooks`]  | JNI function interception: JNI allocations, JNI_(WEAK_)GLOBALREF_*        |
 //! | [`threads`]   | thread IDs (JNIEnv*), THREAD_START/END, suspend/resume/status/TLS/…       |
-//! | [`classes`]   | CLASS_LOAD, CLASS_UNLOAD, CLASS_LOAD_HOOK, GetMethodClass                |
+//! | [`classes`]   | CLASS_LOAD, CLASS_UNLOAD, GetMethodClass, the shim's class-file hook     |
+//! | [`hooks`]     | the agent's CLASS_LOAD_HOOK, for classes loaded before and after it ran  |
 //! | [`lines`]     | bytecode index → source line, method line ranges, the line-table cache   |
 //! | [`calltrace`] | GetCallTrace                                                              |
 //! | [`monitors`]  | raw monitors and RAW_MONITOR_CONTENDED_* events                           |
@@ -38,6 +39,7 @@ pub mod classes;
 pub mod deaths;
 pub mod events;
 pub mod gc;
+pub mod hooks;
 pub mod ids;
 pub mod interface;
 pub mod jnihooks;

@@ -49,7 +49,7 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     log::info!("legacy agent {} loaded", leg.path);
     jvm::add_capabilities().map_err(|e| format!("JVMTI capabilities: {e}"))?;
     jvm::set_callbacks(callbacks::table()).map_err(|e| format!("JVMTI callbacks: {}", jvm::err_name(e)))?;
-    jvm::set_up_hook_env(callbacks::agent_class_file_load_hook)
+    jvm::set_up_hook_env(callbacks::agent_class_file_load_hook, callbacks::early_class_file_load_hook)
         .map_err(|e| format!("JVMTI class-hook environment: {}", jvm::err_name(e)))?;
     for ev in [
         jvmti::JVMTI_EVENT_VM_INIT,

@@ -18,6 +18,11 @@
  *   jni-in-onload     ask GetEnv for JNI inside JVM_OnLoad and use it
  *   gc-lock           enter a raw monitor in GC_START, leave it in GC_FINISH
  *   hook-patch        CLASS_LOAD_HOOK: rewrite "ORIGINAL" to "PATCHED!" in classes that have it
+ *   hook-log          CLASS_LOAD_HOOK: log "HOOK class=NAME len=N" for every class file offered, and a
+ *                     VIOLATION if the bytes name the shim's JvmpiShimTracker (the agent must see a
+ *                     class's own bytes)
+ *   hook-edit=C:F:T+… CLASS_LOAD_HOOK: in class C (internal name), replace the CONSTANT_Utf8 entry F
+ *                     by T (lengths may differ); "C::" hands back an identical copy of C
  *   set-notify-late   enable events in JVM_OnLoad before setting NotifyEvent
  *   alloc-filter=S    count OBJECT_ALLOC/OBJECT_FREE per class for class names containing S (and
  *                     primitive arrays per kind and size) instead of logging each allocation
@@ -38,7 +43,10 @@ static JVMPI_Interface *jvmpi;
 static FILE *out;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char detail[256];
-static int opt_gc_lock, opt_hook_patch;
+static int opt_gc_lock, opt_hook_patch, opt_hook_log;
+#define MAX_EDITS 8
+static struct { char cls[128], from[128], to[128]; } edits[MAX_EDITS];
+static int nedits;
 static JVMPI_RawMonitor gc_lock;
 static int in_gc, shut_down, thread_start_on, thread_end_on, class_load_on;
 
@@ -229,11 +237,115 @@ static void on_class_load(JVMPI_Event *e, int requested) {
                  e->u.class_load.instances[i].field_name, e->u.class_load.instances[i].field_signature);
 }
 
+/* ---- class files ---------------------------------------------------------------------------- */
+static unsigned u2(const unsigned char *p) { return (unsigned)p[0] << 8 | p[1]; }
+
+static int contains(const unsigned char *d, jint len, const char *s) {
+    jint i, n = (jint)strlen(s);
+    for (i = 0; i + n <= len; i++)
+        if (memcmp(d + i, s, (size_t)n) == 0) return 1;
+    return 0;
+}
+
+/* The offset of each constant-pool entry (offs[1..count-1]; 0 for the second slot of a long or
+ * double) and the offset just past the pool. 0 if the bytes are not a class file it can read. */
+static int cp_read(const unsigned char *d, jint len, unsigned **offs_out, unsigned *count_out, unsigned *end_out) {
+    unsigned count, i, p = 10, size;
+    unsigned *offs;
+    if (len < 10 || u2(d) != 0xCAFE || u2(d + 2) != 0xBABE) return 0;
+    count = u2(d + 8);
+    offs = calloc(count ? count : 1, sizeof *offs);
+    for (i = 1; i < count; i++) {
+        if (p + 3 > (unsigned)len) { free(offs); return 0; }
+        offs[i] = p;
+        switch (d[p]) {
+        case 1: size = 3 + u2(d + p + 1); break;
+        case 3: case 4: size = 5; break;
+        case 5: case 6: size = 9; i++; break;
+        case 7: case 8: case 16: case 19: case 20: size = 3; break;
+        case 9: case 10: case 11: case 12: case 17: case 18: size = 5; break;
+        case 15: size = 4; break;
+        default: free(offs); return 0;
+        }
+        p += size;
+    }
+    if (p + 8 > (unsigned)len) { free(offs); return 0; }
+    *offs_out = offs;
+    *count_out = count;
+    *end_out = p;
+    return 1;
+}
+
+/* The class's own name (this_class), or "?". */
+static void class_name(const unsigned char *d, jint len, unsigned *offs, unsigned count, unsigned end, char *out, size_t n) {
+    unsigned k = u2(d + end + 2), u, ul;
+    snprintf(out, n, "?");
+    if (k == 0 || k >= count || d[offs[k]] != 7) return;
+    u = u2(d + offs[k] + 1);
+    if (u == 0 || u >= count || d[offs[u]] != 1) return;
+    ul = u2(d + offs[u] + 1);
+    snprintf(out, n, "%.*s", (int)(ul < n ? ul : n - 1), (const char *)d + offs[u] + 3);
+}
+
+/* hook-edit: a new class file with the Utf8 entry `from` replaced by `to` ("" from: a copy). */
+static int edit(JVMPI_Event *e, unsigned *offs, unsigned count, const char *from, const char *to) {
+    unsigned char *d = e->u.class_load_hook.class_data, *copy;
+    jint len = e->u.class_load_hook.class_data_len;
+    size_t fl = strlen(from), tl = strlen(to);
+    unsigned i, at = 0;
+    if (fl) {
+        for (i = 1; i < count && !at; i++)
+            if (offs[i] && d[offs[i]] == 1 && u2(d + offs[i] + 1) == fl && memcmp(d + offs[i] + 3, from, fl) == 0)
+                at = offs[i];
+        if (!at) return 0;
+    }
+    copy = e->u.class_load_hook.malloc_f((unsigned)(len - (jint)fl + (jint)tl));
+    if (!fl) {
+        memcpy(copy, d, (size_t)len);
+        tl = fl;
+    } else {
+        memcpy(copy, d, at + 1);
+        copy[at + 1] = (unsigned char)(tl >> 8);
+        copy[at + 2] = (unsigned char)tl;
+        memcpy(copy + at + 3, to, tl);
+        memcpy(copy + at + 3 + tl, d + at + 3 + fl, (size_t)len - at - 3 - fl);
+    }
+    e->u.class_load_hook.new_class_data = copy;
+    e->u.class_load_hook.new_class_data_len = len - (jint)fl + (jint)tl;
+    return 1;
+}
+
+/* hook-log and hook-edit; returns whether the class was edited. */
+static int hook_named(JVMPI_Event *e) {
+    unsigned char *d = e->u.class_load_hook.class_data;
+    jint len = e->u.class_load_hook.class_data_len;
+    unsigned *offs, count, end;
+    char name[256];
+    int i, done = 0;
+    if (!cp_read(d, len, &offs, &count, &end)) {
+        out_line("HOOK class=? len=%d unreadable", (int)len);
+        return 0;
+    }
+    class_name(d, len, offs, count, end, name, sizeof name);
+    if (opt_hook_log) {
+        out_line("HOOK class=%s len=%d", name, (int)len);
+        if (contains(d, len, "JvmpiShimTracker")) out_line("VIOLATION hook bytes of %s name JvmpiShimTracker", name);
+    }
+    for (i = 0; i < nedits && !done; i++)
+        if (strcmp(edits[i].cls, name) == 0) {
+            done = edit(e, offs, count, edits[i].from, edits[i].to);
+            out_line("HOOK %s class=%s from=%s to=%s", done ? "edited" : "edit-missed", name, edits[i].from, edits[i].to);
+        }
+    free(offs);
+    return done;
+}
+
 static void hook(JVMPI_Event *e) {
     static const char from[] = "ORIGINAL", to[] = "PATCHED!";
     unsigned char *d = e->u.class_load_hook.class_data;
     jint len = e->u.class_load_hook.class_data_len, i;
     int boot = 0;
+    if ((opt_hook_log || nedits) && hook_named(e)) return;
     for (i = 0; i + 21 <= len; i++)
         if (memcmp(d + i, "java/util/zip/Adler32", 21) == 0) { boot = 1; break; }
     if (boot) {
@@ -418,6 +530,19 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
     if (opt(options, "alloc-filter", buf, sizeof buf)) snprintf(alloc_filter, sizeof alloc_filter, "%s", buf);
     opt_gc_lock = opt(options, "gc-lock", buf, sizeof buf) != NULL;
     opt_hook_patch = opt(options, "hook-patch", buf, sizeof buf) != NULL;
+    opt_hook_log = opt(options, "hook-log", buf, sizeof buf) != NULL;
+    if (opt(options, "hook-edit", buf, sizeof buf)) {
+        char *p = strtok(buf, "+");
+        for (; p && nedits < MAX_EDITS; p = strtok(NULL, "+")) {
+            char *c1 = strchr(p, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+            if (!c2) { out_line("HOOK bad edit %s", p); continue; }
+            *c1 = *c2 = 0;
+            snprintf(edits[nedits].cls, sizeof edits[nedits].cls, "%s", p);
+            snprintf(edits[nedits].from, sizeof edits[nedits].from, "%s", c1 + 1);
+            snprintf(edits[nedits].to, sizeof edits[nedits].to, "%s", c2 + 1);
+            nedits++;
+        }
+    }
     if (opt_gc_lock) gc_lock = jvmpi->RawMonitorCreate("gclock");
     if (!opt(options, "no-notify", buf, sizeof buf) && !opt(options, "set-notify-late", buf, sizeof buf))
         jvmpi->NotifyEvent = notify;
