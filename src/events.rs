@@ -283,11 +283,13 @@ static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 /// already exists for the events the agent enabled.
 pub fn open_gate() {
     READY.store(true, SeqCst);
+    // Threads first: every later event comes from a thread the agent has heard of.
+    if enabled(JVMPI_EVENT_THREAD_START) {
+        catch_up(JVMPI_EVENT_THREAD_START);
+    }
     crate::hooks::offer_early();
-    for ev in [JVMPI_EVENT_THREAD_START, JVMPI_EVENT_CLASS_LOAD] {
-        if enabled(ev) {
-            catch_up(ev);
-        }
+    if enabled(JVMPI_EVENT_CLASS_LOAD) {
+        catch_up(JVMPI_EVENT_CLASS_LOAD);
     }
 }
 

@@ -123,8 +123,11 @@ fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result
 pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
     let jni = jvm::Jni::of(env);
     if let Some(rec) = register(&jni, env as usize, thread) {
+        if !events::is_ready() {
+            return; // announced by the catch-up when the gate opens
+        }
         ANNOUNCED_HERE.with(|a| a.set(true));
-        if events::is_ready() && events::enabled(JVMPI_EVENT_THREAD_START) {
+        if events::enabled(JVMPI_EVENT_THREAD_START) {
             if let Err(e) = announce(&rec, env, false) {
                 log::debug!("THREAD_START: {e}");
             }
