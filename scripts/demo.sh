@@ -2,8 +2,8 @@
 # Runs the example legacy JVMPI agent (examples/legacy_hprof_lite.c) on a modern JVM through
 # jvmpi-shim, profiling examples/Demo.java, and shows the agent's report.
 #
-#   scripts/demo.sh [AGENT_OPTIONS]      AGENT_OPTIONS default: depth=4
-#                                        e.g. scripts/demo.sh file=report.txt,depth=8
+#   scripts/demo.sh [AGENT_OPTIONS]      AGENT_OPTIONS default: heap=sites,depth=4
+#                                        e.g. scripts/demo.sh file=report.txt,heap=sites,depth=8
 #
 # Steps: build the shim (cargo build --release); compile the agent with gcc against shim/jvmpi.h
 # into target/examples/liblegacy_hprof_lite.so; compile Demo.java into target/examples/classes;
@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-agent_options=${1:-depth=4}
+agent_options=${1:-heap=sites,depth=4}
 
 if [ -n "${JAVA_HOME:-}" ] && [ -f "$JAVA_HOME/include/jni.h" ]; then
     jdk=$JAVA_HOME
