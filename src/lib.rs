@@ -30,29 +30,16 @@
 //! | [`jvm`]       | the JVMTI environment, capabilities, event switching, JVMTI/JNI facade   |
 //! | [`logger`]    | one-line messages on stderr                                               |
 
-pub mod abi;
-pub mod alloc;
-pub mod bci;
-pub mod callbacks;
-pub mod calltrace;
-pub mod classes;
-pub mod deaths;
-pub mod events;
-pub mod gc;
-pub mod hooks;
-pub mod ids;
-pub mod interface;
-pub mod jnihooks;
-pub mod jvm;
-pub mod lifecycle;
-pub mod lines;
-pub mod loader;
-pub mod logger;
-pub mod monitors;
-pub mod natives;
-pub mod objects;
-pub mod options;
-pub mod threads;
+pub mod face;
+pub mod rooms;
+pub mod vm;
+
+// The one-hop index: every room by its own name.
+pub use face::{abi, events, ids, interface};
+pub use rooms::{
+    alloc, calltrace, classes, deaths, gc, hooks, lifecycle, lines, loader, monitors, natives, objects, options, threads,
+};
+pub use vm::{bci, callbacks, jnihooks, jvm, logger};
 
 use jvmti_bindings::sys::jni::{jint, JavaVM, JNI_ERR};
 use std::ffi::{c_char, c_void};
