@@ -35,9 +35,9 @@ pub mod rooms;
 pub mod vm;
 
 // The one-hop index: every room by its own name.
-pub use face::{abi, events, ids, interface};
+pub use face::{abi, events, ids, interface, table};
 pub use rooms::{
-    alloc, calltrace, classes, deaths, gc, hooks, lifecycle, lines, loader, monitors, natives, objects, options, threads,
+    alloc, calltrace, classes, control, deaths, gc, hooks, lifecycle, lines, loader, monitors, natives, objects, options, threads,
 };
 pub use vm::{bci, callbacks, jnihooks, jvm, logger};
 
@@ -62,13 +62,26 @@ pub(crate) fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// The doors the start-up installs: the JVMTI callbacks, the agent's class-hook doors, the
+/// JVMPI interface table and the JNI function hooks. Handed down from the entry points, so that
+/// no room reaches up to a door.
+fn doors() -> lifecycle::Doors {
+    lifecycle::Doors {
+        callbacks: callbacks::table,
+        agent_hook: callbacks::agent_class_file_load_hook,
+        early_hook: callbacks::early_class_file_load_hook,
+        interface: interface::doors,
+        jni_hooks: jnihooks::install,
+    }
+}
+
 /// JVMTI entry point: `-agentpath:` / `-agentlib:`.
 ///
 /// # Safety
 /// Called by the JVM with its `JavaVM` and a NULL or NUL-terminated option string.
 #[no_mangle]
 pub unsafe extern "system" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
-    guard("Agent_OnLoad", JNI_ERR, || lifecycle::agent_onload(vm, loader::option_bytes(options)))
+    guard("Agent_OnLoad", JNI_ERR, || lifecycle::agent_onload(vm, loader::option_bytes(options), doors()))
 }
 
 /// JVMTI entry point: the library is being unloaded (after VM death); nothing to release.
@@ -84,5 +97,5 @@ pub unsafe extern "system" fn Agent_OnUnload(_vm: *mut JavaVM) {}
 /// Called by the JVM (or a test) with a `JavaVM` and a NULL or NUL-terminated option string.
 #[no_mangle]
 pub unsafe extern "system" fn JVM_OnLoad(vm: *mut JavaVM, options: *mut c_char, reserved: *mut c_void) -> jint {
-    guard("JVM_OnLoad", JNI_ERR, || lifecycle::double_agent(vm, loader::option_bytes(options), reserved))
+    guard("JVM_OnLoad", JNI_ERR, || lifecycle::double_agent(vm, loader::option_bytes(options), reserved, doors()))
 }

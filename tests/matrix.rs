@@ -1,9 +1,9 @@
 //! compat-matrix.md is checked against the code and the tests: every JVMPI function and event has
-//! a row; every test a row names exists; and each event row says what `events::support` does.
+//! a row; every test a row names exists; and each event row says what `control::support` does.
 //! (The named tests themselves run on all four JDKs in the same `cargo test`, so a row that says
 //! "yes" is only as true as those tests.)
 
-use jvmpi_shim::events::{support, Support};
+use jvmpi_shim::control::{support, Support};
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 //!
 //! | function                                   | room          |
 //! |--------------------------------------------|---------------|
-//! | EnableEvent, DisableEvent, RequestEvent    | `events`      |
+//! | EnableEvent, DisableEvent, RequestEvent    | `control`     |
 //! | GetCallTrace                               | `calltrace`   |
 //! | ProfilerExit                               | `lifecycle`   |
 //! | RawMonitorCreate/Enter/Exit/Wait/NotifyAll/Destroy | `monitors` |
@@ -15,81 +15,58 @@
 //! | jobjectID2jobject, jobject2jobjectID       | `ids`         |
 
 use crate::abi::*;
-use crate::{calltrace, classes, events, gc, guard, ids, jvm, lifecycle, monitors, threads};
+use crate::{calltrace, classes, control, events, gc, guard, ids, jvm, lifecycle, monitors, threads};
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jmethodID, jobject, JNIEnv, JNI_ERR};
-use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_void};
 
-struct Table(UnsafeCell<JVMPI_Interface>);
-// SAFETY: the agent writes `NotifyEvent` (and may read anything); the shim writes `version`
-// before handing the table out and reads `NotifyEvent` with volatile loads. Pointer-sized
-// stores are atomic on the supported targets.
-unsafe impl Sync for Table {}
-
-static TABLE: Table = Table(UnsafeCell::new(JVMPI_Interface {
-    version: JVMPI_VERSION_1,
-    NotifyEvent: None,
-    EnableEvent: enable_event,
-    DisableEvent: disable_event,
-    RequestEvent: request_event,
-    GetCallTrace: get_call_trace,
-    ProfilerExit: profiler_exit,
-    RawMonitorCreate: raw_monitor_create,
-    RawMonitorEnter: raw_monitor_enter,
-    RawMonitorExit: raw_monitor_exit,
-    RawMonitorWait: raw_monitor_wait,
-    RawMonitorNotifyAll: raw_monitor_notify_all,
-    RawMonitorDestroy: raw_monitor_destroy,
-    GetCurrentThreadCpuTime: get_current_thread_cpu_time,
-    SuspendThread: suspend_thread,
-    ResumeThread: resume_thread,
-    GetThreadStatus: get_thread_status,
-    ThreadHasRun: thread_has_run,
-    CreateSystemThread: create_system_thread,
-    SetThreadLocalStorage: set_thread_local_storage,
-    GetThreadLocalStorage: get_thread_local_storage,
-    DisableGC: disable_gc,
-    EnableGC: enable_gc,
-    RunGC: run_gc,
-    GetThreadObject: get_thread_object,
-    GetMethodClass: get_method_class,
-    jobjectID2jobject: jobject_id_to_jobject,
-    jobject2jobjectID: jobject_to_jobject_id,
-    SuspendThreadList: suspend_thread_list,
-    ResumeThreadList: resume_thread_list,
-}));
-
-pub fn is_jvmpi_version(v: jint) -> bool {
-    matches!(v, JVMPI_VERSION_1 | JVMPI_VERSION_1_1 | JVMPI_VERSION_1_2)
-}
-
-/// The table for `GetEnv(version)`; its `version` field says which version was asked for.
-pub fn for_version(version: jint) -> *mut c_void {
-    let t = TABLE.0.get();
-    // SAFETY: `t` points to the static table; `version` is a plain jint field.
-    unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*t).version), version) };
-    t as *mut c_void
-}
-
-/// The agent's NotifyEvent, as it is set right now.
-pub fn notify_event() -> Option<NotifyEventFn> {
-    let t = TABLE.0.get();
-    // SAFETY: reading a pointer-sized field of the static table that the agent may write.
-    unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*t).NotifyEvent)) }
+/// The table of doors, installed once in `face::table` (the memory the agent is handed).
+pub fn doors() -> JVMPI_Interface {
+    JVMPI_Interface {
+        version: JVMPI_VERSION_1,
+        NotifyEvent: None,
+        EnableEvent: enable_event,
+        DisableEvent: disable_event,
+        RequestEvent: request_event,
+        GetCallTrace: get_call_trace,
+        ProfilerExit: profiler_exit,
+        RawMonitorCreate: raw_monitor_create,
+        RawMonitorEnter: raw_monitor_enter,
+        RawMonitorExit: raw_monitor_exit,
+        RawMonitorWait: raw_monitor_wait,
+        RawMonitorNotifyAll: raw_monitor_notify_all,
+        RawMonitorDestroy: raw_monitor_destroy,
+        GetCurrentThreadCpuTime: get_current_thread_cpu_time,
+        SuspendThread: suspend_thread,
+        ResumeThread: resume_thread,
+        GetThreadStatus: get_thread_status,
+        ThreadHasRun: thread_has_run,
+        CreateSystemThread: create_system_thread,
+        SetThreadLocalStorage: set_thread_local_storage,
+        GetThreadLocalStorage: get_thread_local_storage,
+        DisableGC: disable_gc,
+        EnableGC: enable_gc,
+        RunGC: run_gc,
+        GetThreadObject: get_thread_object,
+        GetMethodClass: get_method_class,
+        jobjectID2jobject: jobject_id_to_jobject,
+        jobject2jobjectID: jobject_to_jobject_id,
+        SuspendThreadList: suspend_thread_list,
+        ResumeThreadList: resume_thread_list,
+    }
 }
 
 // ---- the doors ---------------------------------------------------------------------------------
 
 unsafe extern "C" fn enable_event(event_type: jint, arg: *mut c_void) -> jint {
-    guard("EnableEvent", JVMPI_FAIL, || events::enable(event_type, arg))
+    guard("EnableEvent", JVMPI_FAIL, || control::enable(event_type, arg))
 }
 
 unsafe extern "C" fn disable_event(event_type: jint, arg: *mut c_void) -> jint {
-    guard("DisableEvent", JVMPI_FAIL, || events::disable(event_type, arg))
+    guard("DisableEvent", JVMPI_FAIL, || control::disable(event_type, arg))
 }
 
 unsafe extern "C" fn request_event(event_type: jint, arg: *mut c_void) -> jint {
-    guard("RequestEvent", JVMPI_FAIL, || events::request(event_type, arg))
+    guard("RequestEvent", JVMPI_FAIL, || control::request(event_type, arg))
 }
 
 unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {

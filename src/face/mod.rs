@@ -10,3 +10,4 @@ pub mod abi;
 pub mod events;
 pub mod ids;
 pub mod interface;
+pub mod table;

@@ -358,14 +358,10 @@ pub fn method_class(m: jmethodID) -> jobjectID {
 // ---- CLASS_LOAD_HOOK ------------------------------------------------------------------------
 // The agent's hook is the `hooks` room; here is the shim's own class-file hook.
 
-/// The shim's own class-file hook (the main, retransformation-capable environment): forgets
-/// line tables of a redefined class and adds the allocation instrumentation. Returns the new
-/// class file, if any.
-pub fn on_shim_class_hook(redefined: Option<jclass>, data: &[u8]) -> Option<Vec<u8>> {
-    if let Some(k) = redefined {
-        if let Ok(ms) = jvm::class_methods(k) {
-            lines::invalidate(&ms.iter().map(|&m| m as usize).collect::<Vec<_>>());
-        }
+/// A class is being redefined or retransformed: what the shim knows of its methods' bytecode
+/// (line tables, constructor chains) is forgotten.
+pub fn on_redefine(k: jclass) {
+    if let Ok(ms) = jvm::class_methods(k) {
+        lines::invalidate(&ms.iter().map(|&m| m as usize).collect::<Vec<_>>());
     }
-    crate::alloc::instrument(data)
 }

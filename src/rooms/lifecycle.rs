@@ -11,7 +11,7 @@
 //! capability can still be added.
 
 use crate::abi::*;
-use crate::{callbacks, events, gc, interface, jvm, loader, logger, natives, options, threads};
+use crate::{classes, control, events, gc, jvm, loader, logger, natives, options, table, threads};
 use jvmti_bindings::sys::jni::{
     self, jboolean, jclass, jfieldID, jint, jmethodID, jthread, jthrowable, JNIEnv, JNINativeInterface_, JavaVM,
     JNI_EDETACHED, JNI_ERR, JNI_OK,
@@ -43,13 +43,18 @@ fn fatal(msg: &str) -> ! {
 /// Parses the options, loads the agent, sets up JVMTI. Errors are one-line messages.
 fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     let opts = options::parse(raw_options.as_deref())?;
+    if let Some(d) = DOORS.get() {
+        table::install((d.interface)());
+    }
+    events::set_announcer(threads::ensure_current_announced);
     logger::init(opts.log);
     jvm::connect(vm)?;
     let leg = loader::load(&opts)?;
     log::info!("legacy agent {} loaded", leg.path);
     jvm::add_capabilities().map_err(|e| format!("JVMTI capabilities: {e}"))?;
-    jvm::set_callbacks(callbacks::table()).map_err(|e| format!("JVMTI callbacks: {}", jvm::err_name(e)))?;
-    jvm::set_up_hook_env(callbacks::agent_class_file_load_hook, callbacks::early_class_file_load_hook)
+    let doors = *DOORS.get().ok_or("the shim's doors are missing")?;
+    jvm::set_callbacks((doors.callbacks)()).map_err(|e| format!("JVMTI callbacks: {}", jvm::err_name(e)))?;
+    jvm::set_up_hook_env(doors.agent_hook, doors.early_hook)
         .map_err(|e| format!("JVMTI class-hook environment: {}", jvm::err_name(e)))?;
     for ev in [
         jvmti::JVMTI_EVENT_VM_INIT,
@@ -65,7 +70,8 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
 }
 
 /// `Agent_OnLoad`: the OnLoad phase of a JVMTI-capable JVM.
-pub fn agent_onload(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> jint {
+pub fn agent_onload(vm: *mut JavaVM, raw_options: Option<Vec<u8>>, doors: Doors) -> jint {
+    let _ = DOORS.set(doors);
     logger::init(log::LevelFilter::Warn);
     match set_up(vm, raw_options) {
         Ok(()) => JNI_OK,
@@ -87,7 +93,7 @@ pub fn vm_init(env: *mut JNIEnv, thread: jthread) {
     if rc != JNI_OK {
         fatal(&format!("legacy agent {}: JVM_OnLoad returned {rc} (JNI_ERR): the JVM will not start", leg.path));
     }
-    if interface::notify_event().is_none() {
+    if table::notify_event().is_none() {
         fatal(&format!(
             "legacy agent {}: JVM_OnLoad returned without setting NotifyEvent in its JVMPI interface \
              (did it call GetEnv with JVMPI_VERSION_1?)",
@@ -98,15 +104,50 @@ pub fn vm_init(env: *mut JNIEnv, thread: jthread) {
         log::error!("GC events will not be delivered: {e}");
     }
     natives::start(env);
-    events::open_gate();
+    control::open_gate();
     if events::enabled(JVMPI_EVENT_JVM_INIT_DONE) {
         events::send(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_INIT_DONE, env));
     }
 }
 
-/// JVMTI VMDeath.
+/// JVMTI VMDeath: what is still owed is reported while the gate is open (classes nothing
+/// linked, deaths in a last GC bracket, the sending thread's announcement), then the gate closes
+/// for good, events in flight finish, and JVM_SHUT_DOWN is the last event.
 pub fn vm_death(env: *mut JNIEnv) {
-    events::shut_down(env);
+    if events::is_dead() {
+        return;
+    }
+    gc::stop();
+    classes::flush_pending(env, std::time::Duration::ZERO);
+    gc::last_bracket(env);
+    // JVM_SHUT_DOWN's thread (often `DestroyJavaVM`, on main's reused JNIEnv) is announced
+    // while the gate is still open, so the agent finds its thread and thread-local storage.
+    if events::is_ready() {
+        threads::ensure_current_announced(env);
+    }
+    if events::close() && events::enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
+        events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, env));
+    }
+}
+
+/// The doors the entry points hand to the start-up (see `lib.rs`).
+#[derive(Clone, Copy)]
+pub struct Doors {
+    pub callbacks: fn() -> jvmti::jvmtiEventCallbacks,
+    pub agent_hook: jvmti::JvmtiClassFileLoadHookFn,
+    pub early_hook: jvmti::JvmtiClassFileLoadHookFn,
+    pub interface: fn() -> JVMPI_Interface,
+    pub jni_hooks: fn() -> Result<(), String>,
+}
+static DOORS: OnceLock<Doors> = OnceLock::new();
+
+/// Installs the JNI function hooks (allocations by native code, JNI global references), once
+/// a room needs them.
+pub fn install_jni_hooks() -> Result<(), String> {
+    match DOORS.get() {
+        Some(d) => (d.jni_hooks)(),
+        None => Err("the shim has not started".into()),
+    }
 }
 
 /// JVMTI DataDumpRequest (SIGQUIT, `jcmd <pid> Thread.print`): DATA_DUMP_REQUEST, then
@@ -135,7 +176,8 @@ pub fn profiler_exit(code: jint) {
 /// With JVMTI reachable the emulation starts from the current phase; with JVMTI present but not
 /// reachable yet (`-Xrun` on JDK 9+) it starts later (see [`defer`]); on a pre-JVMTI JVM, whose
 /// JVMPI is native, the legacy agent is loaded and given the JVM's own `JavaVM`.
-pub fn double_agent(vm: *mut JavaVM, raw_options: Option<Vec<u8>>, reserved: *mut c_void) -> jint {
+pub fn double_agent(vm: *mut JavaVM, raw_options: Option<Vec<u8>>, reserved: *mut c_void, doors: Doors) -> jint {
+    let _ = DOORS.set(doors);
     logger::init(log::LevelFilter::Warn);
     if vm.is_null() {
         log::error!("JVM_OnLoad called with a NULL JavaVM");
@@ -186,7 +228,8 @@ pub fn double_agent(vm: *mut JavaVM, raw_options: Option<Vec<u8>>, reserved: *mu
 
 /// Sets up as `Agent_OnLoad` would, then, if the VM is already live, does what VMInit would have.
 fn start_late(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> jint {
-    if agent_onload(vm, raw_options) != JNI_OK {
+    let Some(&doors) = DOORS.get() else { return JNI_ERR };
+    if agent_onload(vm, raw_options, doors) != JNI_OK {
         return JNI_ERR;
     }
     if jvm::phase().ok() == Some(jvmti::JVMTI_PHASE_LIVE) {

@@ -9,7 +9,7 @@
 //! agent has to a `JavaVM*` reaches the shim's `GetEnv`.
 
 use crate::abi::JvmOnLoadFn;
-use crate::{interface, jvm, options::Options};
+use crate::{jvm, options::Options, table};
 use jvmti_bindings::sys::jni::{jint, JNIInvokeInterface_, JavaVM, JNI_OK};
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
@@ -190,12 +190,12 @@ unsafe impl Send for HookedTable {}
 static HOOKED: OnceLock<Box<HookedTable>> = OnceLock::new();
 
 unsafe extern "system" fn get_env(vm: *mut JavaVM, penv: *mut *mut c_void, version: jint) -> jint {
-    if interface::is_jvmpi_version(version) {
+    if table::is_jvmpi_version(version) {
         if penv.is_null() {
             return jvmti_bindings::sys::jni::JNI_ERR;
         }
         // SAFETY: `penv` is the caller's out-pointer.
-        unsafe { *penv = interface::for_version(version) };
+        unsafe { *penv = table::for_version(version) };
         log::info!("GetEnv(JVMPI version {version:#x}): the shim's JVMPI interface");
         return JNI_OK;
     }

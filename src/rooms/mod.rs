@@ -10,6 +10,7 @@
 pub mod alloc;
 pub mod calltrace;
 pub mod classes;
+pub mod control;
 pub mod deaths;
 pub mod gc;
 pub mod hooks;

@@ -65,7 +65,10 @@ unsafe extern "system" fn class_file_load_hook(
     guard("ClassFileLoadHook", (), || {
         let Some(bytes) = hook_input(len, data, new_len, new_data) else { return };
         let redefined = (!redefined.is_null()).then_some(redefined);
-        if let Some(out) = classes::on_shim_class_hook(redefined, bytes) {
+        if let Some(k) = redefined {
+            classes::on_redefine(k);
+        }
+        if let Some(out) = alloc::instrument(bytes) {
             if let Ok(p) = jvm::jvmti_copy(&out) {
                 // SAFETY: JVMTI's out-parameters; `p` is JVMTI-allocated memory of `out.len()` bytes.
                 unsafe {
