@@ -76,7 +76,7 @@ pub fn enable() -> Result<(), String> {
     if !installed() {
         define_tracker(&jni)?;
     }
-    crate::lifecycle::install_jni_hooks().map_err(|e| format!("JNI function interception: {e}"))?;
+    jvm::install_jni_hooks().map_err(|e| format!("JNI function interception: {e}"))?;
     set_on(&jni, true);
     if !INSTRUMENTING.swap(true, SeqCst) {
         jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK).map_err(jvm::err_name)?;

@@ -9,7 +9,7 @@
 //! which never calls back into this room or any other.
 
 use crate::abi::*;
-use crate::{alloc, classes, events, jvm, lifecycle, objects, threads};
+use crate::{alloc, classes, events, jvm, objects, threads};
 use jvmti_bindings::sys::jni::jint;
 use jvmti_bindings::sys::jvmti::{self, jvmtiEvent};
 use std::ffi::c_void;
@@ -178,7 +178,7 @@ fn switch(event: jint, on: bool) -> Result<(), String> {
             | JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC
             | JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE,
             true,
-        ) => lifecycle::install_jni_hooks(),
+        ) => jvm::install_jni_hooks(),
         _ => Ok(()),
     }
 }

@@ -47,6 +47,9 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
         table::install((d.interface)());
     }
     events::set_announcer(threads::ensure_current_announced);
+    if let Some(d) = DOORS.get() {
+        jvm::set_jni_hooks(d.jni_hooks);
+    }
     logger::init(opts.log);
     jvm::connect(vm)?;
     let leg = loader::load(&opts)?;
@@ -141,14 +144,7 @@ pub struct Doors {
 }
 static DOORS: OnceLock<Doors> = OnceLock::new();
 
-/// Installs the JNI function hooks (allocations by native code, JNI global references), once
-/// a room needs them.
-pub fn install_jni_hooks() -> Result<(), String> {
-    match DOORS.get() {
-        Some(d) => (d.jni_hooks)(),
-        None => Err("the shim has not started".into()),
-    }
-}
+
 
 /// JVMTI DataDumpRequest (SIGQUIT, `jcmd <pid> Thread.print`): DATA_DUMP_REQUEST, then
 /// DATA_RESET_REQUEST, as HotSpot 1.5 sent them both on the same signal.

@@ -193,6 +193,22 @@ pub fn set_agent_hook(on: bool) -> Result<()> {
     unsafe { h.set_event_notification_mode(on, jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, std::ptr::null_mut()) }
 }
 
+/// The JNI function interception (`vm::jnihooks`), registered at start-up by the entry points.
+static JNI_HOOKS: OnceLock<fn() -> std::result::Result<(), String>> = OnceLock::new();
+
+pub fn set_jni_hooks(install: fn() -> std::result::Result<(), String>) {
+    let _ = JNI_HOOKS.set(install);
+}
+
+/// Installs the JNI function hooks (allocations by native code, JNI global references), once a
+/// room needs them.
+pub fn install_jni_hooks() -> std::result::Result<(), String> {
+    match JNI_HOOKS.get() {
+        Some(install) => install(),
+        None => Err("the JNI function hooks are not registered".into()),
+    }
+}
+
 pub fn real_vm() -> Option<RealVm> {
     REAL_VM.get().copied()
 }
