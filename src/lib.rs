@@ -37,7 +37,7 @@ pub mod vm;
 // The one-hop index: every room by its own name.
 pub use face::{abi, events, ids, interface, table};
 pub use rooms::{
-    alloc, calltrace, classes, control, deaths, gc, hooks, lifecycle, lines, loader, monitors, natives, objects, options, threads,
+    alloc, calltrace, classes, control, deaths, gc, hooks, lifecycle, lines, loader, monitors, natives, objects, options, report, threads,
 };
 pub use vm::{bci, callbacks, jnihooks, jvm, logger};
 

@@ -11,7 +11,7 @@
 //! with [`set_announcer`].
 
 use crate::abi::*;
-use crate::face::table;
+use crate::face::{record, table};
 use crate::jvm;
 use jvmti_bindings::sys::jni::{jint, JNIEnv};
 use jvmti_bindings::sys::jvmti;
@@ -113,8 +113,15 @@ fn deliver(ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
     let sent = match (open, table::notify_event()) {
         (true, Some(f)) => {
             // The caller owns every buffer `ev` points into, for the duration of the call.
-            // SAFETY: `ev` is a fully initialised JVMPI_Event (see above); `f` is the agent's NotifyEvent.
-            jvm::as_agent(|| unsafe { f(ev) });
+            if record::on() {
+                let t = Instant::now();
+                // SAFETY: `ev` is a fully initialised JVMPI_Event (see above); `f` is the agent's NotifyEvent.
+                jvm::as_agent(|| unsafe { f(ev) });
+                record::event(ev, t.elapsed().as_nanos() as u64);
+            } else {
+                // SAFETY: as above.
+                jvm::as_agent(|| unsafe { f(ev) });
+            }
             true
         }
         _ => false,
@@ -172,8 +179,12 @@ pub fn close() -> bool {
 pub fn send_last(ev: &mut JVMPI_Event) {
     if READY.load(SeqCst) {
         if let Some(f) = table::notify_event() {
+            let t = Instant::now();
             // SAFETY: as in `deliver`; this is the last call the shim makes into the agent.
             unsafe { f(ev) };
+            if record::on() {
+                record::event(ev, t.elapsed().as_nanos() as u64);
+            }
         }
     }
 }

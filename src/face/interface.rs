@@ -15,6 +15,7 @@
 //! | jobjectID2jobject, jobject2jobjectID       | `ids`         |
 
 use crate::abi::*;
+use crate::face::record::{self, Val};
 use crate::{calltrace, classes, control, events, gc, guard, ids, jvm, lifecycle, monitors, threads};
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jmethodID, jobject, JNIEnv, JNI_ERR};
 use std::ffi::{c_char, c_void};
@@ -57,20 +58,90 @@ pub fn doors() -> JVMPI_Interface {
 
 // ---- the doors ---------------------------------------------------------------------------------
 
+/// A door: runs the room's code under `guard` and, when recording is on (report or trace),
+/// records the call, its arguments and what the agent got back.
+fn door<R: Copy>(
+    args: &[(&'static str, Val)],
+    outcome: fn(&'static str, &[(&'static str, Val)], R) -> (Val, Option<i64>),
+    name: &'static str,
+    fallback: R,
+    body: impl FnOnce() -> R,
+) -> R {
+    let r = guard(name, fallback, body);
+    if record::on() {
+        let (v, err) = outcome(name, args, r);
+        record::call(name, jvm::current_jni().map_or(0, |e| e as usize), args, v, err);
+    }
+    r
+}
+
+/// How a door's result reads in the record: the value, and the failure value if it is one.
+mod outcome {
+    use super::*;
+    pub fn unit(_: &'static str, _: &[(&'static str, Val)], _: ()) -> (Val, Option<i64>) {
+        (Val::None, None)
+    }
+    pub fn unit_trace(_: &'static str, _: &[(&'static str, Val)], _: ()) -> (Val, Option<i64>) {
+        (Val::None, None)
+    }
+    /// A JVMPI or JNI result code: anything but 0 (JVMPI_SUCCESS, JNI_OK) is a failure.
+    pub fn code(_: &'static str, _: &[(&'static str, Val)], r: jint) -> (Val, Option<i64>) {
+        (Val::Int(r as i64), (r != 0).then_some(r as i64))
+    }
+    pub fn int(_: &'static str, _: &[(&'static str, Val)], r: jint) -> (Val, Option<i64>) {
+        (Val::Int(r as i64), None)
+    }
+    pub fn quiet(_: &'static str, _: &[(&'static str, Val)], _: jlong) -> (Val, Option<i64>) {
+        (Val::None, None)
+    }
+    pub fn boolean(_: &'static str, _: &[(&'static str, Val)], r: jboolean) -> (Val, Option<i64>) {
+        (Val::Int(r as i64), None)
+    }
+    pub fn ptr(_: &'static str, _: &[(&'static str, Val)], r: *mut c_void) -> (Val, Option<i64>) {
+        (Val::Ptr(r as usize), None)
+    }
+    pub fn monitor(_: &'static str, _: &[(&'static str, Val)], r: JVMPI_RawMonitor) -> (Val, Option<i64>) {
+        (Val::Monitor(r as usize), r.is_null().then_some(0))
+    }
+    /// An ID answer: NULL for an argument that was not NULL is a failure.
+    pub fn obj(_: &'static str, args: &[(&'static str, Val)], r: jobjectID) -> (Val, Option<i64>) {
+        let asked = args.first().is_none_or(|(_, v)| !matches!(v, Val::Ptr(0) | Val::Obj(0) | Val::Env(0) | Val::Method(0)));
+        (Val::Obj(r as usize), (r.is_null() && asked).then_some(0))
+    }
+    pub fn ptr_null_err(_: &'static str, args: &[(&'static str, Val)], r: jobject) -> (Val, Option<i64>) {
+        let asked = args.first().is_none_or(|(_, v)| !matches!(v, Val::Obj(0)));
+        (Val::Ptr(r as usize), (r.is_null() && asked).then_some(0))
+    }
+}
+
+/// The argument of RequestEvent, as the trace shows it.
+fn arg_val(event: jint, arg: *mut c_void) -> Val {
+    match event {
+        JVMPI_EVENT_HEAP_DUMP => Val::Ptr(arg as usize),
+        _ => Val::Obj(arg as usize),
+    }
+}
+
+/// The thread a GetCallTrace names.
+fn unsafe_env(trace: *mut JVMPI_CallTrace) -> usize {
+    // SAFETY: a non-NULL trace is the agent's JVMPI_CallTrace (checked again inside the door).
+    unsafe { (*trace).env_id as usize }
+}
+
 unsafe extern "C" fn enable_event(event_type: jint, arg: *mut c_void) -> jint {
-    guard("EnableEvent", JVMPI_FAIL, || control::enable(event_type, arg))
+    door(&[("event", Val::Int(event_type as i64))], outcome::code, "EnableEvent", JVMPI_FAIL, || control::enable(event_type, arg))
 }
 
 unsafe extern "C" fn disable_event(event_type: jint, arg: *mut c_void) -> jint {
-    guard("DisableEvent", JVMPI_FAIL, || control::disable(event_type, arg))
+    door(&[("event", Val::Int(event_type as i64))], outcome::code, "DisableEvent", JVMPI_FAIL, || control::disable(event_type, arg))
 }
 
 unsafe extern "C" fn request_event(event_type: jint, arg: *mut c_void) -> jint {
-    guard("RequestEvent", JVMPI_FAIL, || control::request(event_type, arg))
+    door(&[("event", Val::Int(event_type as i64)), ("arg", arg_val(event_type, arg))], outcome::code, "RequestEvent", JVMPI_FAIL, || control::request(event_type, arg))
 }
 
 unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
-    guard("GetCallTrace", (), || {
+    door(&[("env", Val::Env(if trace.is_null() { 0 } else { unsafe_env(trace) })), ("depth", Val::Int(depth as i64))], outcome::unit_trace, "GetCallTrace", (), || {
         if trace.is_null() {
             log::warn!("GetCallTrace(NULL trace); ignored");
             return;
@@ -91,51 +162,51 @@ unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
 }
 
 unsafe extern "C" fn profiler_exit(code: jint) {
-    guard("ProfilerExit", (), || lifecycle::profiler_exit(code))
+    door(&[("code", Val::Int(code as i64))], outcome::unit, "ProfilerExit", (), || lifecycle::profiler_exit(code))
 }
 
 unsafe extern "C" fn raw_monitor_create(name: *mut c_char) -> JVMPI_RawMonitor {
-    guard("RawMonitorCreate", std::ptr::null_mut(), || monitors::create(jvm::c_str(name)))
+    door(&[("name", Val::Ptr(name as usize))], outcome::monitor, "RawMonitorCreate", std::ptr::null_mut(), || monitors::create(jvm::c_str(name)))
 }
 
 unsafe extern "C" fn raw_monitor_enter(m: JVMPI_RawMonitor) {
-    guard("RawMonitorEnter", (), || monitors::enter(m))
+    door(&[("monitor", Val::Monitor(m as usize))], outcome::unit, "RawMonitorEnter", (), || monitors::enter(m))
 }
 
 unsafe extern "C" fn raw_monitor_exit(m: JVMPI_RawMonitor) {
-    guard("RawMonitorExit", (), || monitors::exit(m))
+    door(&[("monitor", Val::Monitor(m as usize))], outcome::unit, "RawMonitorExit", (), || monitors::exit(m))
 }
 
 unsafe extern "C" fn raw_monitor_wait(m: JVMPI_RawMonitor, ms: jlong) {
-    guard("RawMonitorWait", (), || monitors::wait(m, ms))
+    door(&[("monitor", Val::Monitor(m as usize)), ("ms", Val::Int(ms))], outcome::unit, "RawMonitorWait", (), || monitors::wait(m, ms))
 }
 
 unsafe extern "C" fn raw_monitor_notify_all(m: JVMPI_RawMonitor) {
-    guard("RawMonitorNotifyAll", (), || monitors::notify_all(m))
+    door(&[("monitor", Val::Monitor(m as usize))], outcome::unit, "RawMonitorNotifyAll", (), || monitors::notify_all(m))
 }
 
 unsafe extern "C" fn raw_monitor_destroy(m: JVMPI_RawMonitor) {
-    guard("RawMonitorDestroy", (), || monitors::destroy(m))
+    door(&[("monitor", Val::Monitor(m as usize))], outcome::unit, "RawMonitorDestroy", (), || monitors::destroy(m))
 }
 
 unsafe extern "C" fn get_current_thread_cpu_time() -> jlong {
-    guard("GetCurrentThreadCpuTime", 0, threads::current_cpu_time)
+    door(&[], outcome::quiet, "GetCurrentThreadCpuTime", 0, threads::current_cpu_time)
 }
 
 unsafe extern "C" fn suspend_thread(env: *mut JNIEnv) {
-    guard("SuspendThread", (), || threads::suspend(env))
+    door(&[("env", Val::Env(env as usize))], outcome::unit, "SuspendThread", (), || threads::suspend(env))
 }
 
 unsafe extern "C" fn resume_thread(env: *mut JNIEnv) {
-    guard("ResumeThread", (), || threads::resume(env))
+    door(&[("env", Val::Env(env as usize))], outcome::unit, "ResumeThread", (), || threads::resume(env))
 }
 
 unsafe extern "C" fn get_thread_status(env: *mut JNIEnv) -> jint {
-    guard("GetThreadStatus", JVMPI_FAIL, || threads::status(env))
+    door(&[("env", Val::Env(env as usize))], outcome::int, "GetThreadStatus", JVMPI_FAIL, || threads::status(env))
 }
 
 unsafe extern "C" fn thread_has_run(env: *mut JNIEnv) -> jboolean {
-    guard("ThreadHasRun", 0, || threads::has_run(env))
+    door(&[("env", Val::Env(env as usize))], outcome::boolean, "ThreadHasRun", 0, || threads::has_run(env))
 }
 
 unsafe extern "C" fn create_system_thread(
@@ -143,45 +214,46 @@ unsafe extern "C" fn create_system_thread(
     priority: jint,
     f: Option<unsafe extern "C" fn(*mut c_void)>,
 ) -> jint {
-    guard("CreateSystemThread", JNI_ERR, || {
+    door(&[("name", Val::Ptr(name as usize)), ("priority", Val::Int(priority as i64))], outcome::code, "CreateSystemThread", JNI_ERR, || {
         threads::create_system_thread(&jvm::c_str(name).unwrap_or_default(), priority, f)
     })
 }
 
 unsafe extern "C" fn set_thread_local_storage(env: *mut JNIEnv, p: *mut c_void) {
-    guard("SetThreadLocalStorage", (), || threads::set_tls(env, p))
+    door(&[("env", Val::Env(env as usize)), ("ptr", Val::Ptr(p as usize))], outcome::unit, "SetThreadLocalStorage", (), || threads::set_tls(env, p))
 }
 
 unsafe extern "C" fn get_thread_local_storage(env: *mut JNIEnv) -> *mut c_void {
-    guard("GetThreadLocalStorage", std::ptr::null_mut(), || threads::get_tls(env))
+    door(&[("env", Val::Env(env as usize))], outcome::ptr, "GetThreadLocalStorage", std::ptr::null_mut(), || threads::get_tls(env))
 }
 
 unsafe extern "C" fn disable_gc() {
-    guard("DisableGC", (), gc::disable_gc)
+    door(&[], outcome::unit, "DisableGC", (), gc::disable_gc)
 }
 
 unsafe extern "C" fn enable_gc() {
-    guard("EnableGC", (), gc::enable_gc)
+    door(&[], outcome::unit, "EnableGC", (), gc::enable_gc)
 }
 
 unsafe extern "C" fn run_gc() {
-    guard("RunGC", (), gc::run_gc)
+    door(&[], outcome::unit, "RunGC", (), gc::run_gc)
 }
 
 unsafe extern "C" fn get_thread_object(env: *mut JNIEnv) -> jobjectID {
-    guard("GetThreadObject", std::ptr::null_mut(), || threads::get_thread_object(env))
+    door(&[("env", Val::Env(env as usize))], outcome::obj, "GetThreadObject", std::ptr::null_mut(), || threads::get_thread_object(env))
 }
 
 unsafe extern "C" fn get_method_class(m: jmethodID) -> jobjectID {
-    guard("GetMethodClass", std::ptr::null_mut(), || classes::method_class(m))
+    door(&[("method", Val::Method(m as usize))], outcome::obj, "GetMethodClass", std::ptr::null_mut(), || classes::method_class(m))
 }
 
 unsafe extern "C" fn jobject_id_to_jobject(id: jobjectID) -> jobject {
-    guard("jobjectID2jobject", std::ptr::null_mut(), || {
+    door(&[("id", Val::Obj(id as usize))], outcome::ptr_null_err, "jobjectID2jobject", std::ptr::null_mut(), || {
         if id.is_null() {
             return std::ptr::null_mut();
         }
         ids::object_of(id).unwrap_or_else(|e| {
+            record::refused("jobjectID2jobject");
             log::log!(events::edge_level(None), "jobjectID2jobject: {e}; NULL");
             std::ptr::null_mut()
         })
@@ -189,7 +261,7 @@ unsafe extern "C" fn jobject_id_to_jobject(id: jobjectID) -> jobject {
 }
 
 unsafe extern "C" fn jobject_to_jobject_id(obj: jobject) -> jobjectID {
-    guard("jobject2jobjectID", std::ptr::null_mut(), || {
+    door(&[("obj", Val::Ptr(obj as usize))], outcome::obj, "jobject2jobjectID", std::ptr::null_mut(), || {
         ids::id_of(obj).unwrap_or_else(|e| {
             log::log!(events::edge_level(None), "jobject2jobjectID: {e}; NULL");
             std::ptr::null_mut()
@@ -198,11 +270,11 @@ unsafe extern "C" fn jobject_to_jobject_id(obj: jobject) -> jobjectID {
 }
 
 unsafe extern "C" fn suspend_thread_list(count: jint, list: *mut *mut JNIEnv, results: *mut jint) {
-    guard("SuspendThreadList", (), || thread_list(count, list, results, true))
+    door(&[("count", Val::Int(count as i64))], outcome::unit, "SuspendThreadList", (), || thread_list(count, list, results, true))
 }
 
 unsafe extern "C" fn resume_thread_list(count: jint, list: *mut *mut JNIEnv, results: *mut jint) {
-    guard("ResumeThreadList", (), || thread_list(count, list, results, false))
+    door(&[("count", Val::Int(count as i64))], outcome::unit, "ResumeThreadList", (), || thread_list(count, list, results, false))
 }
 
 fn thread_list(count: jint, list: *mut *mut JNIEnv, results: *mut jint, suspend: bool) {

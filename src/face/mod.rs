@@ -10,4 +10,5 @@ pub mod abi;
 pub mod events;
 pub mod ids;
 pub mod interface;
+pub mod record;
 pub mod table;

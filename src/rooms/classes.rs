@@ -335,6 +335,7 @@ fn known_method(m: jmethodID) -> bool {
 /// `GetMethodClass`.
 pub fn method_class(m: jmethodID) -> jobjectID {
     if m.is_null() || !known_method(m) {
+        crate::face::record::refused("GetMethodClass");
         log::warn!("GetMethodClass({m:p}): not a method ID of a loaded class; NULL");
         return std::ptr::null_mut();
     }

@@ -9,6 +9,7 @@
 //! which never calls back into this room or any other.
 
 use crate::abi::*;
+use crate::face::record;
 use crate::{alloc, classes, events, jvm, objects, threads};
 use jvmti_bindings::sys::jni::jint;
 use jvmti_bindings::sys::jvmti::{self, jvmtiEvent};
@@ -95,7 +96,15 @@ fn explain_once(what: &str, event: jint, answer: &str, why: &str) {
     }
 }
 
-pub fn enable(event: jint, _arg: *mut c_void) -> jint {
+pub fn enable(event: jint, arg: *mut c_void) -> jint {
+    let r = enable_inner(event, arg);
+    if r == JVMPI_SUCCESS {
+        record::enabled_event(event);
+    }
+    r
+}
+
+fn enable_inner(event: jint, _arg: *mut c_void) -> jint {
     match support(event) {
         Support::NotAvailable(why) if is_dump(event) => {
             // HotSpot 1.5's answer too, for events that are only ever requested.
@@ -194,6 +203,7 @@ fn catch_up(event: jint) {
 }
 
 pub fn request(event: jint, arg: *mut c_void) -> jint {
+    record::requested_event(event);
     let r = match event {
         JVMPI_EVENT_CLASS_LOAD => classes::request(arg as jobjectID),
         JVMPI_EVENT_THREAD_START => threads::request(arg as jobjectID),

@@ -54,6 +54,11 @@ pub fn on_gc_finish() {
 static PEAK_QUEUED: AtomicUsize = AtomicUsize::new(0);
 static PEAK_BYTES: AtomicUsize = AtomicUsize::new(0);
 
+/// (most deaths ever queued, their bytes) — the report's memory figure.
+pub fn queue_peak() -> (usize, usize) {
+    (PEAK_QUEUED.load(Relaxed), PEAK_BYTES.load(Relaxed))
+}
+
 /// JVMTI ObjectFree (inside the collection on JDK 11, later on the Service Thread since 16).
 pub fn on_object_free(tag: jlong) {
     let mut q = DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner());

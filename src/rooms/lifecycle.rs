@@ -11,7 +11,8 @@
 //! capability can still be added.
 
 use crate::abi::*;
-use crate::{classes, control, events, gc, jvm, loader, logger, natives, options, table, threads};
+use crate::face::record;
+use crate::{classes, control, events, gc, jvm, loader, logger, natives, options, report, table, threads};
 use jvmti_bindings::sys::jni::{
     self, jboolean, jclass, jfieldID, jint, jmethodID, jthread, jthrowable, JNIEnv, JNINativeInterface_, JavaVM,
     JNI_EDETACHED, JNI_ERR, JNI_OK,
@@ -43,6 +44,15 @@ fn fatal(msg: &str) -> ! {
 /// Parses the options, loads the agent, sets up JVMTI. Errors are one-line messages.
 fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     let opts = options::parse(raw_options.as_deref())?;
+    if let Some(r) = &opts.report {
+        report::set_destination(r);
+    }
+    let trace = opts.trace.as_ref().map(|path| record::TraceConfig {
+        path: path.clone(),
+        families: opts.trace_events.clone(),
+        max_lines: opts.trace_max,
+    });
+    record::start(opts.report.is_some(), trace)?;
     if let Some(d) = DOORS.get() {
         table::install((d.interface)());
     }
@@ -131,6 +141,8 @@ pub fn vm_death(env: *mut JNIEnv) {
     if events::close() && events::enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
         events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, env));
     }
+    record::finish_trace();
+    report::write(None);
 }
 
 /// The doors the entry points hand to the start-up (see `lib.rs`).

@@ -21,4 +21,5 @@ pub mod monitors;
 pub mod natives;
 pub mod objects;
 pub mod options;
+pub mod report;
 pub mod threads;

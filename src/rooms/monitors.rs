@@ -43,6 +43,7 @@ fn me() -> u64 {
 fn get(h: JVMPI_RawMonitor, what: &str) -> Option<Arc<RawMon>> {
     let m = MONITORS.get(&(h as usize)).map(|m| m.clone());
     if m.is_none() {
+        crate::face::record::refused(what);
         log::warn!("{what}({h:p}): not a live raw monitor of this agent; ignored");
     }
     m
@@ -157,6 +158,7 @@ pub fn notify_all(h: JVMPI_RawMonitor) {
 
 pub fn destroy(h: JVMPI_RawMonitor) {
     let Some((_, m)) = MONITORS.remove(&(h as usize)) else {
+        crate::face::record::refused("RawMonitorDestroy");
         log::warn!("RawMonitorDestroy({h:p}): not a live raw monitor of this agent; ignored");
         return;
     };

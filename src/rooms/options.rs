@@ -2,8 +2,11 @@
 //!
 //! Syntax: `[log=<level>,]agent=<path-or-name>[:<agent options>]`
 //!
-//! * Shim options come first, comma-separated `key=value`. Today there is one: `log=`
-//!   (`error`, `warn` (default), `info`, `debug`).
+//! * Shim options come first, comma-separated `key=value`: `log=` (`off`, `error`, `warn`
+//!   (default), `info`, `debug`); `report=<file>` (the migration report at exit: `-` for
+//!   stderr, a name ending in `.json` for JSON); `trace=<file>` (every event and call as JSON
+//!   lines), `trace-events=<family>+<family>…` (keep only these: thread, class, object, gc,
+//!   monitor, method, jni, vm, call) and `trace-max=<lines>` (default 1000000).
 //! * `agent=` must be the last shim option: everything after it belongs to the legacy agent.
 //!   The library is named up to the first `:`; everything after that `:` is handed to the
 //!   agent's `JVM_OnLoad` byte for byte, exactly as `-Xrun<name>:<options>` did — commas, `=`
@@ -21,12 +24,24 @@ pub struct Options {
     /// The legacy agent's own options, byte for byte; `None` (the agent gets `NULL`) when
     /// `agent=` has no `:`.
     pub agent_options: Option<Vec<u8>>,
+    /// `report=`: where the migration report goes (`-` = stderr).
+    pub report: Option<String>,
+    /// `trace=`: the event trace file.
+    pub trace: Option<String>,
+    /// `trace-events=`: families kept in the trace (empty = all).
+    pub trace_events: Vec<String>,
+    /// `trace-max=`: the most lines a trace holds.
+    pub trace_max: u64,
 }
+
+/// Families a trace can keep.
+pub const TRACE_FAMILIES: [&str; 9] = ["thread", "class", "object", "gc", "monitor", "method", "jni", "vm", "call"];
 
 /// Parses the shim's options; the error is a one-line, user-facing message.
 pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
     let raw = raw.unwrap_or(b"");
     let mut log = LevelFilter::Warn;
+    let (mut report, mut trace, mut trace_events, mut trace_max) = (None, None, Vec::new(), 1_000_000u64);
     let mut rest = raw;
     loop {
         if rest.is_empty() {
@@ -50,7 +65,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                      the agent's own options go after a ':' (agent=<lib>:<options>)"
                 ));
             }
-            return Ok(Options { log, agent: name.to_string(), agent_options: opts });
+            return Ok(Options { log, agent: name.to_string(), agent_options: opts, report, trace, trace_events, trace_max });
         }
         let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
         let item = String::from_utf8_lossy(&rest[..end]).into_owned();
@@ -66,11 +81,22 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                     _ => return Err(format!("bad `log={v}`: use off, error, warn, info, debug or trace")),
                 }
             }
+            Some(("report", v)) if !v.is_empty() => report = Some(v.to_string()),
+            Some(("trace", v)) if !v.is_empty() => trace = Some(v.to_string()),
+            Some(("trace-events", v)) => {
+                trace_events = v.split('+').map(str::to_string).collect();
+                if let Some(bad) = trace_events.iter().find(|f| !TRACE_FAMILIES.contains(&f.as_str())) {
+                    return Err(format!("bad `trace-events`: unknown family `{bad}` (known: {})", TRACE_FAMILIES.join(", ")));
+                }
+            }
+            Some(("trace-max", v)) => {
+                trace_max = v.parse().map_err(|_| format!("bad `trace-max={v}`: a number of lines"))?;
+            }
             _ if item.is_empty() => return Err("empty option in the shim's options (two commas in a row?)".into()),
             _ => {
                 return Err(format!(
-                    "unknown shim option `{item}` (known: log=<level>, agent=<lib>[:<agent options>]; \
-                     agent= must come last)"
+                    "unknown shim option `{item}` (known: log=<level>, report=<file>, trace=<file>, \
+                     trace-events=<families>, trace-max=<lines>, agent=<lib>[:<agent options>]; agent= must come last)"
                 ))
             }
         }
@@ -109,5 +135,18 @@ mod tests {
             assert!(parse(Some(bad.as_bytes())).is_err(), "{bad:?} accepted");
         }
         assert!(parse(None).is_err());
+    }
+
+    #[test]
+    fn report_and_trace_options() {
+        let o = ok("report=r.json,trace=t.jsonl,trace-events=gc+thread,trace-max=10,agent=x:report=agent's");
+        assert_eq!(o.report.as_deref(), Some("r.json"));
+        assert_eq!(o.trace.as_deref(), Some("t.jsonl"));
+        assert_eq!(o.trace_events, vec!["gc", "thread"]);
+        assert_eq!(o.trace_max, 10);
+        assert_eq!(o.agent_options.as_deref(), Some(&b"report=agent's"[..]));
+        for bad in ["trace-events=gc+nope,agent=x", "trace-max=lots,agent=x"] {
+            assert!(parse(Some(bad.as_bytes())).is_err(), "{bad:?} accepted");
+        }
     }
 }

@@ -58,6 +58,7 @@ fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
             // A thread that has just ended, or the VM is going away: HotSpot answered quietly.
             log::debug!("{what}({env:p}): the thread has ended");
         } else {
+            crate::face::record::refused(what);
             log::warn!("{what}({env:p}): not the JNIEnv of a live thread known to the shim; ignored");
         }
     }
