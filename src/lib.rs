@@ -84,6 +84,18 @@ pub unsafe extern "system" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char
     guard("Agent_OnLoad", JNI_ERR, || lifecycle::agent_onload(vm, loader::option_bytes(options), doors()))
 }
 
+/// JVMTI entry point for a running JVM: `jcmd <pid> JVMTI.agent_load <path>/libjvmpi_shim.so
+/// <command>`. Commands: `dump` (DATA_DUMP_REQUEST), `reset` (DATA_RESET_REQUEST),
+/// `report[=<file>]` (the migration report now), or shim options ending in `agent=<lib>…`
+/// (attach a legacy agent to the running JVM). See `lifecycle::attach`.
+///
+/// # Safety
+/// Called by the JVM with its `JavaVM` and a NULL or NUL-terminated option string.
+#[no_mangle]
+pub unsafe extern "system" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
+    guard("Agent_OnAttach", JNI_ERR, || lifecycle::attach(vm, loader::option_bytes(options), doors()))
+}
+
 /// JVMTI entry point: the library is being unloaded (after VM death); nothing to release.
 ///
 /// # Safety

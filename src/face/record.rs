@@ -83,6 +83,8 @@ struct Trace {
     dropped: u64,
     ids: HashMap<(u8, usize), u64>,
     next: [u64; 5],
+    /// Class names from the CLASS_LOAD events traced so far (class ID → name).
+    class_names: HashMap<usize, String>,
 }
 
 static TRACE: Mutex<Option<Trace>> = Mutex::new(None);
@@ -101,6 +103,7 @@ pub fn start(report: bool, trace: Option<TraceConfig>) -> Result<(), String> {
             dropped: 0,
             ids: HashMap::new(),
             next: [0; 5],
+            class_names: HashMap::new(),
         });
         TRACING.store(true, Relaxed);
     }
@@ -269,6 +272,14 @@ pub fn event(ev: &JVMPI_Event, nanos: u64) {
     let fields = event_fields(ev);
     let mut g = TRACE.lock().unwrap_or_else(|p| p.into_inner());
     let Some(tr) = g.as_mut() else { return };
+    // SAFETY: the active member of the union is the one of `t`; the shim built the event.
+    unsafe {
+        if t == JVMPI_EVENT_CLASS_LOAD {
+            if let Some(n) = cstr(ev.u.class_load.class_name) {
+                tr.class_names.insert(ev.u.class_load.class_id as usize, n);
+            }
+        }
+    }
     if !tr.wants(family_of_event(t)) {
         return;
     }
@@ -286,6 +297,11 @@ pub fn event(ev: &JVMPI_Event, nanos: u64) {
             None => tr.norm(v),
         };
         body.push_str(&format!(",\"{k}\":{val}"));
+        if let (true, Val::Obj(c)) = (k == "class" && t != JVMPI_EVENT_CLASS_LOAD, v) {
+            if let Some(n) = tr.class_names.get(&c) {
+                body.push_str(&format!(",\"class_name\":{}", json_str(n)));
+            }
+        }
     }
     body.push('}');
     tr.line(body);

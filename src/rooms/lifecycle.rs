@@ -97,17 +97,24 @@ pub fn agent_onload(vm: *mut JavaVM, raw_options: Option<Vec<u8>>, doors: Doors)
 
 /// JVMTI VMInit: run the legacy `JVM_OnLoad`, open the gate (catch-up), send JVM_INIT_DONE.
 pub fn vm_init(env: *mut JNIEnv, thread: jthread) {
+    if let Err(msg) = start_agent(env, thread) {
+        fatal(&format!("{msg}: the JVM will not start"));
+    }
+}
+
+/// Runs the legacy `JVM_OnLoad`, opens the gate (catch-up), sends JVM_INIT_DONE.
+fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), String> {
     if INIT_RAN.swap(true, Ordering::AcqRel) {
-        return;
+        return Ok(());
     }
     threads::on_thread_start(env, thread);
-    let (Some(leg), Some(&vm)) = (loader::legacy(), VM.get()) else { return };
+    let (Some(leg), Some(&vm)) = (loader::legacy(), VM.get()) else { return Ok(()) };
     let rc = loader::call_onload(leg, vm as *mut JavaVM);
     if rc != JNI_OK {
-        fatal(&format!("legacy agent {}: JVM_OnLoad returned {rc} (JNI_ERR): the JVM will not start", leg.path));
+        return Err(format!("legacy agent {}: JVM_OnLoad returned {rc} (JNI_ERR)", leg.path));
     }
     if table::notify_event().is_none() {
-        fatal(&format!(
+        return Err(format!(
             "legacy agent {}: JVM_OnLoad returned without setting NotifyEvent in its JVMPI interface \
              (did it call GetEnv with JVMPI_VERSION_1?)",
             leg.path
@@ -121,6 +128,7 @@ pub fn vm_init(env: *mut JNIEnv, thread: jthread) {
     if events::enabled(JVMPI_EVENT_JVM_INIT_DONE) {
         events::send(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_INIT_DONE, env));
     }
+    Ok(())
 }
 
 /// JVMTI VMDeath: what is still owed is reported while the gate is open (classes nothing
@@ -165,6 +173,67 @@ pub fn data_dump_request() {
     for ev in [JVMPI_EVENT_DATA_DUMP_REQUEST, JVMPI_EVENT_DATA_RESET_REQUEST] {
         if events::enabled(ev) {
             events::send(&mut JVMPI_Event::new(ev, env));
+        }
+    }
+}
+
+/// `Agent_OnAttach`: a command for the running emulation, or a legacy agent to attach late.
+/// Errors are one line on the JVM's stderr and JNI_ERR, which `jcmd` shows as the return code.
+pub fn attach(vm: *mut JavaVM, raw_options: Option<Vec<u8>>, doors: Doors) -> jint {
+    logger::init(log::LevelFilter::Warn);
+    let text = String::from_utf8_lossy(raw_options.as_deref().unwrap_or(b"")).into_owned();
+    let running = events::is_ready() && !events::is_dead();
+    let (cmd, arg) = text.split_once('=').map_or((text.as_str(), None), |(c, a)| (c, Some(a)));
+    let command = |ev: jint| -> jint {
+        if !running {
+            log::error!("jcmd {text}: no legacy agent runs in this JVM (attach one with agent=<lib>[:<options>])");
+            return JNI_ERR;
+        }
+        let env = jvm::current_jni().unwrap_or(std::ptr::null_mut());
+        if events::enabled(ev) {
+            events::send(&mut JVMPI_Event::new(ev, env));
+        } else {
+            log::info!("jcmd {text}: the agent has not enabled {}; nothing sent", events::name(ev));
+        }
+        JNI_OK
+    };
+    match cmd {
+        "dump" if arg.is_none() => command(JVMPI_EVENT_DATA_DUMP_REQUEST),
+        "reset" if arg.is_none() => command(JVMPI_EVENT_DATA_RESET_REQUEST),
+        "report" => {
+            if report::destination().is_none() && arg.is_none() && !running {
+                log::error!("jcmd report: no legacy agent runs in this JVM, so there is nothing to report");
+                return JNI_ERR;
+            }
+            report::write(Some(arg.or(report::destination()).unwrap_or("-")));
+            JNI_OK
+        }
+        _ if text.contains("agent=") => {
+            if running || INIT_RAN.load(Ordering::Acquire) {
+                log::error!("jcmd agent=…: a legacy agent already runs in this JVM (one per shim; see README)");
+                return JNI_ERR;
+            }
+            let _ = DOORS.set(doors);
+            log::info!("attaching a legacy agent to the running JVM");
+            if agent_onload(vm, raw_options, doors) != JNI_OK {
+                return JNI_ERR;
+            }
+            let (Some(env), Ok(t)) = (jvm::current_jni(), jvm::current_thread()) else {
+                log::error!("jcmd agent=…: the attaching thread has no JNIEnv");
+                return JNI_ERR;
+            };
+            match start_agent(env, t) {
+                Ok(()) => JNI_OK,
+                Err(msg) => {
+                    // The JVM keeps running: the agent simply does not start.
+                    log::error!("{msg}; the agent was not attached");
+                    JNI_ERR
+                }
+            }
+        }
+        _ => {
+            log::error!("jcmd: unknown jvmpi-shim command `{text}` (known: dump, reset, report[=<file>], [<shim options>,]agent=<lib>[:<options>])");
+            JNI_ERR
         }
     }
 }
