@@ -23,6 +23,9 @@
 //! | [`lines`]     | bytecode index → source line, method line ranges, the line-table cache   |
 //! | [`calltrace`] | GetCallTrace                                                              |
 //! | [`monitors`]  | raw monitors and RAW_MONITOR_CONTENDED_* events                           |
+//! | [`javamonitors`] | Java monitors: MONITOR_CONTENDED_ENTER/ENTERED/EXIT, MONITOR_WAIT/WAITED |
+//! | [`compiled`]  | COMPILED_METHOD_LOAD/UNLOAD with line tables, and their catch-up         |
+//! | [`reset`]     | DATA_RESET_REQUEST on SIGUSR1                                             |
 //! | [`natives`]   | JNI natives implemented by the agent library, bound as classes prepare    |
 //! | [`gc`]        | GC brackets, OBJECT_FREE, CLASS_UNLOAD, RunGC, Disable/EnableGC          |
 //! | [`deaths`]    | the compact queue of deaths waiting for a GC bracket                      |
@@ -36,11 +39,13 @@ pub mod bci;
 pub mod callbacks;
 pub mod calltrace;
 pub mod classes;
+pub mod compiled;
 pub mod deaths;
 pub mod events;
 pub mod gc;
 pub mod hooks;
 pub mod ids;
+pub mod javamonitors;
 pub mod interface;
 pub mod jnihooks;
 pub mod jvm;
@@ -51,6 +56,7 @@ pub mod logger;
 pub mod monitors;
 pub mod natives;
 pub mod objects;
+pub mod reset;
 pub mod options;
 pub mod threads;
 
