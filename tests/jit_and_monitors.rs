@@ -7,8 +7,6 @@ use std::collections::BTreeSet;
 
 const THREAD_START: i32 = 33;
 const CLASS_LOAD: i32 = 42;
-const COMPILED_METHOD_LOAD: i32 = 7;
-const COMPILED_METHOD_UNLOAD: i32 = 8;
 const DATA_DUMP_REQUEST: i32 = 44;
 const DATA_RESET_REQUEST: i32 = 45;
 const JVM_SHUT_DOWN: i32 = 47;
@@ -96,7 +94,6 @@ fn java_monitor_contention_and_waits() {
         ev.extend(MONITOR_EVENTS);
         let r = run(jdk, &opts(&ev), "JavaMonitors", &[], &[]);
         no_violations(&r);
-        eprintln!("{}", r.log);
         assert_eq!(monitor_script(&r, "blocker"), ["ENTER ContendedLock", "ENTERED ContendedLock"], "{}", r.describe());
         assert_eq!(monitor_script(&r, "holder"), ["EXIT ContendedLock"], "{}", r.describe());
         assert_eq!(monitor_script(&r, "waiter"), ["WAIT TimedLock 150", "WAITED TimedLock"], "{}", r.describe());
@@ -111,5 +108,19 @@ fn java_monitor_contention_and_waits() {
         // The exit is sent, in the entering thread, just before its CONTENDED_ENTERED.
         let order: Vec<&str> = r.lines_with("MON ").into_iter().filter(|l| l.contains("ContendedLock")).collect();
         assert!(order.len() == 3 && order[1].starts_with("MON EXIT") && order[2].starts_with("MON ENTERED"), "{order:#?}");
+    });
+}
+
+/// `kill -USR1 <pid>` sends DATA_RESET_REQUEST alone (no dump), from the shim's own thread; the
+/// JVM survives the signal.
+#[test]
+fn data_reset_request_on_sigusr1() {
+    for_each_jdk(|jdk| {
+        let r = run(jdk, &opts(&[THREAD_START, DATA_DUMP_REQUEST, DATA_RESET_REQUEST, JVM_SHUT_DOWN]), "ResetSignal", &[], &[]);
+        no_violations(&r);
+        assert!(r.stdout.contains("done"), "{}", r.describe());
+        assert_eq!(r.lines_with("RESET thread=JVMPI reset request").len(), 2, "{}", r.describe());
+        assert_eq!(r.count("RESET"), 2, "{}", r.describe());
+        assert_eq!(r.count("DUMP"), 0, "{}", r.describe());
     });
 }
