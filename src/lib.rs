@@ -23,6 +23,9 @@
 //! | [`lines`]     | bytecode index → source line, method line ranges, the line-table cache   |
 //! | [`calltrace`] | GetCallTrace                                                              |
 //! | [`monitors`]  | raw monitors and RAW_MONITOR_CONTENDED_* events                           |
+//! | [`javamonitors`] | Java monitors: MONITOR_CONTENDED_ENTER/ENTERED/EXIT, MONITOR_WAIT/WAITED |
+//! | [`compiled`]  | COMPILED_METHOD_LOAD/UNLOAD with line tables, and their catch-up         |
+//! | [`reset`]     | DATA_RESET_REQUEST on SIGUSR1                                             |
 //! | [`natives`]   | JNI natives implemented by the agent library, bound as classes prepare    |
 //! | [`gc`]        | GC brackets, OBJECT_FREE, CLASS_UNLOAD, RunGC, Disable/EnableGC          |
 //! | [`deaths`]    | the compact queue of deaths waiting for a GC bracket                      |
@@ -37,7 +40,7 @@ pub mod vm;
 // The one-hop index: every room by its own name.
 pub use face::{abi, events, ids, interface, table};
 pub use rooms::{
-    alloc, calltrace, classes, control, deaths, gc, hooks, lifecycle, lines, loader, monitors, natives, objects, options, report, threads,
+    alloc, calltrace, classes, compiled, control, deaths, gc, hooks, javamonitors, lifecycle, lines, loader, monitors, natives, objects, options, report, reset, threads,
 };
 pub use vm::{bci, callbacks, jnihooks, jvm, logger};
 

@@ -38,6 +38,10 @@ pub fn support(event: jint) -> Support {
         jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
         jvmti::JVMTI_EVENT_OBJECT_FREE,
     ];
+    const COMPILED: &[jvmtiEvent] = &[jvmti::JVMTI_EVENT_COMPILED_METHOD_LOAD, jvmti::JVMTI_EVENT_COMPILED_METHOD_UNLOAD];
+    const CONTENDED: &[jvmtiEvent] =
+        &[jvmti::JVMTI_EVENT_MONITOR_CONTENDED_ENTER, jvmti::JVMTI_EVENT_MONITOR_CONTENDED_ENTERED];
+    const WAITS: &[jvmtiEvent] = &[jvmti::JVMTI_EVENT_MONITOR_WAIT, jvmti::JVMTI_EVENT_MONITOR_WAITED];
     const NOT_YET: &str = "accepted as HotSpot 1.5 accepted it; this version of the shim has no source for it and never sends it";
     match event {
         JVMPI_EVENT_JVM_INIT_DONE | JVMPI_EVENT_JVM_SHUT_DOWN => Emulated(&[]),
@@ -65,17 +69,19 @@ pub fn support(event: jint) -> Support {
         JVMPI_EVENT_HEAP_DUMP | JVMPI_EVENT_MONITOR_DUMP | JVMPI_EVENT_OBJECT_DUMP => {
             NotAvailable("dump events are only sent on RequestEvent (JVMPI spec; HotSpot 1.5 answered the same)")
         }
+        // An unload goes only to code whose load the room saw: both need both JVMTI events.
+        JVMPI_EVENT_COMPILED_METHOD_LOAD | JVMPI_EVENT_COMPILED_METHOD_UNLOAD => Emulated(COMPILED),
+        JVMPI_EVENT_MONITOR_CONTENDED_ENTER => Emulated(&[jvmti::JVMTI_EVENT_MONITOR_CONTENDED_ENTER]),
+        JVMPI_EVENT_MONITOR_CONTENDED_ENTERED => Emulated(&[jvmti::JVMTI_EVENT_MONITOR_CONTENDED_ENTERED]),
+        // Emulated: the owner seen when a thread blocks, sent when that thread gets in.
+        JVMPI_EVENT_MONITOR_CONTENDED_EXIT => Emulated(CONTENDED),
+        JVMPI_EVENT_MONITOR_WAIT => Emulated(&[jvmti::JVMTI_EVENT_MONITOR_WAIT]),
+        // WAITED carries the time waited, measured from the wait's start.
+        JVMPI_EVENT_MONITOR_WAITED => Emulated(WAITS),
         JVMPI_EVENT_METHOD_ENTRY
         | JVMPI_EVENT_METHOD_ENTRY2
         | JVMPI_EVENT_METHOD_EXIT
-        | JVMPI_EVENT_COMPILED_METHOD_LOAD
-        | JVMPI_EVENT_COMPILED_METHOD_UNLOAD
-        | JVMPI_EVENT_INSTRUCTION_START
-        | JVMPI_EVENT_MONITOR_CONTENDED_ENTER
-        | JVMPI_EVENT_MONITOR_CONTENDED_ENTERED
-        | JVMPI_EVENT_MONITOR_CONTENDED_EXIT
-        | JVMPI_EVENT_MONITOR_WAIT
-        | JVMPI_EVENT_MONITOR_WAITED => Never(NOT_YET),
+        | JVMPI_EVENT_INSTRUCTION_START => Never(NOT_YET),
         _ => NotAvailable("no such JVMPI event"),
     }
 }
@@ -188,6 +194,7 @@ fn switch(event: jint, on: bool) -> Result<(), String> {
             | JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE,
             true,
         ) => jvm::install_jni_hooks(),
+        (JVMPI_EVENT_DATA_RESET_REQUEST, true) => crate::reset::arm(),
         _ => Ok(()),
     }
 }
@@ -198,6 +205,7 @@ fn catch_up(event: jint) {
     match event {
         JVMPI_EVENT_THREAD_START => threads::announce_all(),
         JVMPI_EVENT_CLASS_LOAD => classes::announce_all(),
+        JVMPI_EVENT_COMPILED_METHOD_LOAD | JVMPI_EVENT_COMPILED_METHOD_UNLOAD => crate::compiled::catch_up(),
         _ => {}
     }
 }
@@ -240,6 +248,9 @@ pub fn open_gate() {
     crate::hooks::offer_early();
     if events::enabled(JVMPI_EVENT_CLASS_LOAD) {
         catch_up(JVMPI_EVENT_CLASS_LOAD);
+    }
+    if events::enabled(JVMPI_EVENT_COMPILED_METHOD_LOAD) || events::enabled(JVMPI_EVENT_COMPILED_METHOD_UNLOAD) {
+        catch_up(JVMPI_EVENT_COMPILED_METHOD_LOAD);
     }
 }
 

@@ -10,10 +10,12 @@
 pub mod alloc;
 pub mod calltrace;
 pub mod classes;
+pub mod compiled;
 pub mod control;
 pub mod deaths;
 pub mod gc;
 pub mod hooks;
+pub mod javamonitors;
 pub mod lifecycle;
 pub mod lines;
 pub mod loader;
@@ -22,4 +24,5 @@ pub mod natives;
 pub mod objects;
 pub mod options;
 pub mod report;
+pub mod reset;
 pub mod threads;

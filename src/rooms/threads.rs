@@ -444,3 +444,10 @@ pub fn create_system_thread(name: &str, priority: jint, f: Option<SystemThreadFn
 pub fn jthread_of(env: *mut JNIEnv, what: &str) -> Option<jthread> {
     lookup(env, what).map(|r| r.jthread())
 }
+
+/// The JNIEnv of a live thread (a reference the caller owns), if the shim can find it.
+pub fn env_of(thread: jthread) -> Option<*mut JNIEnv> {
+    let jni = jvm::Jni::current()?;
+    let known = ids::tag_of(thread).ok().and_then(|tag| BY_TAG.get(&tag).map(|e| *e));
+    known.or_else(|| env_of_running_thread(&jni, thread)).map(|e| e as *mut JNIEnv)
+}

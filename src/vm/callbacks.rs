@@ -1,10 +1,10 @@
 //! The JVMTI callbacks: thin doors from the JVM into the rooms. Each converts its raw
 //! arguments once, catches panics, and calls safe code.
 
-use crate::{alloc, classes, gc, guard, hooks, jvm, lifecycle, natives, threads};
-use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, jthread, JNIEnv};
+use crate::{alloc, classes, compiled, gc, guard, hooks, javamonitors, jvm, lifecycle, natives, threads};
+use jvmti_bindings::sys::jni::{jboolean, jclass, jint, jlong, jmethodID, jobject, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti::{self, jvmtiEnv};
-use std::ffi::{c_char, c_uchar, CStr};
+use std::ffi::{c_char, c_uchar, c_void, CStr};
 
 pub fn table() -> jvmti::jvmtiEventCallbacks {
     let mut t = jvmti::jvmtiEventCallbacks::default();
@@ -20,6 +20,12 @@ pub fn table() -> jvmti::jvmtiEventCallbacks {
     t.ObjectFree = Some(object_free);
     t.DataDumpRequest = Some(data_dump_request);
     t.VMObjectAlloc = Some(vm_object_alloc);
+    t.CompiledMethodLoad = Some(compiled_method_load);
+    t.CompiledMethodUnload = Some(compiled_method_unload);
+    t.MonitorContendedEnter = Some(monitor_contended_enter);
+    t.MonitorContendedEntered = Some(monitor_contended_entered);
+    t.MonitorWait = Some(monitor_wait);
+    t.MonitorWaited = Some(monitor_waited);
     t
 }
 
@@ -180,4 +186,47 @@ unsafe extern "system" fn object_free(_j: *mut jvmtiEnv, tag: jlong) {
 
 unsafe extern "system" fn data_dump_request(_j: *mut jvmtiEnv) {
     guard("DataDumpRequest", (), lifecycle::data_dump_request)
+}
+
+unsafe extern "system" fn compiled_method_load(
+    _j: *mut jvmtiEnv,
+    method: jmethodID,
+    code_size: jint,
+    code_addr: *const c_void,
+    map_length: jint,
+    map: *const jvmti::jvmtiAddrLocationMap,
+    _compile_info: *const c_void,
+) {
+    guard("CompiledMethodLoad", (), || {
+        let map: Vec<(usize, jlong)> = if map.is_null() || map_length <= 0 {
+            Vec::new()
+        } else {
+            // SAFETY: JVMTI passes `map_length` entries at `map`, valid during the callback.
+            unsafe { std::slice::from_raw_parts(map, map_length as usize) }
+                .iter()
+                .map(|e| (e.start_address as usize, e.location))
+                .collect()
+        };
+        compiled::on_load(method, code_size, code_addr, &map)
+    })
+}
+
+unsafe extern "system" fn compiled_method_unload(_j: *mut jvmtiEnv, method: jmethodID, code_addr: *const c_void) {
+    guard("CompiledMethodUnload", (), || compiled::on_unload(method, code_addr))
+}
+
+unsafe extern "system" fn monitor_contended_enter(_j: *mut jvmtiEnv, env: *mut JNIEnv, _t: jthread, obj: jobject) {
+    guard("MonitorContendedEnter", (), || javamonitors::on_contended_enter(env, obj))
+}
+
+unsafe extern "system" fn monitor_contended_entered(_j: *mut jvmtiEnv, env: *mut JNIEnv, _t: jthread, obj: jobject) {
+    guard("MonitorContendedEntered", (), || javamonitors::on_contended_entered(env, obj))
+}
+
+unsafe extern "system" fn monitor_wait(_j: *mut jvmtiEnv, env: *mut JNIEnv, _t: jthread, obj: jobject, timeout: jlong) {
+    guard("MonitorWait", (), || javamonitors::on_wait(env, obj, timeout))
+}
+
+unsafe extern "system" fn monitor_waited(_j: *mut jvmtiEnv, env: *mut JNIEnv, _t: jthread, obj: jobject, _timed_out: jboolean) {
+    guard("MonitorWaited", (), || javamonitors::on_waited(env, obj))
 }

@@ -269,6 +269,8 @@ pub fn add_capabilities() -> std::result::Result<(), String> {
         can_generate_vm_object_alloc_events => set_can_generate_vm_object_alloc_events,
         can_get_bytecodes => set_can_get_bytecodes,
         can_get_constant_pool => set_can_get_constant_pool,
+        can_generate_compiled_method_load_events => set_can_generate_compiled_method_load_events,
+        can_generate_monitor_events => set_can_generate_monitor_events,
     );
     j.add_capabilities(&c).map_err(err_name)
 }
@@ -983,4 +985,23 @@ impl Jni {
             )),
         }
     }
+}
+
+// ---- compiled code and Java monitors ------------------------------------------------------------
+
+/// JVMTI `GenerateEvents(COMPILED_METHOD_LOAD)`: CompiledMethodLoad for every method compiled
+/// now, in the calling thread, before this returns.
+pub fn generate_compiled_method_loads() -> Result<()> {
+    env()?.generate_events(jvmti::JVMTI_EVENT_COMPILED_METHOD_LOAD)
+}
+
+/// The thread that owns the monitor of `obj` (a local reference), if any (JVMTI
+/// `GetObjectMonitorUsage`).
+pub fn monitor_owner(obj: jobject) -> Result<Option<jthread>> {
+    // SAFETY: facade contract: `obj` is a live reference.
+    let u = unsafe { env()?.get_object_monitor_usage(obj)? };
+    if let Some(jni) = Jni::current() {
+        u.waiters.iter().chain(u.notify_waiters.iter()).for_each(|&t| jni.delete_local_ref(t));
+    }
+    Ok((!u.owner.is_null()).then_some(u.owner))
 }
