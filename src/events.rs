@@ -11,7 +11,7 @@
 //! return, and only then sends `JVM_SHUT_DOWN`, which is always the last event.
 
 use crate::abi::*;
-use crate::{alloc, classes, gc, interface, jnihooks, jvm, objects, threads};
+use crate::{alloc, classes, dumps, gc, interface, jnihooks, jvm, objects, threads};
 use jvmti_bindings::sys::jni::jint;
 use jvmti_bindings::sys::jvmti::{self, jvmtiEvent};
 use std::ffi::c_void;
@@ -252,7 +252,9 @@ pub fn request(event: jint, arg: *mut c_void) -> jint {
         JVMPI_EVENT_CLASS_LOAD => classes::request(arg as jobjectID),
         JVMPI_EVENT_THREAD_START => threads::request(arg as jobjectID),
         JVMPI_EVENT_OBJECT_ALLOC => objects::request(arg as jobjectID),
-        JVMPI_EVENT_HEAP_DUMP | JVMPI_EVENT_MONITOR_DUMP | JVMPI_EVENT_OBJECT_DUMP => {
+        JVMPI_EVENT_HEAP_DUMP => dumps::request_heap_dump(arg),
+        JVMPI_EVENT_OBJECT_DUMP => dumps::request_object_dump(arg as jobjectID),
+        JVMPI_EVENT_MONITOR_DUMP => {
             log::warn!("RequestEvent({}): JVMPI_NOT_AVAILABLE: dumps are not emulated by this version", name(event));
             return JVMPI_NOT_AVAILABLE;
         }

@@ -26,6 +26,7 @@
 //! | [`natives`]   | JNI natives implemented by the agent library, bound as classes prepare    |
 //! | [`gc`]        | GC brackets, OBJECT_FREE, CLASS_UNLOAD, RunGC, Disable/EnableGC          |
 //! | [`deaths`]    | the compact queue of deaths waiting for a GC bracket                      |
+//! | [`dumps`]     | HEAP_DUMP, OBJECT_DUMP and MONITOR_DUMP in the JVMPI byte formats         |
 //! | [`callbacks`] | the JVMTI callbacks (doors into the rooms)                                |
 //! | [`jvm`]       | the JVMTI environment, capabilities, event switching, JVMTI/JNI facade   |
 //! | [`logger`]    | one-line messages on stderr                                               |
@@ -37,6 +38,7 @@ pub mod callbacks;
 pub mod calltrace;
 pub mod classes;
 pub mod deaths;
+pub mod dumps;
 pub mod events;
 pub mod gc;
 pub mod hooks;

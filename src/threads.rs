@@ -443,3 +443,8 @@ pub fn create_system_thread(name: &str, priority: jint, f: Option<SystemThreadFn
 pub fn jthread_of(env: *mut JNIEnv, what: &str) -> Option<jthread> {
     lookup(env, what).map(|r| r.jthread())
 }
+
+/// The JNIEnv of the thread whose object has this tag, if the shim knows the thread.
+pub fn env_by_tag(tag: jlong) -> Option<usize> {
+    BY_TAG.get(&tag).map(|e| *e)
+}
