@@ -29,6 +29,7 @@
 //! | [`natives`]   | JNI natives implemented by the agent library, bound as classes prepare    |
 //! | [`gc`]        | GC brackets, OBJECT_FREE, CLASS_UNLOAD, RunGC, Disable/EnableGC          |
 //! | [`deaths`]    | the compact queue of deaths waiting for a GC bracket                      |
+//! | [`dumps`]     | HEAP_DUMP, OBJECT_DUMP and MONITOR_DUMP in the JVMPI byte formats         |
 //! | [`callbacks`] | the JVMTI callbacks (doors into the rooms)                                |
 //! | [`jvm`]       | the JVMTI environment, capabilities, event switching, JVMTI/JNI facade   |
 //! | [`logger`]    | one-line messages on stderr                                               |
@@ -40,7 +41,7 @@ pub mod vm;
 // The one-hop index: every room by its own name.
 pub use face::{abi, events, ids, interface, table};
 pub use rooms::{
-    alloc, calltrace, classes, compiled, control, deaths, gc, hooks, javamonitors, lifecycle, lines, loader, monitors, natives, objects, options, report, reset, threads,
+    alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader, monitors, natives, objects, options, report, reset, threads,
 };
 pub use vm::{bci, callbacks, jnihooks, jvm, logger};
 

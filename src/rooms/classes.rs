@@ -56,7 +56,11 @@ impl ClassInfo {
         let is_array = sig.starts_with('[');
         let source = if is_array { String::new() } else { jvm::source_file(k).unwrap_or_default() };
         let mids = if is_array { Vec::new() } else { jvm::class_methods(k).map_err(e)? };
-        let fields = if is_array { Vec::new() } else { jvm::class_fields(k).map_err(e)? };
+        let mut fields = if is_array { Vec::new() } else { jvm::class_fields(k).map_err(e)? };
+        // JVMTI lists fields in declaration order; HotSpot 1.5 listed them in reverse, and its
+        // heap dumps write field values in that same order (see `dumps`): old parsers pair the
+        // two lists, so CLASS_LOAD keeps HotSpot's order.
+        fields.reverse();
         // HotSpot 1.5 described an array class with no interfaces, methods or fields.
         let interfaces = if is_array { 0 } else { jvm::interface_count(k).map_err(e)? as jint };
         let mut method_strings = Vec::with_capacity(mids.len());

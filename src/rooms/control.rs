@@ -10,7 +10,7 @@
 
 use crate::abi::*;
 use crate::face::record;
-use crate::{alloc, classes, events, jvm, objects, threads};
+use crate::{alloc, classes, dumps, events, jvm, objects, threads};
 use jvmti_bindings::sys::jni::jint;
 use jvmti_bindings::sys::jvmti::{self, jvmtiEvent};
 use std::ffi::c_void;
@@ -216,7 +216,9 @@ pub fn request(event: jint, arg: *mut c_void) -> jint {
         JVMPI_EVENT_CLASS_LOAD => classes::request(arg as jobjectID),
         JVMPI_EVENT_THREAD_START => threads::request(arg as jobjectID),
         JVMPI_EVENT_OBJECT_ALLOC => objects::request(arg as jobjectID),
-        JVMPI_EVENT_HEAP_DUMP | JVMPI_EVENT_MONITOR_DUMP | JVMPI_EVENT_OBJECT_DUMP => {
+        JVMPI_EVENT_HEAP_DUMP => dumps::request_heap_dump(arg),
+        JVMPI_EVENT_OBJECT_DUMP => dumps::request_object_dump(arg as jobjectID),
+        JVMPI_EVENT_MONITOR_DUMP => {
             log::warn!("RequestEvent({}): JVMPI_NOT_AVAILABLE: dumps are not emulated by this version", events::name(event));
             return JVMPI_NOT_AVAILABLE;
         }

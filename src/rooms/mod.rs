@@ -13,6 +13,7 @@ pub mod classes;
 pub mod compiled;
 pub mod control;
 pub mod deaths;
+pub mod dumps;
 pub mod gc;
 pub mod hooks;
 pub mod javamonitors;

@@ -1005,3 +1005,88 @@ pub fn monitor_owner(obj: jobject) -> Result<Option<jthread>> {
     }
     Ok((!u.owner.is_null()).then_some(u.owner))
 }
+
+// ---- heap, object and monitor dumps (the dumps room) ------------------------------------------
+
+/// Walks the heap graph with JVMTI `FollowReferences` (from the roots, or from `initial`). The
+/// callbacks run in one VM operation, at a safepoint, before this returns.
+///
+/// # Safety
+/// `cb`'s functions must accept `user_data` for the whole (synchronous) walk and may only use
+/// the callback-safe JVMTI functions.
+pub unsafe fn follow_references(initial: jobject, cb: &jvmti::jvmtiHeapCallbacks, user_data: *mut c_void) -> Result<()> {
+    // SAFETY: the caller's contract; `initial` is NULL or a live reference.
+    unsafe { env()?.follow_references(0, std::ptr::null_mut(), initial, cb, user_data as *const c_void) }
+}
+
+/// Suspends the listed threads (JVMTI `SuspendThreadList`); one result per thread.
+pub fn suspend_list(threads: &[jthread]) -> Result<Vec<Error>> {
+    // SAFETY: facade contract: live Thread references.
+    unsafe { env()?.suspend_thread_list(threads) }
+}
+
+/// Resumes the listed threads (JVMTI `ResumeThreadList`).
+pub fn resume_list(threads: &[jthread]) -> Result<Vec<Error>> {
+    // SAFETY: facade contract: live Thread references.
+    unsafe { env()?.resume_thread_list(threads) }
+}
+
+/// The direct superinterfaces of a class or interface (local references).
+pub fn interfaces(k: jclass) -> Result<Vec<jclass>> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_implemented_interfaces(k) }
+}
+
+/// Number of fields (static and instance) a class declares, as `GetClassFields` lists them.
+pub fn field_count(k: jclass) -> Result<usize> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_class_fields(k) }.map(|v| v.len())
+}
+
+/// (owner, entry count, threads waiting to enter, threads waiting to be notified) of an
+/// object's monitor (JVMTI `GetObjectMonitorUsage`); threads are local references.
+pub fn monitor_usage(obj: jobject) -> Result<(jthread, jint, Vec<jthread>, Vec<jthread>)> {
+    // SAFETY: facade contract: `obj` is a live reference.
+    let u = unsafe { env()?.get_object_monitor_usage(obj)? };
+    Ok((u.owner, u.entry_count, u.waiters, u.notify_waiters))
+}
+
+/// The monitors a thread owns (local references).
+pub fn owned_monitors(t: jthread) -> Result<Vec<jobject>> {
+    // SAFETY: facade contract: `t` is a live Thread reference.
+    unsafe { env()?.get_owned_monitor_info(t) }
+}
+
+/// The monitor a thread is blocked entering or waiting on, if any (a local reference).
+pub fn contended_monitor(t: jthread) -> Result<Option<jobject>> {
+    // SAFETY: facade contract: `t` is a live Thread reference.
+    unsafe { env()?.get_current_contended_monitor(t) }.map(|o| (!o.is_null()).then_some(o))
+}
+
+impl Jni {
+    /// The superclass of a class (NULL for java.lang.Object, interfaces and primitive types).
+    pub fn superclass(&self, k: jclass) -> jclass {
+        // SAFETY: facade contract: `k` is a live class reference.
+        unsafe { self.0.get_superclass(k) }.unwrap_or(std::ptr::null_mut())
+    }
+    /// The length of a live array.
+    pub fn array_length(&self, array: jobject) -> jint {
+        // SAFETY: facade contract: `array` is a live array reference.
+        unsafe { self.0.get_array_length(array) }
+    }
+    /// The value of a static object field (`Integer.TYPE`, …) of the class named `class`.
+    pub fn static_object(&self, class: &str, name: &str, sig: &str) -> Option<jobject> {
+        let _i = Internal::enter();
+        let k = self.0.find_class(class)?;
+        // SAFETY: `k` is a live class just found; the field is looked up by name and type.
+        let v = unsafe {
+            match self.0.get_static_field_id(k, name, sig) {
+                Some(f) => Some(self.0.get_static_object_field(k, f)),
+                None => None,
+            }
+        };
+        self.clear_exception();
+        self.delete_local_ref(k);
+        v.filter(|o| !o.is_null())
+    }
+}
