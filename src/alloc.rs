@@ -136,6 +136,12 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
     Ok(())
 }
 
+/// The allocation plan while allocations are tracked (the class-file hook applies it together
+/// with the other plans, see `methods::transform`).
+pub fn plan() -> Option<bci::AllocHooks<'static>> {
+    INSTRUMENTING.load(SeqCst).then_some(bci::AllocHooks { tracker: TRACKER })
+}
+
 /// Rewrites a class file for allocation tracking (from the class-file hook). None: unchanged.
 pub fn instrument(class_file: &[u8]) -> Option<Vec<u8>> {
     if !INSTRUMENTING.load(SeqCst) {

@@ -1,8 +1,8 @@
 //! The JVMTI callbacks: thin doors from the JVM into the rooms. Each converts its raw
 //! arguments once, catches panics, and calls safe code.
 
-use crate::{alloc, classes, gc, guard, hooks, jvm, lifecycle, natives, threads};
-use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, jthread, JNIEnv};
+use crate::{alloc, classes, gc, guard, hooks, jvm, lifecycle, methods, natives, threads};
+use jvmti_bindings::sys::jni::{jboolean, jclass, jint, jlong, jmethodID, jobject, jthread, jvalue, JNIEnv};
 use jvmti_bindings::sys::jvmti::{self, jvmtiEnv};
 use std::ffi::{c_char, c_uchar, CStr};
 
@@ -20,7 +20,24 @@ pub fn table() -> jvmti::jvmtiEventCallbacks {
     t.ObjectFree = Some(object_free);
     t.DataDumpRequest = Some(data_dump_request);
     t.VMObjectAlloc = Some(vm_object_alloc);
+    t.MethodEntry = Some(method_entry);
+    t.MethodExit = Some(method_exit);
     t
+}
+
+unsafe extern "system" fn method_entry(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread, m: jmethodID) {
+    guard("MethodEntry", (), || methods::on_jvmti_entry(env, thread, m))
+}
+
+unsafe extern "system" fn method_exit(
+    _j: *mut jvmtiEnv,
+    env: *mut JNIEnv,
+    _thread: jthread,
+    m: jmethodID,
+    _by_exception: jboolean,
+    _value: jvalue,
+) {
+    guard("MethodExit", (), || methods::on_jvmti_exit(env, m))
 }
 
 unsafe extern "system" fn vm_init(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread) {

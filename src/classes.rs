@@ -367,5 +367,5 @@ pub fn on_shim_class_hook(redefined: Option<jclass>, data: &[u8]) -> Option<Vec<
             lines::invalidate(&ms.iter().map(|&m| m as usize).collect::<Vec<_>>());
         }
     }
-    crate::alloc::instrument(data)
+    crate::methods::transform(data)
 }

@@ -11,7 +11,7 @@
 //! return, and only then sends `JVM_SHUT_DOWN`, which is always the last event.
 
 use crate::abi::*;
-use crate::{alloc, classes, gc, interface, jnihooks, jvm, objects, threads};
+use crate::{alloc, classes, gc, interface, jnihooks, jvm, methods, objects, threads};
 use jvmti_bindings::sys::jni::jint;
 use jvmti_bindings::sys::jvmti::{self, jvmtiEvent};
 use std::ffi::c_void;
@@ -67,12 +67,12 @@ pub fn support(event: jint) -> Support {
         JVMPI_EVENT_HEAP_DUMP | JVMPI_EVENT_MONITOR_DUMP | JVMPI_EVENT_OBJECT_DUMP => {
             NotAvailable("dump events are only sent on RequestEvent (JVMPI spec; HotSpot 1.5 answered the same)")
         }
-        JVMPI_EVENT_METHOD_ENTRY
-        | JVMPI_EVENT_METHOD_ENTRY2
-        | JVMPI_EVENT_METHOD_EXIT
-        | JVMPI_EVENT_COMPILED_METHOD_LOAD
+        JVMPI_EVENT_METHOD_ENTRY => Emulated(&[]),
+        JVMPI_EVENT_METHOD_ENTRY2 => Emulated(&[]),
+        JVMPI_EVENT_METHOD_EXIT => Emulated(&[]),
+        JVMPI_EVENT_INSTRUCTION_START => Emulated(&[]),
+        JVMPI_EVENT_COMPILED_METHOD_LOAD
         | JVMPI_EVENT_COMPILED_METHOD_UNLOAD
-        | JVMPI_EVENT_INSTRUCTION_START
         | JVMPI_EVENT_MONITOR_CONTENDED_ENTER
         | JVMPI_EVENT_MONITOR_CONTENDED_ENTERED
         | JVMPI_EVENT_MONITOR_CONTENDED_EXIT
@@ -233,6 +233,10 @@ fn switch(event: jint, on: bool) -> Result<(), String> {
             | JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE,
             true,
         ) => jnihooks::install(),
+        (
+            JVMPI_EVENT_METHOD_ENTRY | JVMPI_EVENT_METHOD_ENTRY2 | JVMPI_EVENT_METHOD_EXIT | JVMPI_EVENT_INSTRUCTION_START,
+            on,
+        ) => methods::switch(event, on),
         _ => Ok(()),
     }
 }

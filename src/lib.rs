@@ -22,6 +22,7 @@
 //! | [`hooks`]     | the agent's CLASS_LOAD_HOOK, for classes loaded before and after it ran  |
 //! | [`lines`]     | bytecode index → source line, method line ranges, the line-table cache   |
 //! | [`calltrace`] | GetCallTrace                                                              |
+//! | [`methods`]   | METHOD_ENTRY/ENTRY2/EXIT, INSTRUCTION_START (instrumentation or JVMTI)    |
 //! | [`monitors`]  | raw monitors and RAW_MONITOR_CONTENDED_* events                           |
 //! | [`natives`]   | JNI natives implemented by the agent library, bound as classes prepare    |
 //! | [`gc`]        | GC brackets, OBJECT_FREE, CLASS_UNLOAD, RunGC, Disable/EnableGC          |
@@ -48,6 +49,7 @@ pub mod lifecycle;
 pub mod lines;
 pub mod loader;
 pub mod logger;
+pub mod methods;
 pub mod monitors;
 pub mod natives;
 pub mod objects;

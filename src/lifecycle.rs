@@ -48,6 +48,7 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     let leg = loader::load(&opts)?;
     log::info!("legacy agent {} loaded", leg.path);
     jvm::add_capabilities().map_err(|e| format!("JVMTI capabilities: {e}"))?;
+    crate::methods::set_up(opts.methods_jvmti)?;
     jvm::set_callbacks(callbacks::table()).map_err(|e| format!("JVMTI callbacks: {}", jvm::err_name(e)))?;
     jvm::set_up_hook_env(callbacks::agent_class_file_load_hook, callbacks::early_class_file_load_hook)
         .map_err(|e| format!("JVMTI class-hook environment: {}", jvm::err_name(e)))?;

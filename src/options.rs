@@ -16,6 +16,9 @@ use log::LevelFilter;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     pub log: LevelFilter,
+    /// `methods=jvmti`: METHOD_ENTRY/ENTRY2/EXIT from JVMTI MethodEntry/MethodExit instead of
+    /// bytecode instrumentation (`methods=bci`, the default).
+    pub methods_jvmti: bool,
     /// `agent=` value up to the first `:`: a path (contains `/`) or a bare library name.
     pub agent: String,
     /// The legacy agent's own options, byte for byte; `None` (the agent gets `NULL`) when
@@ -27,6 +30,7 @@ pub struct Options {
 pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
     let raw = raw.unwrap_or(b"");
     let mut log = LevelFilter::Warn;
+    let mut methods_jvmti = false;
     let mut rest = raw;
     loop {
         if rest.is_empty() {
@@ -50,7 +54,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                      the agent's own options go after a ':' (agent=<lib>:<options>)"
                 ));
             }
-            return Ok(Options { log, agent: name.to_string(), agent_options: opts });
+            return Ok(Options { log, methods_jvmti, agent: name.to_string(), agent_options: opts });
         }
         let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
         let item = String::from_utf8_lossy(&rest[..end]).into_owned();
@@ -66,10 +70,17 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                     _ => return Err(format!("bad `log={v}`: use off, error, warn, info, debug or trace")),
                 }
             }
+            Some(("methods", v)) => {
+                methods_jvmti = match v {
+                    "bci" => false,
+                    "jvmti" => true,
+                    _ => return Err(format!("bad `methods={v}`: use bci (the default) or jvmti")),
+                }
+            }
             _ if item.is_empty() => return Err("empty option in the shim's options (two commas in a row?)".into()),
             _ => {
                 return Err(format!(
-                    "unknown shim option `{item}` (known: log=<level>, agent=<lib>[:<agent options>]; \
+                    "unknown shim option `{item}` (known: log=<level>, methods=bci|jvmti, agent=<lib>[:<agent options>]; \
                      agent= must come last)"
                 ))
             }

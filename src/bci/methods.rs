@@ -20,6 +20,8 @@ type I = Instruction;
 pub struct MethodHooks<'a> {
     /// Internal name of the tracker class, e.g. `"JvmpiShimMethods"`.
     pub tracker: &'a str,
+    /// Another class never to hook (e.g. the allocation tracker).
+    pub also_skip: &'a str,
     /// Entry, returns and exceptional exit.
     pub entry_exit: bool,
     /// Every instruction.
@@ -203,22 +205,7 @@ pub fn instrument_methods(
     hooks: &MethodHooks<'_>,
     next_index: &mut dyn FnMut(&str, &str, &[Lookup]) -> i32,
 ) -> Result<Option<Vec<u8>>, BciError> {
-    let mut ce = ClassEditor::parse(class_file)?;
-    if ce.class_name() == hooks.tracker {
-        return Ok(None);
-    }
-    for m in 0..ce.method_count() {
-        let Some(mut ed) = ce.method_editor(m)? else { continue };
-        let info = ce.method(m)?;
-        let probe = plan_probe(&ed, hooks);
-        let index = next_index(&info.name, &info.descriptor, &probe);
-        plan_method(&mut ce, m, &mut ed, hooks, index)?;
-        ce.commit(ed)?;
-    }
-    if !ce.is_modified() {
-        return Ok(None);
-    }
-    ce.to_bytes().map(Some)
+    instrument_class(class_file, None, Some((hooks, next_index)))
 }
 
 /// Applies every active plan to a class in one pass: allocation hooks first (an allocation is
@@ -232,7 +219,7 @@ pub fn instrument_class(
 ) -> Result<Option<Vec<u8>>, BciError> {
     let mut ce = ClassEditor::parse(class_file)?;
     let name = ce.class_name().to_string();
-    if alloc.is_some_and(|a| a.tracker == name) || methods.as_ref().is_some_and(|m| m.0.tracker == name) {
+    if alloc.is_some_and(|a| a.tracker == name) || methods.as_ref().is_some_and(|m| m.0.tracker == name || m.0.also_skip == name) {
         return Ok(None);
     }
     let mut methods = methods;
