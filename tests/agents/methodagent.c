@@ -11,7 +11,8 @@
  * events of classes whose name starts with PREFIX; default: count everything, log nothing),
  * trace (in METHOD_ENTRY of a logged method, check GetCallTrace: the entered method on top, at
  * its first line), count (print per-method entry counts at JVM_SHUT_DOWN instead of logging
- * each event), bench (count METHOD_ENTRY and METHOD_EXIT only, print the totals at shutdown).
+ * each event), bench (count METHOD_ENTRY and METHOD_EXIT only, print the totals at shutdown),
+ * off-again (disable the events again at the end of JVM_OnLoad).
  * The program's natives `MethodsProg.mark(Object)` and `MethodsProg.toggle(boolean)` are
  * implemented here.
  */
@@ -28,7 +29,7 @@ static JVMPI_Interface *jvmpi;
 static FILE *out;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char only[128];
-static int opt_trace, opt_count, opt_bench;
+static int opt_trace, opt_count, opt_bench, opt_off_again;
 static int want_entry, want_entry2, want_exit, want_insn;
 static volatile long entries, exits, entries2, insns;
 
@@ -182,6 +183,7 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
         else if (!strcmp(tok, "trace")) opt_trace = 1;
         else if (!strcmp(tok, "count")) opt_count = 1;
         else if (!strcmp(tok, "bench")) opt_bench = 1;
+        else if (!strcmp(tok, "off-again")) opt_off_again = 1;
         else if (!strncmp(tok, "enable=", 7)) {
             char *p = tok + 7;
             want_entry = want_entry2 = 0;
@@ -202,5 +204,7 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
         fprintf(stderr, "methodagent: an event was refused\n");
         return JNI_ERR;
     }
+    /* Enabled, then switched off again before the program runs (what stays behind costs). */
+    if (opt_off_again) set_events(0);
     return JNI_OK;
 }
