@@ -21,7 +21,9 @@
 //! | [`classes`]   | CLASS_LOAD, CLASS_UNLOAD, GetMethodClass, the shim's class-file hook     |
 //! | [`hooks`]     | the agent's CLASS_LOAD_HOOK, for classes loaded before and after it ran  |
 //! | [`lines`]     | bytecode index → source line, method line ranges, the line-table cache   |
+//! | [`methods`]   | METHOD_ENTRY/ENTRY2/EXIT and INSTRUCTION_START (bytecode or JVMTI)       |
 //! | [`calltrace`] | GetCallTrace                                                              |
+//! | [`methods`]   | METHOD_ENTRY/ENTRY2/EXIT, INSTRUCTION_START (instrumentation or JVMTI)    |
 //! | [`monitors`]  | raw monitors and RAW_MONITOR_CONTENDED_* events                           |
 //! | [`javamonitors`] | Java monitors: MONITOR_CONTENDED_ENTER/ENTERED/EXIT, MONITOR_WAIT/WAITED |
 //! | [`compiled`]  | COMPILED_METHOD_LOAD/UNLOAD with line tables, and their catch-up         |
@@ -41,7 +43,7 @@ pub mod vm;
 // The one-hop index: every room by its own name.
 pub use face::{abi, events, ids, interface, table};
 pub use rooms::{
-    alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader, monitors, natives, objects, options, report, reset, threads,
+    alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader, methods, monitors, natives, objects, options, report, reset, threads,
 };
 pub use vm::{bci, callbacks, jnihooks, jvm, logger};
 

@@ -30,7 +30,7 @@ use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use std::sync::{LazyLock, Mutex};
 
 pub const TRACKER: &str = "JvmpiShimTracker";
@@ -136,36 +136,10 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
     Ok(())
 }
 
-/// Classes rewritten for allocation tracking, and the time spent rewriting (the report's
-/// figures of the shim's own overhead).
-static REWRITTEN: AtomicU64 = AtomicU64::new(0);
-static REWRITE_NANOS: AtomicU64 = AtomicU64::new(0);
-
-/// (classes rewritten, nanoseconds spent rewriting) so far.
-pub fn rewrite_figures() -> (u64, u64) {
-    (REWRITTEN.load(Relaxed), REWRITE_NANOS.load(Relaxed))
-}
-
-/// Rewrites a class file for allocation tracking (from the class-file hook). None: unchanged.
-pub fn instrument(class_file: &[u8]) -> Option<Vec<u8>> {
-    if !INSTRUMENTING.load(SeqCst) {
-        return None;
-    }
-    let t = std::time::Instant::now();
-    let r = bci::instrument_allocations(class_file, &bci::AllocHooks { tracker: TRACKER });
-    REWRITE_NANOS.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
-    match r {
-        Ok(out) => {
-            if out.is_some() {
-                REWRITTEN.fetch_add(1, Relaxed);
-            }
-            out
-        }
-        Err(e) => {
-            log::info!("allocation sites of a class left uninstrumented: {e}");
-            None
-        }
-    }
+/// The allocation plan while allocations are tracked (the class-file hook applies it together
+/// with the other plans, see `methods::transform`).
+pub fn plan() -> Option<bci::AllocHooks<'static>> {
+    INSTRUMENTING.load(SeqCst).then_some(bci::AllocHooks { tracker: TRACKER })
 }
 
 /// Which path saw the allocation.

@@ -10,7 +10,7 @@
 
 use crate::abi::*;
 use crate::face::record;
-use crate::{alloc, classes, dumps, events, jvm, objects, threads};
+use crate::{alloc, classes, dumps, events, jvm, methods, objects, threads};
 use jvmti_bindings::sys::jni::jint;
 use jvmti_bindings::sys::jvmti::{self, jvmtiEvent};
 use std::ffi::c_void;
@@ -42,7 +42,6 @@ pub fn support(event: jint) -> Support {
     const CONTENDED: &[jvmtiEvent] =
         &[jvmti::JVMTI_EVENT_MONITOR_CONTENDED_ENTER, jvmti::JVMTI_EVENT_MONITOR_CONTENDED_ENTERED];
     const WAITS: &[jvmtiEvent] = &[jvmti::JVMTI_EVENT_MONITOR_WAIT, jvmti::JVMTI_EVENT_MONITOR_WAITED];
-    const NOT_YET: &str = "accepted as HotSpot 1.5 accepted it; this version of the shim has no source for it and never sends it";
     match event {
         JVMPI_EVENT_JVM_INIT_DONE | JVMPI_EVENT_JVM_SHUT_DOWN => Emulated(&[]),
         JVMPI_EVENT_THREAD_START | JVMPI_EVENT_THREAD_END => Emulated(&[]),
@@ -78,10 +77,10 @@ pub fn support(event: jint) -> Support {
         JVMPI_EVENT_MONITOR_WAIT => Emulated(&[jvmti::JVMTI_EVENT_MONITOR_WAIT]),
         // WAITED carries the time waited, measured from the wait's start.
         JVMPI_EVENT_MONITOR_WAITED => Emulated(WAITS),
-        JVMPI_EVENT_METHOD_ENTRY
-        | JVMPI_EVENT_METHOD_ENTRY2
-        | JVMPI_EVENT_METHOD_EXIT
-        | JVMPI_EVENT_INSTRUCTION_START => Never(NOT_YET),
+        JVMPI_EVENT_METHOD_ENTRY => Emulated(&[]),
+        JVMPI_EVENT_METHOD_ENTRY2 => Emulated(&[]),
+        JVMPI_EVENT_METHOD_EXIT => Emulated(&[]),
+        JVMPI_EVENT_INSTRUCTION_START => Emulated(&[]),
         _ => NotAvailable("no such JVMPI event"),
     }
 }
@@ -195,6 +194,10 @@ fn switch(event: jint, on: bool) -> Result<(), String> {
             true,
         ) => jvm::install_jni_hooks(),
         (JVMPI_EVENT_DATA_RESET_REQUEST, true) => crate::reset::arm(),
+        (
+            JVMPI_EVENT_METHOD_ENTRY | JVMPI_EVENT_METHOD_ENTRY2 | JVMPI_EVENT_METHOD_EXIT | JVMPI_EVENT_INSTRUCTION_START,
+            on,
+        ) => methods::switch(event, on),
         _ => Ok(()),
     }
 }

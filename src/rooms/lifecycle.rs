@@ -65,6 +65,7 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     let leg = loader::load(&opts)?;
     log::info!("legacy agent {} loaded", leg.path);
     jvm::add_capabilities().map_err(|e| format!("JVMTI capabilities: {e}"))?;
+    crate::methods::set_up(opts.methods_jvmti)?;
     let doors = *DOORS.get().ok_or("the shim's doors are missing")?;
     jvm::set_callbacks((doors.callbacks)()).map_err(|e| format!("JVMTI callbacks: {}", jvm::err_name(e)))?;
     jvm::set_up_hook_env(doors.agent_hook, doors.early_hook)

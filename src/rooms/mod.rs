@@ -20,6 +20,7 @@ pub mod javamonitors;
 pub mod lifecycle;
 pub mod lines;
 pub mod loader;
+pub mod methods;
 pub mod monitors;
 pub mod natives;
 pub mod objects;

@@ -19,6 +19,9 @@ use log::LevelFilter;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     pub log: LevelFilter,
+    /// `methods=jvmti`: METHOD_ENTRY/ENTRY2/EXIT from JVMTI MethodEntry/MethodExit instead of
+    /// bytecode instrumentation (`methods=bci`, the default).
+    pub methods_jvmti: bool,
     /// `agent=` value up to the first `:`: a path (contains `/`) or a bare library name.
     pub agent: String,
     /// The legacy agent's own options, byte for byte; `None` (the agent gets `NULL`) when
@@ -42,6 +45,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
     let raw = raw.unwrap_or(b"");
     let mut log = LevelFilter::Warn;
     let (mut report, mut trace, mut trace_events, mut trace_max) = (None, None, Vec::new(), 1_000_000u64);
+    let mut methods_jvmti = false;
     let mut rest = raw;
     loop {
         if rest.is_empty() {
@@ -65,7 +69,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                      the agent's own options go after a ':' (agent=<lib>:<options>)"
                 ));
             }
-            return Ok(Options { log, agent: name.to_string(), agent_options: opts, report, trace, trace_events, trace_max });
+            return Ok(Options { log, methods_jvmti, agent: name.to_string(), agent_options: opts, report, trace, trace_events, trace_max });
         }
         let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
         let item = String::from_utf8_lossy(&rest[..end]).into_owned();
@@ -79,6 +83,13 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                     "debug" => LevelFilter::Debug,
                     "trace" => LevelFilter::Trace,
                     _ => return Err(format!("bad `log={v}`: use off, error, warn, info, debug or trace")),
+                }
+            }
+            Some(("methods", v)) => {
+                methods_jvmti = match v {
+                    "bci" => false,
+                    "jvmti" => true,
+                    _ => return Err(format!("bad `methods={v}`: use bci (the default) or jvmti")),
                 }
             }
             Some(("report", v)) if !v.is_empty() => report = Some(v.to_string()),
@@ -95,7 +106,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
             _ if item.is_empty() => return Err("empty option in the shim's options (two commas in a row?)".into()),
             _ => {
                 return Err(format!(
-                    "unknown shim option `{item}` (known: log=<level>, report=<file>, trace=<file>, \
+                    "unknown shim option `{item}` (known: log=<level>, methods=bci|jvmti, report=<file>, trace=<file>, \
                      trace-events=<families>, trace-max=<lines>, agent=<lib>[:<agent options>]; agent= must come last)"
                 ))
             }

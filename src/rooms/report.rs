@@ -13,7 +13,7 @@
 //! `events` and `shim`; see the README ("Migration report") for every field.
 
 use crate::face::record;
-use crate::{alloc, events, gc};
+use crate::{events, gc, methods};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::Write;
@@ -145,7 +145,7 @@ pub fn json() -> Value {
             })
         })
         .collect();
-    let (rewritten, rewrite_ns) = alloc::rewrite_figures();
+    let (rewritten, rewrite_ns) = methods::rewrite_figures();
     let (queued, queue_bytes) = gc::queue_peak();
     json!({
         "version": 1,

@@ -1,8 +1,8 @@
 //! The JVMTI callbacks: thin doors from the JVM into the rooms. Each converts its raw
 //! arguments once, catches panics, and calls safe code.
 
-use crate::{alloc, classes, compiled, gc, guard, hooks, javamonitors, jvm, lifecycle, natives, threads};
-use jvmti_bindings::sys::jni::{jboolean, jclass, jint, jlong, jmethodID, jobject, jthread, JNIEnv};
+use crate::{alloc, classes, compiled, gc, guard, hooks, javamonitors, jvm, lifecycle, methods, natives, threads};
+use jvmti_bindings::sys::jni::{jboolean, jclass, jint, jlong, jmethodID, jobject, jthread, jvalue, JNIEnv};
 use jvmti_bindings::sys::jvmti::{self, jvmtiEnv};
 use std::ffi::{c_char, c_uchar, c_void, CStr};
 
@@ -26,7 +26,24 @@ pub fn table() -> jvmti::jvmtiEventCallbacks {
     t.MonitorContendedEntered = Some(monitor_contended_entered);
     t.MonitorWait = Some(monitor_wait);
     t.MonitorWaited = Some(monitor_waited);
+    t.MethodEntry = Some(method_entry);
+    t.MethodExit = Some(method_exit);
     t
+}
+
+unsafe extern "system" fn method_entry(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread, m: jmethodID) {
+    guard("MethodEntry", (), || methods::on_jvmti_entry(env, thread, m))
+}
+
+unsafe extern "system" fn method_exit(
+    _j: *mut jvmtiEnv,
+    env: *mut JNIEnv,
+    _thread: jthread,
+    m: jmethodID,
+    _by_exception: jboolean,
+    _value: jvalue,
+) {
+    guard("MethodExit", (), || methods::on_jvmti_exit(env, m))
 }
 
 unsafe extern "system" fn vm_init(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread) {
@@ -74,7 +91,7 @@ unsafe extern "system" fn class_file_load_hook(
         if let Some(k) = redefined {
             classes::on_redefine(k);
         }
-        if let Some(out) = alloc::instrument(bytes) {
+        if let Some(out) = methods::transform(bytes) {
             if let Ok(p) = jvm::jvmti_copy(&out) {
                 // SAFETY: JVMTI's out-parameters; `p` is JVMTI-allocated memory of `out.len()` bytes.
                 unsafe {

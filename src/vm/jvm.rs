@@ -1090,3 +1090,30 @@ impl Jni {
         v.filter(|o| !o.is_null())
     }
 }
+
+// ---- method events (the methods room) ------------------------------------------------------------
+
+/// The method running at `depth` frames below the current thread's top.
+pub fn frame_method(depth: jint) -> Result<jmethodID> {
+    // SAFETY: a NULL thread is the current thread.
+    unsafe { env()?.get_frame_location(std::ptr::null_mut(), depth) }.map(|(m, _)| m)
+}
+
+/// The receiver (`this`) of the method at `depth` in `thread`'s stack; None for a static or
+/// native method, or where JVMTI cannot tell. A local reference.
+pub fn frame_receiver(thread: jthread, depth: jint) -> Option<jobject> {
+    // SAFETY: facade contract: `thread` is a live thread reference (or NULL: the current thread).
+    unsafe { env().ok()?.get_local_instance(thread, depth) }.ok().filter(|o| !o.is_null())
+}
+
+/// The capabilities of the JVMTI path for method events (`methods=jvmti`): MethodEntry and
+/// MethodExit, and the receiver of a frame. Asked for only with that option: possessing them
+/// can slow the JVM down even while the events are off.
+pub fn add_method_event_capabilities() -> Result<()> {
+    let j = env()?;
+    let mut c = jvmti::jvmtiCapabilities::default();
+    c.set_can_generate_method_entry_events(true);
+    c.set_can_generate_method_exit_events(true);
+    c.set_can_access_local_variables(true);
+    j.add_capabilities(&c)
+}

@@ -32,48 +32,57 @@ pub fn instrument_allocations(class_file: &[u8], hooks: &AllocHooks) -> Result<O
     if ce.class_name() == hooks.tracker {
         return Ok(None);
     }
-    let is_object = ce.class_name() == "java/lang/Object";
     let mut refs: Option<(u16, u16)> = None;
     for m in 0..ce.method_count() {
         let Some(mut ed) = ce.method_editor(m)? else { continue };
-        let object_init = is_object && {
-            let info = ce.method(m)?;
-            info.name == "<init>" && info.descriptor == "()V"
-        };
-        let sites: Vec<usize> = ed
-            .instructions()
-            .iter()
-            .enumerate()
-            .filter(|(_, i)| matches!(i, Instruction::Newarray(_) | Instruction::Anewarray(_) | Instruction::Multianewarray(..)))
-            .map(|(k, _)| k)
-            .collect();
-        if sites.is_empty() && !object_init {
-            continue;
-        }
-        let (object_init_ref, new_array_ref) = match refs {
-            Some(r) => r,
-            None => {
-                let pool = ce.pool();
-                let r = (
-                    pool.method_ref(hooks.tracker, "objectInit", HOOK)?,
-                    pool.method_ref(hooks.tracker, "newArray", HOOK)?,
-                );
-                refs = Some(r);
-                r
-            }
-        };
-        if object_init {
-            ed.insert_before(0, &[Instruction::Aload_0, Instruction::Invokestatic(object_init_ref)])?;
-        }
-        for k in sites {
-            ed.insert_after(k, &[Instruction::Dup, Instruction::Invokestatic(new_array_ref)])?;
-        }
+        plan_allocations(&mut ce, m, &mut ed, hooks, &mut refs)?;
         ce.commit(ed)?;
     }
     if !ce.is_modified() {
         return Ok(None);
     }
     ce.to_bytes().map(Some)
+}
+
+/// Adds the allocation plan to one method's editor (see [`instrument_allocations`]); `refs`
+/// caches the tracker's constants across the methods of a class.
+pub fn plan_allocations(
+    ce: &mut ClassEditor<'_>,
+    m: usize,
+    ed: &mut super::MethodEditor,
+    hooks: &AllocHooks,
+    refs: &mut Option<(u16, u16)>,
+) -> Result<(), BciError> {
+    let object_init = ce.class_name() == "java/lang/Object" && {
+        let info = ce.method(m)?;
+        info.name == "<init>" && info.descriptor == "()V"
+    };
+    let sites: Vec<usize> = ed
+        .instructions()
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| matches!(i, Instruction::Newarray(_) | Instruction::Anewarray(_) | Instruction::Multianewarray(..)))
+        .map(|(k, _)| k)
+        .collect();
+    if sites.is_empty() && !object_init {
+        return Ok(());
+    }
+    let (object_init_ref, new_array_ref) = match *refs {
+        Some(r) => r,
+        None => {
+            let pool = ce.pool();
+            let r = (pool.method_ref(hooks.tracker, "objectInit", HOOK)?, pool.method_ref(hooks.tracker, "newArray", HOOK)?);
+            *refs = Some(r);
+            r
+        }
+    };
+    if object_init {
+        ed.insert_before(0, &[Instruction::Aload_0, Instruction::Invokestatic(object_init_ref)])?;
+    }
+    for k in sites {
+        ed.insert_after(k, &[Instruction::Dup, Instruction::Invokestatic(new_array_ref)])?;
+    }
+    Ok(())
 }
 
 /// The tracker class (class file version 52, with StackMapTables):

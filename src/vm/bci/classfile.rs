@@ -64,6 +64,7 @@ enum Key {
     Utf8(Vec<u8>),
     Class(u16),
     String(u16),
+    Integer(i32),
     NameAndType(u16, u16),
     Field(u16, u16),
     Method(u16, u16),
@@ -75,6 +76,7 @@ fn key_of(c: &Constant<'_>) -> Option<Key> {
         Constant::Utf8(s) => Key::Utf8(s.as_bytes().to_vec()),
         Constant::Class(i) => Key::Class(*i),
         Constant::String(i) => Key::String(*i),
+        Constant::Integer(v) => Key::Integer(*v),
         Constant::NameAndType { name_index, descriptor_index } => Key::NameAndType(*name_index, *descriptor_index),
         Constant::FieldRef { class_index, name_and_type_index } => Key::Field(*class_index, *name_and_type_index),
         Constant::MethodRef { class_index, name_and_type_index } => Key::Method(*class_index, *name_and_type_index),
@@ -152,6 +154,11 @@ impl<'a> Pool<'a> {
     pub fn class_mutf8(&mut self, name: &[u8]) -> Result<u16, BciError> {
         let n = self.utf8_bytes(name)?;
         self.find_or_add(Constant::Class(n))
+    }
+
+    /// A CONSTANT_Integer.
+    pub fn integer(&mut self, v: i32) -> Result<u16, BciError> {
+        self.find_or_add(Constant::Integer(v))
     }
 
     pub fn string(&mut self, s: &str) -> Result<u16, BciError> {

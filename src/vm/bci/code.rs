@@ -258,6 +258,7 @@ pub struct MethodEditor {
     offsets: Vec<u32>,
     before: BTreeMap<usize, Vec<Instruction>>,
     after: BTreeMap<usize, Vec<Instruction>>,
+    catch_all: Option<Vec<Instruction>>,
 }
 
 /// Byte offset → instruction index, exactly.
@@ -321,7 +322,7 @@ impl MethodEditor {
                 }
             }
         }
-        Ok(MethodEditor { method, insns, offsets, before: BTreeMap::new(), after: BTreeMap::new() })
+        Ok(MethodEditor { method, insns, offsets, before: BTreeMap::new(), after: BTreeMap::new(), catch_all: None })
     }
 
     /// Index of the method in its class.
@@ -349,7 +350,7 @@ impl MethodEditor {
 
     /// True once something was inserted.
     pub fn has_edits(&self) -> bool {
-        !self.before.is_empty() || !self.after.is_empty()
+        !self.before.is_empty() || !self.after.is_empty() || self.catch_all.is_some()
     }
 
     fn check(&self, index: usize, code: &[Instruction]) -> Result<(), BciError> {
@@ -373,6 +374,25 @@ impl MethodEditor {
         if !code.is_empty() {
             self.before.entry(index).or_default().extend_from_slice(code);
         }
+        Ok(())
+    }
+
+    /// Adds a handler for any exception (catch type 0) that covers the whole original code and
+    /// everything inserted into it, except the code inserted before instruction 0 (so that a
+    /// method-entry hook placed there is not covered). The handler is the last entry of the
+    /// exception table (the method's own handlers are tried first) and is placed after the last
+    /// instruction: `code` runs with the exception on the stack (it must be straight-line and
+    /// leave the stack as it found it), then `athrow` rethrows it. Its stack map frame (class
+    /// files of version 50 and later) has no locals and `java/lang/Throwable` on the stack:
+    /// such a frame is accepted over every instruction, even where `this` is still
+    /// uninitialised in a constructor (the handler ends in `athrow`, which the verifier
+    /// requires of a handler covering a `super(…)` call). Replaces an earlier catch-all.
+    pub fn catch_all(&mut self, code: &[Instruction]) -> Result<(), BciError> {
+        if self.insns.is_empty() {
+            return Err(BciError::InvalidEdit("no code to cover".into()));
+        }
+        self.check(0, code)?;
+        self.catch_all = Some(code.to_vec());
         Ok(())
     }
 
@@ -724,6 +744,25 @@ fn state_falling_into(m: &Model, at: usize, initial: &Frame, cx: &SimContext<'_,
     Ok(st.frame())
 }
 
+/// The index of a constructor's chaining `invokespecial <init>` (`super(…)`/`this(…)`): the
+/// first one that initialises no object the method made with `new` (they nest like brackets).
+fn chaining_call(insns: &[Instruction], pool: &Pool<'_>) -> Option<usize> {
+    let mut open = 0usize;
+    for (k, i) in insns.iter().enumerate() {
+        match i {
+            I::New(_) => open += 1,
+            I::Invokespecial(ix) if pool.get_member(*ix).is_ok_and(|(n, _)| n.as_bytes() == b"<init>") => {
+                if open == 0 {
+                    return Some(k);
+                }
+                open -= 1;
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Widens every short branch whose target is out of reach, until all reach.
 fn widen(mut m: Model, initial: &Frame, ctx: &MethodContext, pool: &Pool<'_>) -> Result<(Model, Vec<u32>), BciError> {
     loop {
@@ -901,8 +940,42 @@ pub(crate) fn rewrite(raw: &[u8], rc: &RawCode, editor: MethodEditor, ctx: &Meth
         .map(|c| c.len()) // every instruction pushes at most 2 slots; see the fallback below
         .max()
         .unwrap_or(0);
+    // The catch-all range begins after the code inserted before instruction 0.
+    let covered_from = editor.before.get(&0).map_or(0, Vec::len);
+    let catch_all = editor.catch_all;
     let edits = Edits { before: editor.before, after: editor.after, ..Edits::default() };
-    let model = apply(model, &edits)?;
+    let mut model = apply(model, &edits)?;
+    if let Some(code) = catch_all {
+        // Where instruction j of the original code is in the new code.
+        let at = |j: usize| -> usize {
+            j + edits.before.range(..=j).map(|(_, v)| v.len()).sum::<usize>()
+                + edits.after.range(..j).map(|(_, v)| v.len()).sum::<usize>()
+        };
+        let throwable = || vec![frames::VType::object(b"java/lang/Throwable")];
+        // In a constructor, no handler may cover the `super(…)`/`this(…)` call (the verifier
+        // cannot give it a frame both before and after `this` is initialised): one handler
+        // covers the code before it, with `this` uninitialised, one the code after it.
+        let mut ranges = Vec::new();
+        if ctx.name == b"<init>" && ctx.class_name != b"java/lang/Object" {
+            let chain = chaining_call(&editor.insns, pool)
+                .ok_or_else(|| BciError::Unsupported("a constructor without a super(…)/this(…) call".into()))?;
+            if at(chain) > covered_from {
+                ranges.push((covered_from, at(chain), vec![frames::VType::UninitThis]));
+            }
+            ranges.push((at(chain) + 1, model.insns.len(), Vec::new()));
+        } else {
+            ranges.push((covered_from, model.insns.len(), Vec::new()));
+        }
+        for (start, end, locals) in ranges {
+            let handler = model.insns.len();
+            model.insns.extend(code.iter().cloned());
+            model.insns.push(I::Athrow);
+            model.handlers.push(Handler { start, end, handler, catch_type: 0 });
+            if ctx.major >= 50 {
+                model.frames.push((handler, Frame { locals, stack: throwable() }));
+            }
+        }
+    }
     let (model, pos) = widen(model, &initial, ctx, pool)?;
     let cx = SimContext { pool, class_name: &ctx.class_name, insns: &model.insns };
     let max_stack = match max_depth(&model, &cx) {

@@ -86,9 +86,14 @@ mod alloc;
 mod classfile;
 mod code;
 mod frames;
+mod methods;
 mod sites;
 
 pub use alloc::{instrument_allocations, tracker_class, tracker_class_counting, AllocHooks};
+pub use methods::{
+    branch_taken, instrument_class, instrument_methods, methods_tracker_class, plan_method, plan_probe, push_int, Lookup, MethodHooks,
+    TRACKER_METHODS,
+};
 pub use classfile::{ClassEditor, MethodInfo, Pool, ACC_STATIC};
 pub use sites::chaining_init_calls;
 pub use code::{branch_target, encoded_size, is_unconditional, targets, MethodEditor};

@@ -1012,3 +1012,144 @@ fn a_nop_before_every_instruction() {
         assert_eq!(strip(java(&orig, main)), strip(java(&new, main)), "{main}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The method plan
+
+/// A pure-Java stand-in for the methods tracker: prints one line per hook.
+const METHODS_TRACKER: &str = r#"
+public final class MTracker {
+    static StringBuilder log = new StringBuilder();
+    static boolean busy;
+    static void add(String s) { if (busy) return; busy = true; log.append(s).append('\n'); busy = false; }
+    public static void enter(int m) { add("enter " + m); }
+    public static void enterThis(Object o, int m) { add("enter " + m + " this=" + (o == null ? "null" : o.getClass().getName())); }
+    public static void exit(int m) { add("exit " + m); }
+    public static void insn(int m, int off) { add("insn " + m + " " + off); }
+    public static void ifInt(int v, int m, int off, int op) { add("if " + m + " " + off + " op=" + op + " " + v); }
+    public static void ifCmp(int a, int b, int m, int off, int op) { add("if " + m + " " + off + " op=" + op + " " + a + " " + b); }
+    public static void ifRef(Object o, int m, int off, int op) { add("if " + m + " " + off + " op=" + op + " " + (o == null ? "null" : "obj")); }
+    public static void ifAcmp(Object a, Object b, int m, int off, int op) { add("if " + m + " " + off + " op=" + op + " " + (a == b)); }
+    public static void tableSwitch(int k, int m, int off, int lo, int hi) { add("tswitch " + m + " " + off + " " + k + " " + lo + " " + hi); }
+    public static void lookupSwitch(int k, int m, int off) { add("lswitch " + m + " " + off + " " + k); }
+    public static void dump() { System.out.print(log); }
+}"#;
+
+const CALLS: &str = r#"
+public class Calls {
+    final int v;
+    Calls(int x) { super(); v = check(x); }
+    Calls(String s) { this(Integer.parseInt(s)); }
+    static int check(int x) { if (x < 0) throw new IllegalArgumentException("neg"); return x; }
+    int twice() { return 2 * v; }
+    static int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+    static int thrower(int n) { if (n == 0) throw new RuntimeException("x"); return thrower(n - 1); }
+    static int catcher() { try { return thrower(2); } catch (RuntimeException e) { return -1; } }
+    static String sw(int k, Object o) {
+        switch (k) { case 1: return "one"; case 2: return "two"; case 3: return "three"; }
+        switch (k) { case 100: return "hundred"; case -7: return "minus"; }
+        if (o == null) return "null";
+        if (o != "x") return "other";
+        return "x";
+    }
+    public static void main(String[] a) {
+        int r = fib(3) + catcher() + new Calls(5).twice() + new Calls("7").twice();
+        try { new Calls(-1); } catch (IllegalArgumentException e) { r += 100; }
+        System.out.println("result " + r + " " + sw(2, null) + sw(100, "x") + sw(9, new Object()));
+        MTracker.dump();
+    }
+}"#;
+
+#[test]
+fn method_plan_entry_exit_exceptions_and_instructions() {
+    let tmp = TempDir::new("methods");
+    let orig = javac(&tmp, &[("Calls.java", CALLS), ("MTracker.java", METHODS_TRACKER)]);
+    let names = std::cell::RefCell::new(Vec::<String>::new());
+    let hooks = |instructions| MethodHooks { tracker: "MTracker", also_skip: "", entry_exit: true, instructions };
+    for instructions in [false, true] {
+        names.borrow_mut().clear();
+        let dir = rewrite_dir(&tmp, &orig, if instructions { "insn" } else { "calls" }, &|f, bytes| {
+            if !f.starts_with("Calls") {
+                return None;
+            }
+            let mut next = |n: &str, d: &str, _: &[Lookup]| {
+                let mut v = names.borrow_mut();
+                v.push(format!("{n}{d}"));
+                v.len() as i32 - 1
+            };
+            instrument_class(bytes, None, Some((&hooks(instructions), &mut next))).unwrap()
+        });
+        let out = java(&dir, "Calls");
+        let names = names.borrow();
+        let id = |n: &str| names.iter().position(|x| x.starts_with(n)).unwrap_or_else(|| panic!("{n} in {names:?}"));
+        let mut lines = out.lines();
+        assert_eq!(lines.next(), Some("result 125 twohundredother"), "{out}");
+        let events: Vec<&str> = lines.collect();
+        // Every enter has its exit, properly nested (main's exit is after the dump).
+        let mut stack = Vec::new();
+        let mut count = std::collections::HashMap::<usize, usize>::new();
+        for e in events.iter().filter(|e| e.starts_with("enter ") || e.starts_with("exit ")) {
+            let m: usize = e.split_whitespace().nth(1).unwrap().parse().unwrap();
+            if e.starts_with("enter") {
+                stack.push(m);
+                *count.entry(m).or_default() += 1;
+            } else {
+                assert_eq!(stack.pop(), Some(m), "unbalanced exit {e}\n{out}");
+            }
+        }
+        assert_eq!(stack, vec![id("main")], "{out}");
+        assert_eq!(count[&id("fib")], 5);
+        assert_eq!(count[&id("thrower")], 3);
+        assert_eq!(count[&id("catcher")], 1);
+        assert_eq!(count[&id("check")], 3);
+        assert_eq!(count[&id("<init>(I)V")], 3);
+        assert_eq!(count[&id("<init>(Ljava/lang/String;)V")], 1);
+        assert!(events.contains(&format!("enter {} this=Calls", id("twice")).as_str()), "{out}");
+        if instructions {
+            // Offsets are those of the original code.
+            let raw = std::fs::read(orig.join("Calls.class")).unwrap();
+            let ce = ClassEditor::parse(&raw).unwrap();
+            let m = ce.find_method("fib", "(I)I").unwrap();
+            let ed = ce.method_editor(m).unwrap().unwrap();
+            let fib = id("fib");
+            let first: Vec<u32> = events
+                .iter()
+                .filter_map(|e| e.strip_prefix(&format!("insn {fib} ")).or(e.strip_prefix(&format!("if {fib} "))))
+                .take(3)
+                .map(|s| s.split_whitespace().next().unwrap().parse().unwrap())
+                .collect();
+            assert_eq!(first, vec![ed.original_offset(0), ed.original_offset(1), ed.original_offset(2)], "{out}");
+            let sw = id("sw");
+            assert!(events.iter().any(|e| e.starts_with(&format!("tswitch {sw} ")) && e.ends_with(" 2 1 3")), "{out}");
+            assert!(events.iter().any(|e| e.starts_with(&format!("lswitch {sw} ")) && e.ends_with(" 100")), "{out}");
+            // fib(3): n < 2 compares (if_icmpge, 0xa2) with operands n and 2.
+            assert!(events.iter().any(|e| e.starts_with(&format!("if {fib} ")) && e.ends_with("op=162 3 2")), "{out}");
+            assert!(events.iter().any(|e| e.starts_with(&format!("if {sw} ")) && e.contains("op=199 obj")), "{out}");
+        }
+    }
+}
+
+#[test]
+fn catch_all_covers_the_code_after_the_entry_hook() {
+    let tmp = TempDir::new("catchall");
+    let orig = javac(&tmp, &[("Calls.java", CALLS), ("MTracker.java", METHODS_TRACKER)]);
+    let raw = std::fs::read(orig.join("Calls.class")).unwrap();
+    let mut ce2 = ClassEditor::parse(&raw).unwrap();
+    let m = ce2.find_method("thrower", "(I)I").unwrap();
+    let mut ed = ce2.method_editor(m).unwrap().unwrap();
+    let n = ed.len();
+    plan_method(&mut ce2, m, &mut ed, &MethodHooks { tracker: "MTracker", also_skip: "", entry_exit: true, instructions: false }, 7).unwrap();
+    ce2.commit(ed).unwrap();
+    let bytes = ce2.to_bytes().unwrap();
+    let new = ClassEditor::parse(&bytes).unwrap();
+    let full = new.full_code(m).unwrap();
+    let (s, e, h, t) = *full.handlers.last().unwrap();
+    assert_eq!((s, t), (2, 0), "after `bipush 7; invokestatic enter`");
+    assert_eq!(e, h);
+    assert_eq!(h + 3, full.insns.len(), "handler: push, exit, athrow");
+    assert!(matches!(full.insns.last(), Some(Instruction::Athrow)));
+    let (at, f) = full.frames.last().unwrap();
+    assert_eq!(*at, h);
+    assert!(f.locals.is_empty() && f.stack == vec![VType::object(b"java/lang/Throwable")]);
+    assert!(full.insns.len() > n + 5);
+}
