@@ -9,6 +9,10 @@
 //! appeared earlier are announced by the catch-up when the event gate opens, before
 //! `JVM_INIT_DONE`. The shim's own JVMTI set-up happens earlier, in `Agent_OnLoad`, where every
 //! capability can still be added.
+//!
+//! Several agents: the first `Agent_OnLoad` sets everything up; each later one (one per further
+//! `-agentpath` of the shim) only loads its agent and installs its table (`add_agent`). At
+//! VMInit every agent's `JVM_OnLoad` runs in load order, then the gate opens once for all.
 
 use crate::abi::*;
 use crate::face::record;
