@@ -2,7 +2,9 @@
 //!
 //! The shim is a JVMTI agent (`-agentpath:libjvmpi_shim.so=agent=<lib>[:<options>]`) that loads
 //! a JVMPI agent, answers its `GetEnv(JVMPI_VERSION_1…)` with a complete `JVMPI_Interface`, and
-//! turns JVMTI callbacks into the JVMPI event stream. One room per JVMPI concept:
+//! turns JVMTI callbacks into the JVMPI event stream. Several `-agentpath` options load several
+//! agents (at most `table::MAX_AGENTS`), each with its own table, event mask and thread-local
+//! storage (see README, "Several agents in one JVM"). One room per JVMPI concept:
 //!
 //! | room          | what lives there                                                          |
 //! |---------------|---------------------------------------------------------------------------|

@@ -1,5 +1,11 @@
-//! The event gate: which events the agent has enabled, and the one path by which every event
-//! reaches the agent's `NotifyEvent`.
+//! The event gate: which events each agent has enabled, and the one path by which every event
+//! reaches an agent's `NotifyEvent`.
+//!
+//! Several agents: each has its own mask. An event goes to every agent whose mask has it, one
+//! after the other in load order, in the sending thread (each gets its own copy of the event);
+//! a requested event only to the agent whose `RequestEvent` is running in this thread
+//! ([`as_requester`]); while [`only`] runs (the catch-up of one agent), only to that agent.
+//! Rooms ask [`enabled`] (does any agent want it?) before building an event.
 //!
 //! Events flow only after the legacy `JVM_OnLoad` has returned (what happened before is
 //! replayed by the catch-up of the defining events, see `rooms::control`), and never after
@@ -11,30 +17,79 @@
 //! with [`set_announcer`].
 
 use crate::abi::*;
-use crate::face::{record, table};
+use crate::face::table::{self, MAX_AGENTS};
+use crate::face::record;
 use crate::jvm;
 use jvmti_bindings::sys::jni::{jint, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::OnceLock;
+use std::cell::Cell;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Which JVMPI events the agent has enabled (bit n = event n).
-static ENABLED: AtomicU64 = AtomicU64::new(0);
+/// Which JVMPI events each agent has enabled (bit n = event n), and their union.
+static ENABLED: [AtomicU64; MAX_AGENTS] = [const { AtomicU64::new(0) }; MAX_AGENTS];
+static ANY: AtomicU64 = AtomicU64::new(0);
+static UNION: Mutex<()> = Mutex::new(());
 
+/// Whether any agent has enabled `event`.
 pub fn enabled(event: jint) -> bool {
-    (0..64).contains(&event) && ENABLED.load(Relaxed) & (1 << event) != 0
+    (0..64).contains(&event) && ANY.load(Relaxed) & (1 << event) != 0
 }
 
-/// Sets or clears an event's bit (the control room does, on EnableEvent/DisableEvent).
-pub fn set_enabled(event: jint, on: bool) {
-    if (0..64).contains(&event) {
+/// Whether agent `a` has enabled `event`.
+pub fn enabled_for(a: usize, event: jint) -> bool {
+    (0..64).contains(&event) && a < MAX_AGENTS && ENABLED[a].load(Relaxed) & (1 << event) != 0
+}
+
+/// Sets or clears agent `a`'s bit for an event (the control room does, on EnableEvent/DisableEvent).
+pub fn set_enabled(a: usize, event: jint, on: bool) {
+    if (0..64).contains(&event) && a < MAX_AGENTS {
+        let _g = UNION.lock().unwrap_or_else(|p| p.into_inner());
         if on {
-            ENABLED.fetch_or(1 << event, SeqCst);
+            ENABLED[a].fetch_or(1 << event, SeqCst);
         } else {
-            ENABLED.fetch_and(!(1 << event), SeqCst);
+            ENABLED[a].fetch_and(!(1 << event), SeqCst);
+        }
+        ANY.store(ENABLED.iter().fold(0, |m, e| m | e.load(SeqCst)), SeqCst);
+    }
+}
+
+thread_local! {
+    /// The agents a non-requested event may go to from this thread (all, unless [`only`] runs).
+    static ONLY: Cell<u32> = const { Cell::new(!0) };
+    /// The agent whose RequestEvent runs in this thread.
+    static REQUESTER: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The agents (bit a = agent a) that receive `event` if it is sent from this thread now.
+pub fn listeners(event: jint) -> u32 {
+    if !enabled(event) {
+        return 0;
+    }
+    let mut m = 0;
+    for (a, e) in ENABLED.iter().enumerate() {
+        if e.load(Relaxed) & (1 << event) != 0 {
+            m |= 1 << a;
         }
     }
+    m & ONLY.with(|o| o.get())
+}
+
+/// Runs `f` with events from this thread going to agent `a` only (its catch-up).
+pub fn only<R>(a: usize, f: impl FnOnce() -> R) -> R {
+    let saved = ONLY.with(|o| o.replace(1 << a));
+    let r = f();
+    ONLY.with(|o| o.set(saved));
+    r
+}
+
+/// Runs `f` (agent `a`'s RequestEvent): the requested event goes to `a`.
+pub fn as_requester<R>(a: usize, f: impl FnOnce() -> R) -> R {
+    let saved = REQUESTER.with(|o| o.replace(a));
+    let r = f();
+    REQUESTER.with(|o| o.set(saved));
+    r
 }
 
 /// The JVMPI name of an event number, for log lines.
@@ -107,20 +162,20 @@ pub fn is_ready() -> bool {
     READY.load(SeqCst) && !DEAD.load(SeqCst)
 }
 
-fn deliver(ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
+fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
     IN_FLIGHT.fetch_add(1, SeqCst);
     let open = !DEAD.load(SeqCst) && (!needs_ready || READY.load(SeqCst));
-    let sent = match (open, table::notify_event()) {
+    let sent = match (open, table::notify_event(a)) {
         (true, Some(f)) => {
             // The caller owns every buffer `ev` points into, for the duration of the call.
             if record::on() {
                 let t = Instant::now();
                 // SAFETY: `ev` is a fully initialised JVMPI_Event (see above); `f` is the agent's NotifyEvent.
-                jvm::as_agent(|| unsafe { f(ev) });
+                table::within(a, || jvm::as_agent(|| unsafe { f(ev) }));
                 record::event(ev, t.elapsed().as_nanos() as u64);
             } else {
                 // SAFETY: as above.
-                jvm::as_agent(|| unsafe { f(ev) });
+                table::within(a, || jvm::as_agent(|| unsafe { f(ev) }));
             }
             true
         }
@@ -130,22 +185,36 @@ fn deliver(ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
     sent
 }
 
-/// Sends an event the agent enabled, in the current thread. The thread itself is announced
-/// first if the agent has not heard of it.
+/// Sends an event in the current thread to every agent that enabled it. The thread itself is
+/// announced first to each agent that has not heard of it.
 pub fn send(ev: &mut JVMPI_Event) -> bool {
-    if !is_ready() {
+    send_to(listeners(ev.event_type), ev)
+}
+
+/// Sends an event to the agents of `mask` (bit a = agent a), in load order; with more than one,
+/// each gets its own copy, so that what one agent writes into it does not reach the next.
+pub fn send_to(mask: u32, ev: &mut JVMPI_Event) -> bool {
+    if !is_ready() || mask == 0 {
         return false;
     }
     if let Some(announce) = ANNOUNCER.get() {
         announce(ev.env_id);
     }
-    deliver(ev, true)
+    if mask.is_power_of_two() {
+        return deliver(mask.trailing_zeros() as usize, ev, true);
+    }
+    let mut sent = false;
+    for a in (0..MAX_AGENTS).filter(|a| mask & (1 << a) != 0) {
+        let mut copy = JVMPI_Event { event_type: ev.event_type, env_id: ev.env_id, u: ev.u };
+        sent |= deliver(a, &mut copy, true);
+    }
+    sent
 }
 
-/// Sends an event the agent requested with `RequestEvent` (flag set here).
+/// Sends an event an agent requested with `RequestEvent` (flag set here), to that agent only.
 pub fn send_requested(ev: &mut JVMPI_Event) -> bool {
     ev.event_type |= JVMPI_REQUESTED_EVENT;
-    deliver(ev, false)
+    deliver(REQUESTER.with(|r| r.get()), ev, false)
 }
 
 /// Registers the function that announces the current thread to the agent (threads room).
@@ -175,15 +244,20 @@ pub fn close() -> bool {
     true
 }
 
-/// After [`close`]: delivers the last event (JVM_SHUT_DOWN) if the gate was ever open.
+/// After [`close`]: delivers the last event (JVM_SHUT_DOWN) to each agent that enabled it, in
+/// load order, if the gate was ever open.
 pub fn send_last(ev: &mut JVMPI_Event) {
-    if READY.load(SeqCst) {
-        if let Some(f) = table::notify_event() {
+    if !READY.load(SeqCst) {
+        return;
+    }
+    for a in (0..MAX_AGENTS).filter(|&a| enabled_for(a, ev.event_type)) {
+        if let Some(f) = table::notify_event(a) {
+            let mut copy = JVMPI_Event { event_type: ev.event_type, env_id: ev.env_id, u: ev.u };
             let t = Instant::now();
             // SAFETY: as in `deliver`; this is the last call the shim makes into the agent.
-            unsafe { f(ev) };
+            table::within(a, || unsafe { f(&mut copy) });
             if record::on() {
-                record::event(ev, t.elapsed().as_nanos() as u64);
+                record::event(&copy, t.elapsed().as_nanos() as u64);
             }
         }
     }

@@ -20,14 +20,29 @@ use crate::{calltrace, classes, control, events, gc, guard, ids, jvm, lifecycle,
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jmethodID, jobject, JNIEnv, JNI_ERR};
 use std::ffi::{c_char, c_void};
 
-/// The table of doors, installed once in `face::table` (the memory the agent is handed).
-pub fn doors() -> JVMPI_Interface {
+/// Agent `a`'s table of doors, installed once in `face::table` (the memory the agent is handed).
+///
+/// JVMPI functions receive no interface pointer, so the doors whose meaning depends on the
+/// calling agent (its event mask, its requests, its thread-local storage, its threads) exist
+/// once per agent: `enable_event::<A>` and so on, each table built from its own instantiation.
+pub fn doors(a: usize) -> JVMPI_Interface {
+    match a {
+        0 => doors_of::<0>(),
+        1 => doors_of::<1>(),
+        2 => doors_of::<2>(),
+        _ => doors_of::<3>(),
+    }
+}
+
+const _: () = assert!(crate::face::table::MAX_AGENTS == 4, "doors() instantiates one table per agent");
+
+fn doors_of<const A: usize>() -> JVMPI_Interface {
     JVMPI_Interface {
         version: JVMPI_VERSION_1,
         NotifyEvent: None,
-        EnableEvent: enable_event,
-        DisableEvent: disable_event,
-        RequestEvent: request_event,
+        EnableEvent: enable_event::<A>,
+        DisableEvent: disable_event::<A>,
+        RequestEvent: request_event::<A>,
         GetCallTrace: get_call_trace,
         ProfilerExit: profiler_exit,
         RawMonitorCreate: raw_monitor_create,
@@ -41,9 +56,9 @@ pub fn doors() -> JVMPI_Interface {
         ResumeThread: resume_thread,
         GetThreadStatus: get_thread_status,
         ThreadHasRun: thread_has_run,
-        CreateSystemThread: create_system_thread,
-        SetThreadLocalStorage: set_thread_local_storage,
-        GetThreadLocalStorage: get_thread_local_storage,
+        CreateSystemThread: create_system_thread::<A>,
+        SetThreadLocalStorage: set_thread_local_storage::<A>,
+        GetThreadLocalStorage: get_thread_local_storage::<A>,
         DisableGC: disable_gc,
         EnableGC: enable_gc,
         RunGC: run_gc,
@@ -128,16 +143,18 @@ fn unsafe_env(trace: *mut JVMPI_CallTrace) -> usize {
     unsafe { (*trace).env_id as usize }
 }
 
-unsafe extern "C" fn enable_event(event_type: jint, arg: *mut c_void) -> jint {
-    door(&[("event", Val::Int(event_type as i64))], outcome::code, "EnableEvent", JVMPI_FAIL, || control::enable(event_type, arg))
+unsafe extern "C" fn enable_event<const A: usize>(event_type: jint, arg: *mut c_void) -> jint {
+    door(&[("event", Val::Int(event_type as i64))], outcome::code, "EnableEvent", JVMPI_FAIL, || control::enable(A, event_type, arg))
 }
 
-unsafe extern "C" fn disable_event(event_type: jint, arg: *mut c_void) -> jint {
-    door(&[("event", Val::Int(event_type as i64))], outcome::code, "DisableEvent", JVMPI_FAIL, || control::disable(event_type, arg))
+unsafe extern "C" fn disable_event<const A: usize>(event_type: jint, arg: *mut c_void) -> jint {
+    door(&[("event", Val::Int(event_type as i64))], outcome::code, "DisableEvent", JVMPI_FAIL, || control::disable(A, event_type, arg))
 }
 
-unsafe extern "C" fn request_event(event_type: jint, arg: *mut c_void) -> jint {
-    door(&[("event", Val::Int(event_type as i64)), ("arg", arg_val(event_type, arg))], outcome::code, "RequestEvent", JVMPI_FAIL, || control::request(event_type, arg))
+unsafe extern "C" fn request_event<const A: usize>(event_type: jint, arg: *mut c_void) -> jint {
+    door(&[("event", Val::Int(event_type as i64)), ("arg", arg_val(event_type, arg))], outcome::code, "RequestEvent", JVMPI_FAIL, || {
+        events::as_requester(A, || control::request(event_type, arg))
+    })
 }
 
 unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
@@ -209,22 +226,22 @@ unsafe extern "C" fn thread_has_run(env: *mut JNIEnv) -> jboolean {
     door(&[("env", Val::Env(env as usize))], outcome::boolean, "ThreadHasRun", 0, || threads::has_run(env))
 }
 
-unsafe extern "C" fn create_system_thread(
+unsafe extern "C" fn create_system_thread<const A: usize>(
     name: *mut c_char,
     priority: jint,
     f: Option<unsafe extern "C" fn(*mut c_void)>,
 ) -> jint {
     door(&[("name", Val::Ptr(name as usize)), ("priority", Val::Int(priority as i64))], outcome::code, "CreateSystemThread", JNI_ERR, || {
-        threads::create_system_thread(&jvm::c_str(name).unwrap_or_default(), priority, f)
+        threads::create_system_thread(A, &jvm::c_str(name).unwrap_or_default(), priority, f)
     })
 }
 
-unsafe extern "C" fn set_thread_local_storage(env: *mut JNIEnv, p: *mut c_void) {
-    door(&[("env", Val::Env(env as usize)), ("ptr", Val::Ptr(p as usize))], outcome::unit, "SetThreadLocalStorage", (), || threads::set_tls(env, p))
+unsafe extern "C" fn set_thread_local_storage<const A: usize>(env: *mut JNIEnv, p: *mut c_void) {
+    door(&[("env", Val::Env(env as usize)), ("ptr", Val::Ptr(p as usize))], outcome::unit, "SetThreadLocalStorage", (), || threads::set_tls(A, env, p))
 }
 
-unsafe extern "C" fn get_thread_local_storage(env: *mut JNIEnv) -> *mut c_void {
-    door(&[("env", Val::Env(env as usize))], outcome::ptr, "GetThreadLocalStorage", std::ptr::null_mut(), || threads::get_tls(env))
+unsafe extern "C" fn get_thread_local_storage<const A: usize>(env: *mut JNIEnv) -> *mut c_void {
+    door(&[("env", Val::Env(env as usize))], outcome::ptr, "GetThreadLocalStorage", std::ptr::null_mut(), || threads::get_tls(A, env))
 }
 
 unsafe extern "C" fn disable_gc() {

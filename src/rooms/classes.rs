@@ -18,12 +18,20 @@ use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::CString;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 struct ClassRec {
     methods: Vec<usize>,
+    /// The agents that heard this class's CLASS_LOAD (bit a = agent a).
+    told: AtomicU32,
+}
+
+/// Whether every agent that wants CLASS_LOAD now has heard of class `tag`.
+fn all_told(tag: jlong) -> bool {
+    let want = events::listeners(JVMPI_EVENT_CLASS_LOAD);
+    ANNOUNCED.get(&tag).is_some_and(|r| r.told.load(SeqCst) & want == want)
 }
 
 static ANNOUNCED: LazyLock<DashMap<jlong, ClassRec>> = LazyLock::new(DashMap::new);
@@ -124,7 +132,7 @@ fn announce(env: *mut JNIEnv, k: jclass, requested: bool) -> Result<jobjectID, S
 }
 
 fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> Result<jobjectID, String> {
-    if !requested && ANNOUNCED.contains_key(&tag) {
+    if !requested && all_told(tag) {
         return Ok(ids::to_id(tag));
     }
     let sig = jvm::class_signature(k).map_err(jvm::err_name)?;
@@ -133,7 +141,7 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
         // initialising it — so its methods and fields can be listed. Linking posts ClassPrepare,
         // which announces the class; the claim below then finds it announced.
         jvm::Jni::of(env).link_class(k);
-        if ANNOUNCED.contains_key(&tag) && !requested {
+        if !requested && all_told(tag) {
             return Ok(ids::to_id(tag));
         }
     }
@@ -142,14 +150,13 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
     for &m in &methods {
         METHODS.insert(m, tag);
     }
+    let mut to = 0;
     if !requested {
-        // Claim: only the thread that enters the class sends its CLASS_LOAD.
-        let mut claimed = false;
-        ANNOUNCED.entry(tag).or_insert_with(|| {
-            claimed = true;
-            ClassRec { methods }
-        });
-        if !claimed || !events::enabled(JVMPI_EVENT_CLASS_LOAD) {
+        // Claim: for each agent, only the thread that claims the class sends its CLASS_LOAD.
+        let want = events::listeners(JVMPI_EVENT_CLASS_LOAD);
+        let told = ANNOUNCED.entry(tag).or_insert_with(|| ClassRec { methods, told: AtomicU32::new(0) }).told.fetch_or(want, SeqCst);
+        to = want & !told;
+        if to == 0 {
             return Ok(ids::to_id(tag));
         }
     }
@@ -157,7 +164,7 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
     if requested {
         events::send_requested(&mut ev);
     } else {
-        events::send(&mut ev);
+        events::send_to(to, &mut ev);
     }
     drop(info.method_strings);
     drop(info.field_strings);

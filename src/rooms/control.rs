@@ -7,6 +7,11 @@
 //! event costs nothing. Enabling a defining event (THREAD_START, CLASS_LOAD) announces what
 //! already exists. The enabled set itself and the delivery live in the gate (`face::events`),
 //! which never calls back into this room or any other.
+//!
+//! Several agents: each door is the calling agent's own (`a`, its number in load order), and so
+//! is each mask. The JVMTI side of an event is switched on by the first agent that enables it
+//! and off when the last one disables it. A late enabler of a defining event gets its own
+//! catch-up (only it hears it; the other agents heard those threads and classes already).
 
 use crate::abi::*;
 use crate::face::record;
@@ -101,15 +106,15 @@ fn explain_once(what: &str, event: jint, answer: &str, why: &str) {
     }
 }
 
-pub fn enable(event: jint, arg: *mut c_void) -> jint {
-    let r = enable_inner(event, arg);
+pub fn enable(a: usize, event: jint, arg: *mut c_void) -> jint {
+    let r = enable_inner(a, event, arg);
     if r == JVMPI_SUCCESS {
         record::enabled_event(event);
     }
     r
 }
 
-fn enable_inner(event: jint, _arg: *mut c_void) -> jint {
+fn enable_inner(a: usize, event: jint, _arg: *mut c_void) -> jint {
     match support(event) {
         Support::NotAvailable(why) if is_dump(event) => {
             // HotSpot 1.5's answer too, for events that are only ever requested.
@@ -123,54 +128,68 @@ fn enable_inner(event: jint, _arg: *mut c_void) -> jint {
         }
         Support::Never(why) => {
             explain_once("EnableEvent", event, "enabled, never sent", why);
-            events::set_enabled(event, true);
+            events::set_enabled(a, event, true);
             JVMPI_SUCCESS
         }
         Support::Emulated(needs) => {
             {
                 let _g = SWITCH.lock().unwrap_or_else(|p| p.into_inner());
-                if events::enabled(event) {
+                if events::enabled_for(a, event) {
                     return JVMPI_SUCCESS;
                 }
-                for (i, &ev) in needs.iter().enumerate() {
-                    if let Err(e) = jvm::want(ev) {
-                        log::error!("EnableEvent({}): JVMTI refused event {ev}: {}", events::name(event), jvm::err_name(e));
-                        needs[..i].iter().for_each(|&ev| jvm::unwant(ev));
-                        return JVMPI_FAIL;
-                    }
-                }
-                events::set_enabled(event, true);
-                if let Err(e) = switch(event, true) {
-                    log::error!("EnableEvent({}): JVMPI_FAIL: {e}", events::name(event));
-                    events::set_enabled(event, false);
-                    needs.iter().for_each(|&ev| jvm::unwant(ev));
-                    return JVMPI_FAIL;
+                if events::enabled(event) {
+                    // Another agent switched it on already.
+                    events::set_enabled(a, event, true);
+                } else if let Err(r) = switch_on(a, event, needs) {
+                    return r;
                 }
             }
             if events::is_ready() {
-                catch_up(event);
+                events::only(a, || catch_up(event));
             }
             JVMPI_SUCCESS
         }
     }
 }
 
-pub fn disable(event: jint, _arg: *mut c_void) -> jint {
+/// The first agent enables an emulated event: its JVMTI events, then the room's switch.
+fn switch_on(a: usize, event: jint, needs: &[jvmtiEvent]) -> Result<(), jint> {
+    for (i, &ev) in needs.iter().enumerate() {
+        if let Err(e) = jvm::want(ev) {
+            log::error!("EnableEvent({}): JVMTI refused event {ev}: {}", events::name(event), jvm::err_name(e));
+            needs[..i].iter().for_each(|&ev| jvm::unwant(ev));
+            return Err(JVMPI_FAIL);
+        }
+    }
+    events::set_enabled(a, event, true);
+    if let Err(e) = switch(event, true) {
+        log::error!("EnableEvent({}): JVMPI_FAIL: {e}", events::name(event));
+        events::set_enabled(a, event, false);
+        needs.iter().for_each(|&ev| jvm::unwant(ev));
+        return Err(JVMPI_FAIL);
+    }
+    Ok(())
+}
+
+pub fn disable(a: usize, event: jint, _arg: *mut c_void) -> jint {
     match support(event) {
         Support::NotAvailable(why) => {
             log::debug!("DisableEvent({}): JVMPI_NOT_AVAILABLE: {why}", events::name(event));
             JVMPI_NOT_AVAILABLE
         }
         Support::Never(_) => {
-            events::set_enabled(event, false);
+            events::set_enabled(a, event, false);
             JVMPI_SUCCESS
         }
         Support::Emulated(needs) => {
             let _g = SWITCH.lock().unwrap_or_else(|p| p.into_inner());
-            if events::enabled(event) {
-                events::set_enabled(event, false);
-                needs.iter().for_each(|&ev| jvm::unwant(ev));
-                let _ = switch(event, false);
+            if events::enabled_for(a, event) {
+                events::set_enabled(a, event, false);
+                if !events::enabled(event) {
+                    // The last agent that wanted it.
+                    needs.iter().for_each(|&ev| jvm::unwant(ev));
+                    let _ = switch(event, false);
+                }
             }
             JVMPI_SUCCESS
         }

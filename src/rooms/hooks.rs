@@ -76,12 +76,26 @@ impl Drop for AgentBytes {
     }
 }
 
-/// Sends CLASS_LOAD_HOOK for `data` in the current thread. Returns the agent's new class file,
-/// if it handed one back.
+/// Sends CLASS_LOAD_HOOK for `data` in the current thread to every agent that enabled it, in
+/// load order, each given the previous one's output. Returns the last new class file, if any
+/// agent handed one back.
 fn offer(env: *mut JNIEnv, data: &[u8]) -> Option<AgentBytes> {
     if !events::is_ready() || !events::enabled(JVMPI_EVENT_CLASS_LOAD_HOOK) {
         return None;
     }
+    let to = events::listeners(JVMPI_EVENT_CLASS_LOAD_HOOK);
+    let mut out: Option<AgentBytes> = None;
+    for a in (0..32).filter(|a| to & (1 << a) != 0) {
+        let next = offer_to(a, env, out.as_ref().map_or(data, AgentBytes::bytes));
+        if next.is_some() {
+            out = next;
+        }
+    }
+    out
+}
+
+/// Sends CLASS_LOAD_HOOK for `data` to agent `a`. Returns its new class file, if it handed one back.
+fn offer_to(a: usize, env: *mut JNIEnv, data: &[u8]) -> Option<AgentBytes> {
     let old = data.as_ptr() as *mut c_uchar;
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_CLASS_LOAD_HOOK, env);
     ev.u.class_load_hook = ClassLoadHook {
@@ -91,7 +105,7 @@ fn offer(env: *mut JNIEnv, data: &[u8]) -> Option<AgentBytes> {
         new_class_data_len: data.len() as jint,
         malloc_f: Some(hook_malloc),
     };
-    if !events::send(&mut ev) {
+    if !events::send_to(1 << a, &mut ev) {
         return None;
     }
     // SAFETY: reading back the union member the agent was given.

@@ -9,6 +9,10 @@
 //! appeared earlier are announced by the catch-up when the event gate opens, before
 //! `JVM_INIT_DONE`. The shim's own JVMTI set-up happens earlier, in `Agent_OnLoad`, where every
 //! capability can still be added.
+//!
+//! Several agents: the first `Agent_OnLoad` sets everything up; each later one (one per further
+//! `-agentpath` of the shim) only loads its agent and installs its table (`add_agent`). At
+//! VMInit every agent's `JVM_OnLoad` runs in load order, then the gate opens once for all.
 
 use crate::abi::*;
 use crate::face::record;
@@ -44,6 +48,9 @@ fn fatal(msg: &str) -> ! {
 /// Parses the options, loads the agent, sets up JVMTI. Errors are one-line messages.
 fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     let opts = options::parse(raw_options.as_deref())?;
+    if loader::count() > 0 {
+        return add_agent(&opts);
+    }
     if let Some(r) = &opts.report {
         report::set_destination(r);
     }
@@ -54,7 +61,7 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     });
     record::start(opts.report.is_some(), trace)?;
     if let Some(d) = DOORS.get() {
-        table::install((d.interface)());
+        table::install(0, (d.interface)(0));
     }
     events::set_announcer(threads::ensure_current_announced);
     if let Some(d) = DOORS.get() {
@@ -80,6 +87,32 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     }
     let _ = VM.set(vm as usize);
     loader::hook_vm(vm);
+    Ok(())
+}
+
+/// A further `-agentpath:…/libjvmpi_shim.so=agent=…` (HotSpot calls the same library's
+/// `Agent_OnLoad` once per `-agentpath`): one more legacy agent, with its own interface table,
+/// on the emulation the first one set up. Its `JVM_OnLoad` runs at VMInit after the earlier
+/// agents'.
+fn add_agent(opts: &options::Options) -> Result<(), String> {
+    if opts.report.is_some() || opts.trace.is_some() || opts.methods_jvmti {
+        return Err(format!(
+            "agent={}: report=, trace= and methods= apply to every agent of the JVM: give them in the first \
+             -agentpath:…/libjvmpi_shim.so=…",
+            opts.agent
+        ));
+    }
+    if INIT_RAN.load(Ordering::Acquire) {
+        return Err(format!("agent={}: the JVM is running already; one more legacy agent can only be added at start-up", opts.agent));
+    }
+    if opts.log > log::max_level() {
+        logger::init(opts.log);
+    }
+    let leg = loader::load(opts)?;
+    let a = loader::count() - 1;
+    let d = DOORS.get().ok_or("the shim's doors are missing")?;
+    table::install(a, (d.interface)(a));
+    log::info!("legacy agent {} loaded (agent {} of this JVM)", leg.path, a + 1);
     Ok(())
 }
 
@@ -109,17 +142,20 @@ fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), String> {
         return Ok(());
     }
     threads::on_thread_start(env, thread);
-    let (Some(leg), Some(&vm)) = (loader::legacy(), VM.get()) else { return Ok(()) };
-    let rc = loader::call_onload(leg, vm as *mut JavaVM);
-    if rc != JNI_OK {
-        return Err(format!("legacy agent {}: JVM_OnLoad returned {rc} (JNI_ERR)", leg.path));
-    }
-    if table::notify_event().is_none() {
-        return Err(format!(
-            "legacy agent {}: JVM_OnLoad returned without setting NotifyEvent in its JVMPI interface \
-             (did it call GetEnv with JVMPI_VERSION_1?)",
-            leg.path
-        ));
+    let Some(&vm) = VM.get() else { return Ok(()) };
+    // Each agent's JVM_OnLoad in load order, each on its own behalf (its GetEnv answers its table).
+    for (a, leg) in loader::legacies().into_iter().enumerate() {
+        let rc = table::within(a, || loader::call_onload(leg, vm as *mut JavaVM));
+        if rc != JNI_OK {
+            return Err(format!("legacy agent {}: JVM_OnLoad returned {rc} (JNI_ERR)", leg.path));
+        }
+        if table::notify_event(a).is_none() {
+            return Err(format!(
+                "legacy agent {}: JVM_OnLoad returned without setting NotifyEvent in its JVMPI interface \
+                 (did it call GetEnv with JVMPI_VERSION_1?)",
+                leg.path
+            ));
+        }
     }
     if let Err(e) = gc::start(env) {
         log::error!("GC events will not be delivered: {e}");
@@ -160,7 +196,8 @@ pub struct Doors {
     pub callbacks: fn() -> jvmti::jvmtiEventCallbacks,
     pub agent_hook: jvmti::JvmtiClassFileLoadHookFn,
     pub early_hook: jvmti::JvmtiClassFileLoadHookFn,
-    pub interface: fn() -> JVMPI_Interface,
+    /// Agent n's interface table (its own instantiation of the doors).
+    pub interface: fn(usize) -> JVMPI_Interface,
     pub jni_hooks: fn() -> Result<(), String>,
 }
 static DOORS: OnceLock<Doors> = OnceLock::new();

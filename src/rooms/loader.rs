@@ -9,11 +9,12 @@
 //! agent has to a `JavaVM*` reaches the shim's `GetEnv`.
 
 use crate::abi::JvmOnLoadFn;
+use crate::face::table::MAX_AGENTS;
 use crate::{jvm, options::Options, table};
 use jvmti_bindings::sys::jni::{jint, JNIInvokeInterface_, JavaVM, JNI_OK};
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The loaded legacy agent.
 pub struct Legacy {
@@ -25,7 +26,9 @@ pub struct Legacy {
     options: Option<CString>,
 }
 
-static LEGACY: OnceLock<Legacy> = OnceLock::new();
+/// The loaded legacy agents, in load order (agent n is the n-th `-agentpath` of the shim).
+static LEGACY: [OnceLock<Legacy>; MAX_AGENTS] = [const { OnceLock::new() }; MAX_AGENTS];
+static LOADING: Mutex<()> = Mutex::new(());
 
 fn dlerror() -> String {
     // SAFETY: dlerror returns NULL or a NUL-terminated string owned by libdl.
@@ -106,9 +109,14 @@ fn jdk_library_dirs() -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// Finds and opens the agent library and its `JVM_OnLoad`. Errors are one-line messages.
+/// Finds and opens the agent library and its `JVM_OnLoad`, as the next agent. Errors are
+/// one-line messages.
 pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
+    let _g = LOADING.lock().unwrap_or_else(|p| p.into_inner());
     let name = &opts.agent;
+    if count() == MAX_AGENTS {
+        return Err(format!("agent={name}: at most {MAX_AGENTS} legacy agents can run in one JVM"));
+    }
     let (path, handle) = if name.contains('/') {
         if !Path::new(name).exists() {
             return Err(format!("legacy agent not found: {name} does not exist"));
@@ -151,11 +159,30 @@ pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
             "legacy agent {path} is jvmpi-shim itself: agent= must name the JVMPI agent's library"
         ));
     }
+    // The same library twice is one instance (dlopen counts references): its globals — its
+    // interface pointer, its NotifyEvent's state — cannot serve two agents.
+    if let Some(other) = legacies().into_iter().find(|l| l.handle == handle as usize) {
+        return Err(format!(
+            "legacy agent {path} is loaded already (as {}): one library is one agent instance; \
+             to run it twice, load a copy under another file name",
+            other.path
+        ));
+    }
     let options = match &opts.agent_options {
         Some(o) => Some(CString::new(o.clone()).map_err(|_| "the agent's options contain a NUL byte".to_string())?),
         None => None,
     };
-    Ok(LEGACY.get_or_init(|| Legacy { path, handle: handle as usize, onload: sym as usize, options }))
+    Ok(LEGACY[count()].get_or_init(|| Legacy { path, handle: handle as usize, onload: sym as usize, options }))
+}
+
+/// How many legacy agents are loaded.
+pub fn count() -> usize {
+    LEGACY.iter().take_while(|l| l.get().is_some()).count()
+}
+
+/// The loaded legacy agents, in load order.
+pub fn legacies() -> Vec<&'static Legacy> {
+    LEGACY.iter().map_while(|l| l.get()).collect()
 }
 
 impl Legacy {
@@ -165,8 +192,9 @@ impl Legacy {
     }
 }
 
+/// The first legacy agent.
 pub fn legacy() -> Option<&'static Legacy> {
-    LEGACY.get()
+    LEGACY[0].get()
 }
 
 /// Calls the legacy `JVM_OnLoad(vm, options, NULL)` and returns its result.

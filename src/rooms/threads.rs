@@ -1,6 +1,7 @@
 //! Threads. A JVMPI thread ID is the thread's `JNIEnv*`; this room keeps the table from that
 //! pointer to the thread (a JNI global reference) and the per-thread JVMPI state: the agent's
 //! thread-local word, whether the agent heard `THREAD_START`, and what `ThreadHasRun` needs.
+//! With several agents, each has its own thread-local word and its own "heard THREAD_START" bit.
 //!
 //! Functions: `SuspendThread`, `ResumeThread`, `SuspendThreadList`, `ResumeThreadList`,
 //! `GetThreadStatus`, `ThreadHasRun`, `Set/GetThreadLocalStorage`, `GetThreadObject`,
@@ -14,13 +15,14 @@
 //! to. An agent-supplied `JNIEnv*` is only ever used as a key into this table, never followed.
 
 use crate::abi::*;
-use crate::{events, ids, jvm};
+use crate::face::table::MAX_AGENTS;
+use crate::{events, ids, jvm, table};
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering::*};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -28,8 +30,10 @@ pub struct ThreadRec {
     pub env: usize,
     /// JNI global reference to the java.lang.Thread.
     pub thread: usize,
-    tls: AtomicUsize,
-    announced: AtomicBool,
+    /// Each agent's thread-local word.
+    tls: [AtomicUsize; MAX_AGENTS],
+    /// The agents that heard this thread's THREAD_START (bit a = agent a).
+    announced: AtomicU32,
     /// Thread CPU time at the latest JVMPI SuspendThread (-1: never suspended).
     cpu_at_suspend: AtomicI64,
     has_run: AtomicBool,
@@ -79,8 +83,8 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
     let rec = Arc::new(ThreadRec {
         env,
         thread: global as usize,
-        tls: AtomicUsize::new(0),
-        announced: AtomicBool::new(false),
+        tls: [const { AtomicUsize::new(0) }; MAX_AGENTS],
+        announced: AtomicU32::new(0),
         cpu_at_suspend: AtomicI64::new(-1),
         has_run: AtomicBool::new(true),
         suspended_by_jvmpi: AtomicBool::new(false),
@@ -93,9 +97,16 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
     Some(entry)
 }
 
-/// Sends THREAD_START for `rec` once (or every time, when requested).
+/// Sends THREAD_START for `rec` once to each agent that wants it (or every time to the
+/// requesting agent, when requested).
 fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result<(), String> {
-    if !requested && (!events::enabled(JVMPI_EVENT_THREAD_START) || rec.announced.swap(true, SeqCst)) {
+    let to = if requested {
+        0
+    } else {
+        let want = events::listeners(JVMPI_EVENT_THREAD_START);
+        want & !rec.announced.fetch_or(want, SeqCst)
+    };
+    if !requested && to == 0 {
         return Ok(());
     }
     let (name, group, parent) = jvm::thread_names(rec.jthread()).map_err(jvm::err_name)?;
@@ -115,7 +126,7 @@ fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result
     if requested {
         events::send_requested(&mut ev);
     } else {
-        events::send(&mut ev);
+        events::send_to(to, &mut ev);
     }
     Ok(())
 }
@@ -277,14 +288,16 @@ pub fn get_thread_object(env: *mut JNIEnv) -> jobjectID {
     })
 }
 
-pub fn set_tls(env: *mut JNIEnv, p: *mut c_void) {
+/// `SetThreadLocalStorage` of agent `a`.
+pub fn set_tls(a: usize, env: *mut JNIEnv, p: *mut c_void) {
     if let Some(rec) = lookup(env, "SetThreadLocalStorage") {
-        rec.tls.store(p as usize, Release);
+        rec.tls[a].store(p as usize, Release);
     }
 }
 
-pub fn get_tls(env: *mut JNIEnv) -> *mut c_void {
-    lookup(env, "GetThreadLocalStorage").map_or(std::ptr::null_mut(), |r| r.tls.load(Acquire) as *mut c_void)
+/// `GetThreadLocalStorage` of agent `a`.
+pub fn get_tls(a: usize, env: *mut JNIEnv) -> *mut c_void {
+    lookup(env, "GetThreadLocalStorage").map_or(std::ptr::null_mut(), |r| r.tls[a].load(Acquire) as *mut c_void)
 }
 
 fn suspend_rec(rec: &ThreadRec) -> Result<(), jvm::Error> {
@@ -402,14 +415,15 @@ pub fn current_cpu_time() -> jlong {
 pub type SystemThreadFn = unsafe extern "C" fn(*mut c_void);
 
 unsafe extern "system" fn system_thread_main(_jvmti: *mut jvmti::jvmtiEnv, _jni: *mut JNIEnv, arg: *mut c_void) {
-    // create_system_thread (below) passes the agent's function through JVMTI's `void*`.
-    // SAFETY: `arg` is that function pointer.
-    let f: SystemThreadFn = unsafe { std::mem::transmute::<*mut c_void, SystemThreadFn>(arg) };
+    // create_system_thread (below) passes the agent's number and function through JVMTI's `void*`.
+    // SAFETY: `arg` is that box, handed over to this thread.
+    let (a, f) = *unsafe { Box::from_raw(arg as *mut (usize, SystemThreadFn)) };
     // SAFETY: the agent asked for `f` to be run in a new thread; JVMPI passes it no argument.
-    unsafe { f(std::ptr::null_mut()) };
+    table::within(a, || unsafe { f(std::ptr::null_mut()) });
 }
 
-pub fn create_system_thread(name: &str, priority: jint, f: Option<SystemThreadFn>) -> jint {
+/// `CreateSystemThread` of agent `a` (the thread runs on its behalf: its `GetEnv` answers `a`'s table).
+pub fn create_system_thread(a: usize, name: &str, priority: jint, f: Option<SystemThreadFn>) -> jint {
     use jvmti_bindings::sys::jni::{JNI_ERR, JNI_OK};
     let Some(f) = f else {
         log::warn!("CreateSystemThread({name}): NULL function; JNI_ERR");
@@ -429,7 +443,12 @@ pub fn create_system_thread(name: &str, priority: jint, f: Option<SystemThreadFn
         return JNI_ERR;
     };
     let prio = priority.clamp(JVMPI_MINIMUM_PRIORITY, JVMPI_MAXIMUM_PRIORITY);
-    let r = jvm::run_agent_thread(t, system_thread_main, f as *const c_void, prio);
+    let arg = Box::into_raw(Box::new((a, f)));
+    let r = jvm::run_agent_thread(t, system_thread_main, arg as *const c_void, prio);
+    if r.is_err() {
+        // SAFETY: the thread did not start, so the box is still ours.
+        drop(unsafe { Box::from_raw(arg) });
+    }
     jni.delete_local_ref(t);
     match r {
         Ok(()) => JNI_OK,
