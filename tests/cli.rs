@@ -328,7 +328,7 @@ fn attach_and_ctl_command_lines() {
     cli_env(&["attach", "4242", &format!("{rel}:heap=sites,depth=4"), "--log", "info", "--report", "r.txt", "--dry-run"], &env)
         .code(0)
         .out_has(&format!(
-            "{jcmd} 4242 JVMTI.agent_load {shim} log=info,report={}/r.txt,agent={rec}:heap=sites,depth=4\n",
+            "{jcmd} 4242 JVMTI.agent_load {shim} '\"log=info,report={}/r.txt,agent={rec}:heap=sites,depth=4\"'\n",
             repo_root().display()
         ));
     // --jcmd, and --java to find it.
@@ -355,8 +355,9 @@ fn attach_and_ctl_command_lines() {
     cli_env(&["ctl", "999999999", "dump"], &env).code(1).err_has("no process with id 999999999");
 }
 
-/// A real `jcmd` against a sleeping JVM: the command runs and its output is shown. Until the
-/// shim has `Agent_OnAttach`, the JVM answers that it is not available (exit 1 then).
+/// A real `jcmd` against a sleeping JVM: `ctl` with no agent in it is refused (exit 1, the
+/// shim's reason in the JVM's stderr), `attach` loads the recorder late (exit 0), and then
+/// `ctl dump` reaches it (exit 0, DATA_DUMP in its log).
 #[test]
 fn ctl_and_attach_run_jcmd() {
     let home = jdk17_home();
@@ -372,17 +373,22 @@ fn ctl_and_attach_run_jcmd() {
         .spawn()
         .unwrap();
     let pid = jvm.id().to_string();
+    let log = fresh_log_path("cli_attach");
     let env = [("JAVA_HOME", Some(home.to_str().unwrap()))];
     // The attach listener answers once the JVM is up; jcmd itself waits for it.
-    let r = cli_env(&["ctl", &pid, "dump"], &env);
-    let a = cli_env(&["attach", &pid, &s(&agent("recorder")), "--log", "info"], &env);
+    let before = cli_env(&["ctl", &pid, "dump"], &env);
+    let spec = format!("{}:log={},enable=init+data_dump", s(&agent("recorder")), log.display());
+    let a = cli_env(&["attach", &pid, &spec], &env);
+    let after = cli_env(&["ctl", &pid, "dump"], &env);
     let _ = jvm.kill();
     let _ = jvm.wait();
-    for o in [&r, &a] {
+    for o in [&before, &a, &after] {
         o.out_has(&format!("{pid}:"));
-        assert!(matches!(o.code, Some(0) | Some(1)), "{}", o.describe());
-        if o.code == Some(1) {
-            o.err_has("jvmpi-shim: error:");
-        }
     }
+    assert_eq!(before.code, Some(1), "{}", before.describe());
+    before.err_has("jvmpi-shim: error:");
+    assert_eq!(a.code, Some(0), "{}", a.describe());
+    assert_eq!(after.code, Some(0), "{}", after.describe());
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(text.lines().any(|l| l.starts_with("INIT_DONE")) && text.lines().any(|l| l == "DATA_DUMP"), "{text}");
 }

@@ -164,7 +164,9 @@ pub fn jcmd_command(jcmd: &Found, pid: u32, shim: &Path, options: &str) -> Resul
         OsString::from(pid.to_string()),
         OsString::from("JVMTI.agent_load"),
         shim.as_os_str().to_os_string(),
-        OsString::from(options),
+        // jcmd's command parser takes `name=value` for a named option and drops it from the
+        // positional `options` argument: quoted, the whole string reaches Agent_OnAttach.
+        OsString::from(if options.contains('=') { format!("\"{options}\"") } else { options.to_string() }),
     ];
     Ok((jcmd.path.clone(), args))
 }
