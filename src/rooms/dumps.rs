@@ -783,10 +783,15 @@ fn resume(jni: &jvm::Jni, s: Suspended) {
 }
 
 /// Reads the stacks of all threads: (thread tag → (JNIEnv, frames)), and the traces.
-fn stacks(jni: &jvm::Jni, with_traces: bool) -> (HashMap<jlong, (usize, jint)>, Vec<JVMPI_CallTrace>, Vec<Vec<JVMPI_CallFrame>>) {
+type Stacks = (HashMap<jlong, (usize, jint)>, Vec<JVMPI_CallTrace>, Vec<Vec<JVMPI_CallFrame>>, Vec<jlong>);
+
+/// Reads the stacks of all threads: (thread tag → (JNIEnv, frames)), the traces of the threads
+/// the shim knows, their frames, and their thread tags (in the order of the traces).
+fn stacks(jni: &jvm::Jni, with_traces: bool) -> Stacks {
     let mut map = HashMap::new();
     let mut traces = Vec::new();
     let mut frames = Vec::new();
+    let mut tags = Vec::new();
     for t in jvm::all_threads().unwrap_or_default() {
         let tag = ids::tag_of(t).unwrap_or(0);
         let env = threads::env_by_tag(tag).unwrap_or(0);
@@ -799,6 +804,7 @@ fn stacks(jni: &jvm::Jni, with_traces: bool) -> (HashMap<jlong, (usize, jint)>, 
         }
         if with_traces && env != 0 {
             traces.push((env, st.len()));
+            tags.push(tag);
         }
         jni.delete_local_ref(t);
     }
@@ -807,7 +813,7 @@ fn stacks(jni: &jvm::Jni, with_traces: bool) -> (HashMap<jlong, (usize, jint)>, 
         .zip(frames.iter_mut())
         .map(|((env, n), fs)| JVMPI_CallTrace { env_id: env as *mut JNIEnv, num_frames: n as jint, frames: fs.as_mut_ptr() })
         .collect();
-    (map, traces, frames)
+    (map, traces, frames, tags)
 }
 
 fn walk(st: &mut State, initial: jobject) -> Result<(), String> {
@@ -857,7 +863,7 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
     threads::announce_all();
     let mut st = new_state(&jni, level, false)?;
     let suspended = suspend_others(&jni);
-    let (map, traces, frames) = stacks(&jni, level != JVMPI_DUMP_LEVEL_0);
+    let (map, traces, frames, _) = stacks(&jni, level != JVMPI_DUMP_LEVEL_0);
     st.threads = map;
     let r = walk(&mut st, std::ptr::null_mut());
     resume(&jni, suspended);
@@ -931,5 +937,139 @@ pub fn request_object_dump(id: jobjectID) -> Result<(), String> {
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_DUMP, env);
     ev.u.object_dump = ObjectDump { data_len: out.len() as jint, data: out.as_mut_ptr() as *mut _ };
     events::send_requested(&mut ev);
+    Ok(())
+}
+
+// ---- MONITOR_DUMP -----------------------------------------------------------------------------
+
+/// Monitor dump record types (jvmpi.h).
+pub const JVMPI_MONITOR_JAVA: u8 = 0x01;
+pub const JVMPI_MONITOR_RAW: u8 = 0x02;
+
+/// A Java monitor as the dump writes it: object tag, owner, waiting to enter, waiting to be
+/// notified (JNIEnvs; 0 for a thread the shim does not know).
+struct JavaMonitor {
+    tag: jlong,
+    owner: usize,
+    enter: Vec<usize>,
+    notify: Vec<usize>,
+}
+
+fn env_of_thread(t: jobject) -> usize {
+    if t.is_null() {
+        return 0;
+    }
+    ids::tag_of(t).ok().and_then(threads::env_by_tag).unwrap_or(0)
+}
+
+/// Every Java monitor that is owned or has waiters. JVMTI has no list of monitors; every one
+/// of them is owned by a thread or is the one a thread is blocked on or waits in, so the
+/// threads' owned and contended monitors name them all. Each is then read with
+/// `GetObjectMonitorUsage`. Before JDK 23 its `waiters` also held the threads in
+/// `Object.wait` (JDK-8247972), so those in `notify_waiters` are taken out of it.
+fn java_monitors(jni: &jvm::Jni) -> Result<Vec<JavaMonitor>, String> {
+    let mut objs: Vec<(jlong, jobject)> = Vec::new();
+    for t in jvm::all_threads().map_err(jvm::err_name)? {
+        let mut found = jvm::owned_monitors(t).unwrap_or_default();
+        if let Ok(Some(c)) = jvm::contended_monitor(t) {
+            found.push(c);
+        }
+        for m in found {
+            match ids::tag_of(m) {
+                Ok(tag) if !objs.iter().any(|&(t, _)| t == tag) => objs.push((tag, m)),
+                _ => jni.delete_local_ref(m),
+            }
+        }
+        jni.delete_local_ref(t);
+    }
+    let mut out = Vec::with_capacity(objs.len());
+    for (tag, m) in objs {
+        let usage = jvm::monitor_usage(m);
+        jni.delete_local_ref(m);
+        let Ok((owner, _count, waiters, notify_waiters)) = usage else { continue };
+        let notify_tags: Vec<jlong> = notify_waiters.iter().map(|&t| ids::tag_of(t).unwrap_or(0)).collect();
+        let notify: Vec<usize> = notify_waiters.iter().map(|&t| env_of_thread(t)).collect();
+        let enter: Vec<usize> = waiters
+            .iter()
+            .filter(|&&t| !notify_tags.contains(&ids::tag_of(t).unwrap_or(-1)))
+            .map(|&t| env_of_thread(t))
+            .collect();
+        let owner_env = env_of_thread(owner);
+        for t in waiters.into_iter().chain(notify_waiters).chain((!owner.is_null()).then_some(owner)) {
+            jni.delete_local_ref(t);
+        }
+        if !owner.is_null() || !enter.is_empty() || !notify.is_empty() {
+            out.push(JavaMonitor { tag, owner: owner_env, enter, notify });
+        }
+    }
+    Ok(out)
+}
+
+/// Writes the monitor records: HotSpot 1.5's layout, and its "entry count", which was the
+/// number of threads waiting to enter plus those waiting to be notified (not the owner's
+/// recursion count).
+fn write_monitors(java: &[JavaMonitor], raw: &[crate::monitors::RawMonitorState]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 * (java.len() + raw.len()));
+    let word = |out: &mut Vec<u8>, w: usize| out.extend_from_slice(&w.to_ne_bytes());
+    let tail = |out: &mut Vec<u8>, enter: &[usize], notify: &[usize]| {
+        out.extend_from_slice(&((enter.len() + notify.len()) as u32).to_be_bytes());
+        for list in [enter, notify] {
+            out.extend_from_slice(&(list.len() as u32).to_be_bytes());
+            for &e in list {
+                out.extend_from_slice(&e.to_ne_bytes());
+            }
+        }
+    };
+    for m in java {
+        out.push(JVMPI_MONITOR_JAVA);
+        word(&mut out, m.tag as usize);
+        word(&mut out, m.owner);
+        tail(&mut out, &m.enter, &m.notify);
+    }
+    for m in raw {
+        out.push(JVMPI_MONITOR_RAW);
+        word(&mut out, m.name_ptr());
+        word(&mut out, m.handle);
+        word(&mut out, m.owner);
+        tail(&mut out, &m.enter, &m.notify);
+    }
+    out
+}
+
+/// `RequestEvent(JVMPI_EVENT_MONITOR_DUMP, NULL)`: the Java monitors that are owned or have
+/// waiters, every raw monitor of the agent's, and the traces and statuses of all threads, read
+/// while the other threads are suspended; delivered after they are resumed.
+pub fn request_monitor_dump() -> Result<(), String> {
+    let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
+    let jni = jvm::Jni::of(env);
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    threads::announce_all();
+    let suspended = suspend_others(&jni);
+    let ours: Vec<jlong> = suspended.0.iter().filter_map(|&t| ids::tag_of(t).ok()).collect();
+    let java = java_monitors(&jni);
+    let raw = crate::monitors::snapshot();
+    let (_, mut traces, frames, tags) = stacks(&jni, true);
+    let mut status: Vec<jint> = traces
+        .iter()
+        .zip(&tags)
+        .map(|(t, tag)| {
+            let s = threads::status(t.env_id);
+            // The shim's own suspension is not the thread's state.
+            if ours.contains(tag) { s & !JVMPI_THREAD_SUSPENDED } else { s }
+        })
+        .collect();
+    resume(&jni, suspended);
+    let mut out = write_monitors(&java?, &raw);
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_MONITOR_DUMP, env);
+    ev.u.monitor_dump = MonitorDump {
+        begin: out.as_mut_ptr() as *mut _,
+        // SAFETY: one past the end of the buffer.
+        end: unsafe { out.as_mut_ptr().add(out.len()) } as *mut _,
+        num_traces: traces.len() as jint,
+        traces: if traces.is_empty() { std::ptr::null_mut() } else { traces.as_mut_ptr() },
+        threads_status: if status.is_empty() { std::ptr::null_mut() } else { status.as_mut_ptr() },
+    };
+    events::send_requested(&mut ev);
+    drop((raw, frames));
     Ok(())
 }
