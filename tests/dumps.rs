@@ -558,3 +558,31 @@ fn monitor_dump_shows_a_deadlock() {
         assert_eq!(b[0], 1, "Java monitors first");
     });
 }
+
+/// A legacy heap profiler (tests/agents/heapcensus.c, written like hprof's heap=dump) asks for
+/// a level-2 dump on DATA_DUMP_REQUEST (SIGQUIT), parses it with its own class table and
+/// counts instances.
+#[test]
+fn legacy_heap_census_on_data_dump_request() {
+    for_each_jdk(|jdk| {
+        let out = fresh_log_path(&format!("census-{}", jdk.feature)).with_extension("txt");
+        let lib = agent("heapcensus");
+        let r = run(jdk, &format!("agent={}:out={},at=dump", lib.display(), out.display()), "Census", &["signal", &out.display().to_string()], &[]);
+        r.assert_ok();
+        assert!(r.stdout.contains("census written"), "{}", r.describe());
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        let first = text.lines().next().unwrap_or("");
+        assert!(first.starts_with("DUMP rc=0 ") && first.ends_with("parsed=ok"), "{text}\n{}", r.describe());
+        let count = |kind: &str, name: &str| -> (u64, u64) {
+            let l = text.lines().find(|l| l.starts_with(&format!("{kind} {name} "))).unwrap_or_else(|| panic!("no {kind} {name}:\n{text}"));
+            let w: Vec<&str> = l.split(' ').collect();
+            (w[2].parse().unwrap(), w[3].parse().unwrap())
+        };
+        assert_eq!(count("COUNT", "Census$Leaf"), (1234, 1234 * 4));
+        assert_eq!(count("COUNT", "Census$Node").0, 56);
+        assert_eq!(count("ARRAYS", "Census$Leaf"), (1, 1234));
+        assert!(count("ARRAYS", "int").0 >= 56);
+        // Unreachable objects are not in the dump (HotSpot 1.5 may have listed some).
+        assert!(!text.contains("COUNT Census$Dropped "), "{text}");
+    });
+}

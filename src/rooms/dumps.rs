@@ -879,6 +879,11 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
     Ok(Snapshot { state: st, traces, _frames: frames })
 }
 
+/// A dump taken after VM death (the gate closed: inside JVM_SHUT_DOWN) cannot be delivered.
+fn delivered(sent: bool) -> Result<(), String> {
+    if sent { Ok(()) } else { Err("the dump was taken but the event gate is closed (VM death): not delivered".into()) }
+}
+
 /// `RequestEvent(JVMPI_EVENT_HEAP_DUMP, arg)`.
 pub fn request_heap_dump(arg: *mut c_void) -> Result<(), String> {
     let level = if arg.is_null() {
@@ -903,7 +908,7 @@ pub fn request_heap_dump(arg: *mut c_void) -> Result<(), String> {
         num_traces: snap.traces.len() as jint,
         traces: if snap.traces.is_empty() { std::ptr::null_mut() } else { snap.traces.as_mut_ptr() },
     };
-    events::send_requested(&mut ev);
+    delivered(events::send_requested(&mut ev))?;
     Ok(())
 }
 
@@ -936,7 +941,7 @@ pub fn request_object_dump(id: jobjectID) -> Result<(), String> {
     let mut out = r?;
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_DUMP, env);
     ev.u.object_dump = ObjectDump { data_len: out.len() as jint, data: out.as_mut_ptr() as *mut _ };
-    events::send_requested(&mut ev);
+    delivered(events::send_requested(&mut ev))?;
     Ok(())
 }
 
@@ -1069,7 +1074,7 @@ pub fn request_monitor_dump() -> Result<(), String> {
         traces: if traces.is_empty() { std::ptr::null_mut() } else { traces.as_mut_ptr() },
         threads_status: if status.is_empty() { std::ptr::null_mut() } else { status.as_mut_ptr() },
     };
-    events::send_requested(&mut ev);
+    delivered(events::send_requested(&mut ev))?;
     drop((raw, frames));
     Ok(())
 }
