@@ -53,7 +53,29 @@ use crate::{classes, events, ids, jvm, lines, threads};
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, jvalue, JNIEnv};
 use jvmti_bindings::sys::jvmti::{self, jvmtiHeapReferenceInfo, jvmtiHeapReferenceKind, jvmtiPrimitiveType};
-use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Tags are distinct multiples of 8: a multiplicative hash is enough and far cheaper than
+/// SipHash, which was a visible share of the walk's own time.
+#[derive(Default)]
+struct TagHasher(u64);
+impl Hasher for TagHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_i64(&mut self, v: i64) {
+        self.0 = (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+}
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<TagHasher>>;
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<TagHasher>>;
+/// The size of the last heap dump: the next one's buffer starts at that size.
+static LAST_SIZE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 use std::ffi::c_void;
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -259,7 +281,7 @@ struct State {
     unknown_classes: usize,
     /// Class objects named by the walk that are no loaded class (primitive types' classes,
     /// classes archived by CDS and not loaded yet): JVMTI reports nothing about them.
-    mirrors: std::collections::HashSet<jlong>,
+    mirrors: HashSet<jlong>,
 }
 
 impl State {
@@ -499,7 +521,8 @@ impl State {
         if self.level != JVMPI_DUMP_LEVEL_2 {
             return;
         }
-        let bytes = prim_bytes(v, ty);
+        let (buf, n) = prim_bytes(v, ty);
+        let bytes = &buf[..n];
         if kind == jvmti::JVMTI_HEAP_REFERENCE_STATIC_FIELD {
             let Some(c) = self.classes.get_mut(&obj) else { return };
             let Kind::Instance { statics, .. } = &c.layout.kind else { return };
@@ -509,7 +532,7 @@ impl State {
             }
             let off = s.off2 as usize;
             if let Some(b) = c.statics.get_mut(off..off + bytes.len()) {
-                b.copy_from_slice(&bytes);
+                b.copy_from_slice(bytes);
             }
             return;
         }
@@ -522,7 +545,7 @@ impl State {
         if let Some(off) = self.instance_slot(class_tag, index) {
             let at = self.cur.1 + off as usize;
             if let Some(b) = self.out.get_mut(at..at + bytes.len()) {
-                b.copy_from_slice(&bytes);
+                b.copy_from_slice(bytes);
             }
         }
     }
@@ -603,21 +626,23 @@ fn jvmti_prim_size(ty: jvmtiPrimitiveType) -> usize {
     }
 }
 
-/// A primitive value, big-endian, at its JVMPI size.
-fn prim_bytes(v: jvalue, ty: jvmtiPrimitiveType) -> Vec<u8> {
+/// A primitive value, big-endian, at its JVMPI size: (bytes, length).
+fn prim_bytes(v: jvalue, ty: jvmtiPrimitiveType) -> ([u8; 8], usize) {
+    let mut b = [0u8; 8];
     // SAFETY: `ty` says which member of the union JVMTI filled.
-    unsafe {
+    let n = unsafe {
         match ty {
-            jvmti::JVMTI_PRIMITIVE_TYPE_BOOLEAN => vec![v.z as u8],
-            jvmti::JVMTI_PRIMITIVE_TYPE_BYTE => vec![v.b as u8],
-            jvmti::JVMTI_PRIMITIVE_TYPE_CHAR => v.c.to_be_bytes().to_vec(),
-            jvmti::JVMTI_PRIMITIVE_TYPE_SHORT => v.s.to_be_bytes().to_vec(),
-            jvmti::JVMTI_PRIMITIVE_TYPE_INT => v.i.to_be_bytes().to_vec(),
-            jvmti::JVMTI_PRIMITIVE_TYPE_FLOAT => v.f.to_bits().to_be_bytes().to_vec(),
-            jvmti::JVMTI_PRIMITIVE_TYPE_LONG => v.j.to_be_bytes().to_vec(),
-            _ => v.d.to_bits().to_be_bytes().to_vec(),
+            jvmti::JVMTI_PRIMITIVE_TYPE_BOOLEAN => { b[0] = v.z as u8; 1 }
+            jvmti::JVMTI_PRIMITIVE_TYPE_BYTE => { b[0] = v.b as u8; 1 }
+            jvmti::JVMTI_PRIMITIVE_TYPE_CHAR => { b[..2].copy_from_slice(&v.c.to_be_bytes()); 2 }
+            jvmti::JVMTI_PRIMITIVE_TYPE_SHORT => { b[..2].copy_from_slice(&v.s.to_be_bytes()); 2 }
+            jvmti::JVMTI_PRIMITIVE_TYPE_INT => { b[..4].copy_from_slice(&v.i.to_be_bytes()); 4 }
+            jvmti::JVMTI_PRIMITIVE_TYPE_FLOAT => { b[..4].copy_from_slice(&v.f.to_bits().to_be_bytes()); 4 }
+            jvmti::JVMTI_PRIMITIVE_TYPE_LONG => { b = v.j.to_be_bytes(); 8 }
+            _ => { b = v.d.to_bits().to_be_bytes(); 8 }
         }
-    }
+    };
+    (b, n)
 }
 
 // ---- the JVMTI heap callbacks (run in the VM operation; only tags and the state are touched) --
@@ -693,7 +718,7 @@ unsafe extern "system" fn on_array_values(
 /// their tags as `class_tag`).
 fn class_table(jni: &jvm::Jni) -> Result<(HashMap<jlong, ClassEntry>, jlong), String> {
     let all = jvm::loaded_classes().map_err(jvm::err_name)?;
-    let mut map = HashMap::with_capacity(all.len());
+    let mut map = HashMap::with_capacity_and_hasher(all.len(), Default::default());
     let mut class_class = 0;
     for k in all {
         let tag = match ids::tag_of(k) {
@@ -788,7 +813,7 @@ type Stacks = (HashMap<jlong, (usize, jint)>, Vec<JVMPI_CallTrace>, Vec<Vec<JVMP
 /// Reads the stacks of all threads: (thread tag → (JNIEnv, frames)), the traces of the threads
 /// the shim knows, their frames, and their thread tags (in the order of the traces).
 fn stacks(jni: &jvm::Jni, with_traces: bool) -> Stacks {
-    let mut map = HashMap::new();
+    let mut map = HashMap::default();
     let mut traces = Vec::new();
     let mut frames = Vec::new();
     let mut tags = Vec::new();
@@ -835,9 +860,9 @@ fn new_state(jni: &jvm::Jni, level: jint, single: bool) -> Result<State, String>
         out: Vec::new(),
         classes,
         class_class,
-        lengths: HashMap::new(),
+        lengths: HashMap::default(),
         cur: (0, usize::MAX),
-        threads: HashMap::new(),
+        threads: HashMap::default(),
         unknown_classes: 0,
         mirrors: Default::default(),
     })
@@ -862,6 +887,9 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
     let jni = jvm::Jni::of(env);
     threads::announce_all();
     let mut st = new_state(&jni, level, false)?;
+    // Untouched capacity costs no resident memory; it saves the copies of growing by doubling.
+    let last = LAST_SIZE.load(std::sync::atomic::Ordering::Relaxed);
+    st.out.reserve(last + last / 8);
     let suspended = suspend_others(&jni);
     let (map, traces, frames, _) = stacks(&jni, level != JVMPI_DUMP_LEVEL_0);
     st.threads = map;
@@ -874,7 +902,10 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
         st.begin(m, st.class_class);
     }
     st.write_classes(None);
-    st.lengths = HashMap::new();
+    st.lengths = HashMap::default();
+    if level == JVMPI_DUMP_LEVEL_2 {
+        LAST_SIZE.store(st.out.len(), std::sync::atomic::Ordering::Relaxed);
+    }
     finish(env, &jni, &mut st);
     Ok(Snapshot { state: st, traces, _frames: frames })
 }
