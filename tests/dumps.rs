@@ -527,8 +527,12 @@ fn monitor_dump_shows_a_deadlock() {
         assert_eq!((la.owner, &la.enter, &la.notify), (ea, &vec![eb], &vec![]), "{la:?}");
         assert_eq!((lb.owner, &lb.enter, &lb.notify), (eb, &vec![ea], &vec![]), "{lb:?}");
         assert_eq!((la.entry, lb.entry), (1, 1), "HotSpot's entry count: waiting to enter + to be notified");
-        let w = java(obj("waitLock"));
-        assert_eq!((w.owner, &w.enter, &w.notify, w.entry), (0, &vec![], &vec![ew], 1), "{w:?}");
+        // Since JDK 23 JVMTI names no monitor for a thread in Object.wait (JDK-8256314): a
+        // monitor nobody owns with only such waiters is found only with methods=jvmti.
+        if jdk.feature < 23 {
+            let w = java(obj("waitLock"));
+            assert_eq!((w.owner, &w.enter, &w.notify, w.entry), (0, &vec![], &vec![ew], 1), "{w:?}");
+        }
         let m = java(obj("mine"));
         assert_eq!((m.owner, m.enter.len(), m.notify.len(), m.entry), (main, 0, 0, 0), "{m:?}");
         // Raw monitors of the agent: "held" owned by raw-holder with raw-enterer blocked on

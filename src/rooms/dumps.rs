@@ -1,6 +1,6 @@
-//! Dumps: `RequestEvent(JVMPI_EVENT_HEAP_DUMP)` at levels 0, 1 and 2 and
-//! `RequestEvent(JVMPI_EVENT_OBJECT_DUMP, id)`, in the byte formats of the JVMPI spec as
-//! HotSpot 1.5 wrote them.
+//! Dumps: `RequestEvent(JVMPI_EVENT_HEAP_DUMP)` at levels 0, 1 and 2,
+//! `RequestEvent(JVMPI_EVENT_OBJECT_DUMP, id)` and `RequestEvent(JVMPI_EVENT_MONITOR_DUMP)`
+//! (at the end of this file), in the byte formats of the JVMPI spec as HotSpot 1.5 wrote them.
 //!
 //! Format (HotSpot 1.5's `Dump`): record types and `ty` are one byte; u2/u4/u8 and every
 //! primitive value big-endian; object IDs, `JNIEnv*` and the reserved words at native width in
@@ -1007,8 +1007,15 @@ fn java_monitors(jni: &jvm::Jni) -> Result<Vec<JavaMonitor>, String> {
     let mut objs: Vec<(jlong, jobject)> = Vec::new();
     for t in jvm::all_threads().map_err(jvm::err_name)? {
         let mut found = jvm::owned_monitors(t).unwrap_or_default();
-        if let Ok(Some(c)) = jvm::contended_monitor(t) {
-            found.push(c);
+        match jvm::contended_monitor(t) {
+            Ok(Some(c)) => found.push(c),
+            // Since JDK 23 a thread in Object.wait has no contended monitor (JDK-8256314); the
+            // object is the receiver of its Object.wait frame, readable only with
+            // can_access_local_variables (taken with methods=jvmti).
+            _ if jvm::thread_state(t).is_ok_and(|s| s & jvmti::JVMTI_THREAD_STATE_IN_OBJECT_WAIT != 0) => {
+                found.extend((0..3).find_map(|d| jvm::frame_receiver(t, d)));
+            }
+            _ => {}
         }
         for m in found {
             match ids::tag_of(m) {
