@@ -240,10 +240,7 @@ pub fn request(event: jint, arg: *mut c_void) -> jint {
         JVMPI_EVENT_OBJECT_ALLOC => objects::request(arg as jobjectID),
         JVMPI_EVENT_HEAP_DUMP => dumps::request_heap_dump(arg),
         JVMPI_EVENT_OBJECT_DUMP => dumps::request_object_dump(arg as jobjectID),
-        JVMPI_EVENT_MONITOR_DUMP => {
-            log::warn!("RequestEvent({}): JVMPI_NOT_AVAILABLE: dumps are not emulated by this version", events::name(event));
-            return JVMPI_NOT_AVAILABLE;
-        }
+        JVMPI_EVENT_MONITOR_DUMP => dumps::request_monitor_dump(),
         _ => {
             log::warn!(
                 "RequestEvent({}): JVMPI_NOT_AVAILABLE: only CLASS_LOAD, THREAD_START, OBJECT_ALLOC and the dumps can be requested",
