@@ -32,6 +32,15 @@
 //! code in the interpreter (80–290× slower). INSTRUCTION_START always uses instrumentation.
 //!
 //! Disabling the last of these events retransforms every class back: nothing stays behind.
+//! Switches made inside the agent's `JVM_OnLoad` (the gate is not open yet, no event can be
+//! sent) only change what classes get as they load; the classes already loaded are
+//! retransformed once, when the gate opens, and not at all if the events are off again by then.
+//!
+//! **Per event** (the tracker's natives, many million times a second): one relaxed load of the
+//! event's bit, one thread-local read (the thread's flags: inside the shim's own JNI call?
+//! announced to the agent?), an array index from the method number to its `jmethodID`, and
+//! the gate's hot path (`events::send_here`). No allocation, no map lookup, no `GetEnv`. The
+//! rest of the cost is the JNI call itself: two Java→native transitions per Java call.
 
 use crate::abi::*;
 use crate::{alloc, bci, calltrace, classes, events, ids, jvm};
