@@ -146,6 +146,10 @@ pub fn plan_method(
         Ok(i)
     };
     let idx = push_int(pool, index)?;
+    // A method whose whole code is one return instruction (`Object.<init>`, empty methods)
+    // cannot be left by an exception: it gets no catch-all handler. (JDK 11's C2 crashes
+    // compiling `Object.<init>` with one.)
+    let only_returns = ed.instructions().len() == 1 && is_return(&ed.instructions()[0]);
     if hooks.entry_exit {
         // A constructor's `this` cannot be passed before `super(…)`: constructors enter with
         // the plain hook (METHOD_ENTRY2 reports no receiver for them).
@@ -191,7 +195,7 @@ pub fn plan_method(
             ed.insert_before(k, &[idx.clone(), I::Invokestatic(r(pool, "exit")?)])?;
         }
     }
-    if hooks.entry_exit {
+    if hooks.entry_exit && !only_returns {
         ed.catch_all(&[idx, I::Invokestatic(r(pool, "exit")?)])?;
     }
     Ok(())
