@@ -20,7 +20,6 @@ use crate::{events, ids, jvm, table};
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti;
-use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering::*};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
@@ -49,11 +48,6 @@ impl ThreadRec {
 static THREADS: LazyLock<DashMap<usize, Arc<ThreadRec>>> = LazyLock::new(DashMap::new);
 /// thread object tag → JNIEnv
 static BY_TAG: LazyLock<DashMap<jlong, usize>> = LazyLock::new(DashMap::new);
-
-thread_local! {
-    /// Whether the current thread's THREAD_START has been delivered (a fast path for `send`).
-    static ANNOUNCED_HERE: Cell<bool> = const { Cell::new(false) };
-}
 
 fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
     let r = THREADS.get(&(env as usize)).map(|r| r.clone());
@@ -138,7 +132,7 @@ pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
         if !events::is_ready() {
             return; // announced by the catch-up when the gate opens
         }
-        ANNOUNCED_HERE.with(|a| a.set(true));
+        jvm::set_announced_here(true);
         if events::enabled(JVMPI_EVENT_THREAD_START) {
             if let Err(e) = announce(&rec, env, false) {
                 log::debug!("THREAD_START: {e}");
@@ -151,7 +145,7 @@ pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
 /// the thread. If the same JNIEnv sends events later (the launcher's main thread becomes
 /// `DestroyJavaVM`), it is a new thread to the agent and is announced again first.
 pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
-    ANNOUNCED_HERE.with(|a| a.set(false));
+    jvm::set_announced_here(false);
     if !THREADS.contains_key(&(env as usize)) {
         return;
     }
@@ -159,7 +153,7 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_THREAD_END, env);
         events::send(&mut ev);
     }
-    ANNOUNCED_HERE.with(|a| a.set(false));
+    jvm::set_announced_here(false);
     let Some((_, rec)) = THREADS.remove(&(env as usize)) else { return };
     if let Ok(tag) = ids::tag_of(thread) {
         BY_TAG.remove(&tag);
@@ -191,7 +185,7 @@ static GRAVEYARD: Mutex<Vec<(Instant, usize)>> = Mutex::new(Vec::new());
 /// thread-local storage works) and, if the agent wants THREAD_START, announced — once, and
 /// again after its THREAD_END if its JNIEnv is reused.
 pub fn ensure_current_announced(env: *mut JNIEnv) {
-    if env.is_null() || ANNOUNCED_HERE.with(|a| a.get()) {
+    if env.is_null() || jvm::here() & jvm::ANNOUNCED != 0 {
         return;
     }
     if jvm::current_jni() != Some(env) {
@@ -208,7 +202,7 @@ pub fn ensure_current_announced(env: *mut JNIEnv) {
         }),
     };
     if let Some(rec) = rec {
-        ANNOUNCED_HERE.with(|a| a.set(true));
+        jvm::set_announced_here(true);
         ENDED.remove(&(env as usize));
         if events::enabled(JVMPI_EVENT_THREAD_START) {
             let _ = announce(&rec, env, false);
