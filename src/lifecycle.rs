@@ -97,6 +97,9 @@ pub fn vm_init(env: *mut JNIEnv, thread: jthread) {
     if let Err(e) = gc::start(env) {
         log::error!("GC events will not be delivered: {e}");
     }
+    if let Err(e) = threads::start(env) {
+        log::warn!("threads suspended at their end wait for the agent's ResumeThread: {e}");
+    }
     natives::start(env);
     events::open_gate();
     if events::enabled(JVMPI_EVENT_JVM_INIT_DONE) {
