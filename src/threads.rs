@@ -263,6 +263,12 @@ pub fn start(env: *mut JNIEnv) -> Result<(), String> {
     r.map_err(jvm::err_name)
 }
 
+/// Whether the current thread has been announced to the agent (or registered, when the agent
+/// does not want THREAD_START) since it started or since its THREAD_END.
+pub fn announced_here() -> bool {
+    ANNOUNCED_HERE.with(|a| a.get())
+}
+
 /// Before an event is sent in the current thread: the thread must be registered (so that its
 /// thread-local storage works) and, if the agent wants THREAD_START, announced — once, and
 /// again after its THREAD_END if its JNIEnv is reused.
