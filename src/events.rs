@@ -277,7 +277,18 @@ pub fn request(event: jint, arg: *mut c_void) -> jint {
 
 static READY: AtomicBool = AtomicBool::new(false);
 static DEAD: AtomicBool = AtomicBool::new(false);
+/// VM death has begun (the shim's shutdown runs); `OVER` once JVM_SHUT_DOWN has been delivered.
+static SHUTTING: AtomicBool = AtomicBool::new(false);
+static OVER: AtomicBool = AtomicBool::new(false);
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// Events in flight in threads that are leaving the JVM from inside a handler (ProfilerExit):
+/// they never return, so VM death does not wait for them.
+static PARKED: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Events being delivered in this thread (nested when a handler causes another event).
+    static IN_FLIGHT_HERE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 /// Opens the gate: the legacy `JVM_OnLoad` has returned. Replays the defining events of what
 /// already exists for the events the agent enabled.
@@ -308,12 +319,34 @@ pub fn is_dead() -> bool {
     DEAD.load(SeqCst)
 }
 
+/// Whether VM death has begun: the shim is shutting down, or has (JVM_SHUT_DOWN delivered).
+pub fn shutting_down() -> bool {
+    SHUTTING.load(SeqCst)
+}
+
+/// Whether JVM_SHUT_DOWN has been delivered (or would have been): the emulation is over.
+pub fn is_over() -> bool {
+    OVER.load(SeqCst)
+}
+
+/// Runs `f`, which leaves the JVM from the current thread (System.exit for ProfilerExit) and
+/// may never return: meanwhile VM death does not wait for the events this thread is
+/// delivering (one of their handlers is the caller).
+pub fn leaving<R>(f: impl FnOnce() -> R) -> R {
+    let mine = IN_FLIGHT_HERE.with(|n| n.get());
+    PARKED.fetch_add(mine, SeqCst);
+    let r = f();
+    PARKED.fetch_sub(mine, SeqCst);
+    r
+}
+
 pub fn is_ready() -> bool {
     READY.load(SeqCst) && !DEAD.load(SeqCst)
 }
 
 fn deliver(ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
     IN_FLIGHT.fetch_add(1, SeqCst);
+    IN_FLIGHT_HERE.with(|n| n.set(n.get() + 1));
     let open = !DEAD.load(SeqCst) && (!needs_ready || READY.load(SeqCst));
     let sent = match (open, interface::notify_event()) {
         (true, Some(f)) => {
@@ -324,6 +357,7 @@ fn deliver(ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
         }
         _ => false,
     };
+    IN_FLIGHT_HERE.with(|n| n.set(n.get() - 1));
     IN_FLIGHT.fetch_sub(1, SeqCst);
     sent
 }
@@ -346,13 +380,19 @@ pub fn send_requested(ev: &mut JVMPI_Event) -> bool {
 
 /// Closes the gate for good, waits (bounded) for events inside the agent to return, and sends
 /// `JVM_SHUT_DOWN` if enabled. Nothing is delivered after this.
+///
+/// VM death may come from inside an event handler (ProfilerExit or System.exit called there):
+/// then the events this thread is delivering cannot return before it does, so they are not
+/// waited for, nor are those of threads stuck in an exit of their own. Every wait here (the
+/// last GC bracket, handlers in flight) shares one deadline of 2 s.
 pub fn shut_down(env: *mut jvmti_bindings::sys::jni::JNIEnv) {
-    if DEAD.load(SeqCst) {
+    if DEAD.load(SeqCst) || SHUTTING.swap(true, SeqCst) {
         return;
     }
+    let deadline = Instant::now() + Duration::from_secs(2);
     gc::stop();
     classes::flush_pending(env, Duration::ZERO);
-    gc::last_bracket(env);
+    gc::last_bracket(env, deadline);
     // JVM_SHUT_DOWN's thread (often `DestroyJavaVM`, on main's reused JNIEnv) is announced
     // while the gate is still open, so the agent finds its thread and thread-local storage.
     if READY.load(SeqCst) {
@@ -361,11 +401,12 @@ pub fn shut_down(env: *mut jvmti_bindings::sys::jni::JNIEnv) {
     if DEAD.swap(true, SeqCst) {
         return;
     }
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while IN_FLIGHT.load(SeqCst) > 0 && Instant::now() < deadline {
+    let mine = IN_FLIGHT_HERE.with(|n| n.get());
+    let others = || IN_FLIGHT.load(SeqCst).saturating_sub(mine + PARKED.load(SeqCst));
+    while others() > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
-    if IN_FLIGHT.load(SeqCst) > 0 {
+    if others() > 0 {
         log::warn!("an event handler of the agent did not return within 2 s of VM death; sending JVM_SHUT_DOWN anyway");
     }
     if READY.load(SeqCst) && enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
@@ -375,4 +416,5 @@ pub fn shut_down(env: *mut jvmti_bindings::sys::jni::JNIEnv) {
             unsafe { f(&mut ev) };
         }
     }
+    OVER.store(true, SeqCst);
 }

@@ -124,10 +124,28 @@ pub fn data_dump_request() {
 }
 
 /// `ProfilerExit(code)`: the JVM exits with that code (shutdown hooks and JVM_SHUT_DOWN run).
+///
+/// From any thread, attached or not, and from inside any event handler: `System.exit` runs in
+/// the calling thread, which never comes back; VM death does not wait for the events that
+/// thread is delivering, nor for a GC bracket it has open. Once VM death has begun (in
+/// JVM_SHUT_DOWN, or any call racing the JVM's own exit), the JVM is already ending: the call
+/// returns at once (HotSpot's stubs blocked the caller forever; `System.exit` there would wait
+/// for the exit under way, which may be this very thread's).
 pub fn profiler_exit(code: jint) {
+    if events::shutting_down() {
+        log::info!("ProfilerExit({code}): the JVM is already shutting down; returned");
+        return;
+    }
     log::info!("ProfilerExit({code})");
-    if let Some(env) = jvm::attach_current() {
-        jvm::Jni::of(env).system_exit(code);
+    gc::leaving();
+    events::leaving(|| {
+        if let Some(env) = jvm::attach_current() {
+            jvm::Jni::of(env).system_exit(code);
+        }
+    });
+    if events::shutting_down() {
+        // System.exit returned because the JVM is going away already.
+        return;
     }
     // System.exit returns only if it could not run: end the process directly.
     let _ = std::io::stdout().flush();
