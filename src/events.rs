@@ -345,6 +345,11 @@ pub fn is_ready() -> bool {
 }
 
 fn deliver(ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
+    if jvm::temporarily_attached() && jvm::current_jni() == Some(ev.env_id) {
+        // Caused by a call from an agent's thread the JVM does not know (attached for that
+        // call only): it is no JVMPI thread, so the event names none.
+        ev.env_id = std::ptr::null_mut();
+    }
     IN_FLIGHT.fetch_add(1, SeqCst);
     IN_FLIGHT_HERE.with(|n| n.set(n.get() + 1));
     let open = !DEAD.load(SeqCst) && (!needs_ready || READY.load(SeqCst));

@@ -136,11 +136,14 @@ unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut
         // Between brackets this thread also announces classes nothing else links.
         classes::set_linker(std::thread::current());
         let mut seen = 0;
+        // This thread never returns to the JVM: each piece of work gets its own frame of local
+        // references, so that none accumulate.
+        let jni = jvm::Jni::of(env);
         loop {
             while FINISHED.load(SeqCst) == seen && !STOP.load(SeqCst) {
                 if classes::has_pending() {
                     std::thread::park_timeout(classes::PENDING_AGE);
-                    classes::flush_pending(env, classes::PENDING_AGE);
+                    jni.framed(|| classes::flush_pending(env, classes::PENDING_AGE));
                 } else {
                     std::thread::park();
                 }
@@ -149,7 +152,7 @@ unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut
                 return;
             }
             seen = FINISHED.load(SeqCst);
-            deliver_bracket(env);
+            jni.framed(|| deliver_bracket(env));
         }
     })
 }

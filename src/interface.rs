@@ -15,7 +15,7 @@
 //! | jobjectID2jobject, jobject2jobjectID       | `ids`         |
 
 use crate::abi::*;
-use crate::{calltrace, classes, events, gc, guard, ids, jvm, lifecycle, monitors, threads};
+use crate::{access, calltrace, classes, events, gc, guard, ids, jvm, lifecycle, monitors, threads};
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jmethodID, jobject, JNIEnv, JNI_ERR};
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_void};
@@ -81,15 +81,15 @@ pub fn notify_event() -> Option<NotifyEventFn> {
 // ---- the doors ---------------------------------------------------------------------------------
 
 unsafe extern "C" fn enable_event(event_type: jint, arg: *mut c_void) -> jint {
-    guard("EnableEvent", JVMPI_FAIL, || events::enable(event_type, arg))
+    guard("EnableEvent", JVMPI_FAIL, || access::call("EnableEvent", JVMPI_NOT_AVAILABLE, || events::enable(event_type, arg)))
 }
 
 unsafe extern "C" fn disable_event(event_type: jint, arg: *mut c_void) -> jint {
-    guard("DisableEvent", JVMPI_FAIL, || events::disable(event_type, arg))
+    guard("DisableEvent", JVMPI_FAIL, || access::call("DisableEvent", JVMPI_SUCCESS, || events::disable(event_type, arg)))
 }
 
 unsafe extern "C" fn request_event(event_type: jint, arg: *mut c_void) -> jint {
-    guard("RequestEvent", JVMPI_FAIL, || events::request(event_type, arg))
+    guard("RequestEvent", JVMPI_FAIL, || access::call("RequestEvent", JVMPI_FAIL, || events::request(event_type, arg)))
 }
 
 unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
@@ -109,7 +109,7 @@ unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
         }
         // SAFETY: the spec makes the agent allocate `depth` frames at `trace.frames`.
         let frames = unsafe { std::slice::from_raw_parts_mut(trace.frames, depth as usize) };
-        trace.num_frames = calltrace::fill(trace, frames);
+        trace.num_frames = access::call("GetCallTrace", 0, || calltrace::fill(trace, frames));
     })
 }
 
@@ -146,15 +146,16 @@ unsafe extern "C" fn get_current_thread_cpu_time() -> jlong {
 }
 
 unsafe extern "C" fn suspend_thread(env: *mut JNIEnv) {
-    guard("SuspendThread", (), || threads::suspend(env))
+    guard("SuspendThread", (), || access::call("SuspendThread", (), || threads::suspend(env)))
 }
 
 unsafe extern "C" fn resume_thread(env: *mut JNIEnv) {
-    guard("ResumeThread", (), || threads::resume(env))
+    guard("ResumeThread", (), || access::call("ResumeThread", (), || threads::resume(env)))
 }
 
 unsafe extern "C" fn get_thread_status(env: *mut JNIEnv) -> jint {
-    guard("GetThreadStatus", JVMPI_FAIL, || threads::status(env))
+    // Refused: RUNNABLE, HotSpot's answer for a thread it could not read.
+    guard("GetThreadStatus", JVMPI_FAIL, || access::call("GetThreadStatus", JVMPI_THREAD_RUNNABLE, || threads::status(env)))
 }
 
 unsafe extern "C" fn thread_has_run(env: *mut JNIEnv) -> jboolean {
@@ -167,7 +168,9 @@ unsafe extern "C" fn create_system_thread(
     f: Option<unsafe extern "C" fn(*mut c_void)>,
 ) -> jint {
     guard("CreateSystemThread", JNI_ERR, || {
-        threads::create_system_thread(&jvm::c_str(name).unwrap_or_default(), priority, f)
+        access::call("CreateSystemThread", JNI_ERR, || {
+            threads::create_system_thread(&jvm::c_str(name).unwrap_or_default(), priority, f)
+        })
     })
 }
 
@@ -188,7 +191,7 @@ unsafe extern "C" fn enable_gc() {
 }
 
 unsafe extern "C" fn run_gc() {
-    guard("RunGC", (), gc::run_gc)
+    guard("RunGC", (), || access::call("RunGC", (), gc::run_gc))
 }
 
 unsafe extern "C" fn get_thread_object(env: *mut JNIEnv) -> jobjectID {
@@ -204,18 +207,25 @@ unsafe extern "C" fn jobject_id_to_jobject(id: jobjectID) -> jobject {
         if id.is_null() {
             return std::ptr::null_mut();
         }
-        ids::object_of(id).unwrap_or_else(|e| {
-            log::log!(events::edge_level(None), "jobjectID2jobject: {e}; NULL");
-            std::ptr::null_mut()
+        access::call("jobjectID2jobject", std::ptr::null_mut(), || {
+            ids::object_of(id).unwrap_or_else(|e| {
+                log::log!(events::edge_level(None), "jobjectID2jobject: {e}; NULL");
+                std::ptr::null_mut()
+            })
         })
     })
 }
 
 unsafe extern "C" fn jobject_to_jobject_id(obj: jobject) -> jobjectID {
     guard("jobject2jobjectID", std::ptr::null_mut(), || {
-        ids::id_of(obj).unwrap_or_else(|e| {
-            log::log!(events::edge_level(None), "jobject2jobjectID: {e}; NULL");
-            std::ptr::null_mut()
+        if obj.is_null() {
+            return std::ptr::null_mut();
+        }
+        access::call("jobject2jobjectID", std::ptr::null_mut(), || {
+            ids::id_of(obj).unwrap_or_else(|e| {
+                log::log!(events::edge_level(None), "jobject2jobjectID: {e}; NULL");
+                std::ptr::null_mut()
+            })
         })
     })
 }
@@ -239,5 +249,9 @@ fn thread_list(count: jint, list: *mut *mut JNIEnv, results: *mut jint, suspend:
     let (envs, res) = unsafe {
         (std::slice::from_raw_parts(list, count as usize), std::slice::from_raw_parts_mut(results, count as usize))
     };
+    if !access::permitted(if suspend { "SuspendThreadList" } else { "ResumeThreadList" }) {
+        res.fill(JVMPI_FAIL);
+        return;
+    }
     threads::for_list(envs, res, suspend);
 }

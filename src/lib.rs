@@ -11,6 +11,7 @@
 //! | [`loader`]    | finding and `dlopen`ing the agent, its `JVM_OnLoad`, the hooked `GetEnv` |
 //! | [`lifecycle`] | start-up, JVM_INIT_DONE, JVM_SHUT_DOWN, DATA_DUMP_REQUEST, ProfilerExit  |
 //! | [`interface`] | the `JVMPI_Interface` table and its 28 doors (function → room index)      |
+//! | [`access`]    | who may call each function when: unattached threads, after JVM_SHUT_DOWN |
 //! | [`events`]    | EnableEvent / DisableEvent / RequestEvent, delivery and its gate         |
 //! | [`ids`]       | jobjectIDs as JVMTI tags; jobjectID2jobject, jobject2jobjectID          |
 //! | [`objects`]   | OBJECT_ALLOC descriptions (RequestEvent), the arena                       |
@@ -31,6 +32,7 @@
 //! | [`logger`]    | one-line messages on stderr                                               |
 
 pub mod abi;
+pub mod access;
 pub mod alloc;
 pub mod bci;
 pub mod callbacks;

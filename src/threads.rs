@@ -41,6 +41,8 @@ pub struct ThreadRec {
     pub env: usize,
     /// JNI global reference to the java.lang.Thread.
     pub thread: usize,
+    /// The tag (object ID) of the java.lang.Thread.
+    tag: jlong,
     tls: AtomicUsize,
     announced: AtomicBool,
     /// Thread CPU time at the latest JVMPI SuspendThread (-1: never suspended).
@@ -103,6 +105,7 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
     let rec = Arc::new(ThreadRec {
         env,
         thread: global as usize,
+        tag,
         tls: AtomicUsize::new(0),
         announced: AtomicBool::new(false),
         cpu_at_suspend: AtomicI64::new(-1),
@@ -146,6 +149,9 @@ fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result
 
 /// JVMTI ThreadStart (and VMInit for the main thread): the thread is running, on this thread.
 pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
+    if jvm::temporarily_attached() {
+        return; // an agent's thread, attached for one JVMPI call: not a JVMPI thread
+    }
     let jni = jvm::Jni::of(env);
     if let Some(rec) = register(&jni, env as usize, thread) {
         if !events::is_ready() {
@@ -166,6 +172,9 @@ pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
 /// agent suspended before its end was marked is resumed by the resumer (see the head of this
 /// file); its record stays reachable for ResumeThread.
 pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
+    if jvm::temporarily_attached() {
+        return;
+    }
     ANNOUNCED_HERE.with(|a| a.set(false));
     if !THREADS.contains_key(&(env as usize)) {
         return;
@@ -273,7 +282,7 @@ pub fn announced_here() -> bool {
 /// thread-local storage works) and, if the agent wants THREAD_START, announced — once, and
 /// again after its THREAD_END if its JNIEnv is reused.
 pub fn ensure_current_announced(env: *mut JNIEnv) {
-    if env.is_null() || ANNOUNCED_HERE.with(|a| a.get()) {
+    if env.is_null() || ANNOUNCED_HERE.with(|a| a.get()) || jvm::temporarily_attached() {
         return;
     }
     if jvm::current_jni() != Some(env) {
@@ -362,12 +371,9 @@ pub fn request(id: jobjectID) -> Result<(), String> {
 
 // ---- JVMPI functions ---------------------------------------------------------------------------
 
+/// `GetThreadObject`: from the table, so it answers in any thread and after JVM_SHUT_DOWN.
 pub fn get_thread_object(env: *mut JNIEnv) -> jobjectID {
-    let Some(rec) = lookup(env, "GetThreadObject") else { return std::ptr::null_mut() };
-    ids::id_of(rec.jthread()).unwrap_or_else(|e| {
-        log::log!(events::edge_level(None), "GetThreadObject: {e}");
-        std::ptr::null_mut()
-    })
+    lookup(env, "GetThreadObject").map_or(std::ptr::null_mut(), |rec| ids::to_id(rec.tag))
 }
 
 pub fn set_tls(env: *mut JNIEnv, p: *mut c_void) {

@@ -252,17 +252,46 @@ fn profiler_exit_inside_jvm_shut_down_returns() {
 #[test]
 fn abuse_is_refused_not_fatal() {
     for_each_jdk(|jdk| {
-        let r = stress(jdk, "sampler=2,traces=8,reenter,abuse,notify-null", &[], &["ms=1500", "workers=2"]);
+        let args = command("sampler=2,traces=8,reenter,abuse,notify-null", &[], &["ms=1500", "workers=2"]);
+        let args: Vec<String> = args.into_iter().map(|a| a.replace("{shim}=agent=", "{shim}=log=info,agent=")).collect();
+        let r = run_raw_timeout(jdk, &args, HANG);
         exits_with(&r, 0);
         let at_exit = r.lines_with("ATEXIT ok");
         assert_eq!(at_exit.len(), 1, "the atexit handler's calls returned\n{}", brief(&r));
+        // Raw monitors work in a thread the JVM does not know: a timed wait takes its time, an
+        // untimed one (negative timeout) ends when another such thread notifies.
+        let waits = r.lines_with("ABUSE waits ");
+        let ms = |k: &str| {
+            let line = waits.first()?;
+            let v = line.split(' ').find_map(|kv| kv.strip_prefix(&format!("{k}=")))?;
+            v.trim_end_matches("ms").parse::<i64>().ok()
+        };
+        assert!(ms("timed").is_some_and(|t| t >= 29), "{waits:?}\n{}", brief(&r));
+        assert!(ms("negative_notified_after").is_some_and(|t| (15..5000).contains(&t)), "{waits:?}\n{}", brief(&r));
+        // CreateSystemThread from such a thread works; the thread it makes is an announced one.
+        assert!(r.log.contains("ABUSE CreateSystemThread from a pthread rc=0"), "{}", brief(&r));
+        assert!(r.log.contains("announced=1"), "{}", brief(&r));
         // Each kind of refusal is one line, not one per call.
-        let shim_lines = r.stderr.lines().filter(|l| l.starts_with("jvmpi-shim:")).count();
-        assert!(shim_lines < 200, "{shim_lines} lines of the shim on stderr\n{}", brief(&r));
+        let warnings = r.stderr.lines().filter(|l| l.starts_with("jvmpi-shim: warning:")).count();
+        assert!(warnings < 60, "{warnings} warnings of the shim on stderr\n{}", brief(&r));
+        for refused in ["RequestEvent called from a thread the JVM does not know", "EnableEvent called after JVM_SHUT_DOWN"] {
+            assert_eq!(r.stderr.lines().filter(|l| l.contains(refused)).count(), 1, "{refused}\n{}", brief(&r));
+        }
     });
 }
 
 // ---- 4. -Xcheck:jni -----------------------------------------------------------------------------
+
+/// What HotSpot's JNI checker (`-Xcheck:jni`) says: "WARNING in native method: …" (a JNI call
+/// made with an exception pending or unchecked), "WARNING: JNI local refs: N, exceeds capacity"
+/// and fatal errors.
+fn checker_lines(r: &Run) -> Vec<&str> {
+    r.stdout
+        .lines()
+        .chain(r.stderr.lines())
+        .filter(|l| l.contains("in native method") || l.contains("JNI local refs") || l.contains("JNI call made"))
+        .collect()
+}
 
 /// HotSpot's JNI checker finds nothing to say about the shim's JNI calls: every call that can
 /// throw is followed by an exception check, and local references stay within their frames'
@@ -284,21 +313,11 @@ fn xcheck_jni_finds_nothing() {
         ];
         let r = run_raw_timeout(jdk, &args, HANG);
         r.assert_ok();
-        let warnings: Vec<&str> = r
-            .stdout
-            .lines()
-            .chain(r.stderr.lines())
-            .filter(|l| l.contains("WARNING") || l.contains("JNI call made") || l.contains("exceeds capacity"))
-            .collect();
+        let warnings = checker_lines(&r);
         assert!(warnings.is_empty(), "-Xcheck:jni warnings: {warnings:#?}\n{}", r.describe());
         let s = stress(jdk, "sampler=2,traces=8", &["-Xcheck:jni"], &["ms=1000", "workers=2"]);
         exits_with(&s, 0);
-        let warnings: Vec<&str> = s
-            .stdout
-            .lines()
-            .chain(s.stderr.lines())
-            .filter(|l| l.contains("WARNING") || l.contains("JNI call made") || l.contains("exceeds capacity"))
-            .collect();
+        let warnings = checker_lines(&s);
         assert!(warnings.is_empty(), "-Xcheck:jni warnings: {warnings:#?}\n{}", brief(&s));
     });
 }
@@ -511,7 +530,12 @@ fn long_stress() {
             t.add(&format!("JDK {} abuse", jdk.feature), &o, 0);
         }
         let o = run_sampled(&jdk, "sampler=2,traces=8,reenter", &["-Xcheck:jni"], &["ms=20000"], Duration::from_secs(120), Duration::from_secs(3600));
-        let xw = o.stdout.lines().chain(o.stderr.lines()).filter(|l| l.contains("WARNING") || l.contains("JNI call made")).count();
+        let xw = o
+            .stdout
+            .lines()
+            .chain(o.stderr.lines())
+            .filter(|l| l.contains("in native method") || l.contains("JNI local refs") || l.contains("JNI call made"))
+            .count();
         if xw > 0 {
             t.failures.push(format!("JDK {} -Xcheck:jni: {xw} warnings", jdk.feature));
         }

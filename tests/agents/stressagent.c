@@ -433,7 +433,6 @@ static void abuse_round(void) {
     jvmpi->RawMonitorEnter(m);
     jvmpi->RawMonitorEnter(m);
     jvmpi->RawMonitorWait(m, 1);
-    jvmpi->RawMonitorWait(m, -1);
     jvmpi->RawMonitorNotifyAll(m);
     jvmpi->RawMonitorExit(m);
     jvmpi->RawMonitorExit(m);
@@ -505,8 +504,55 @@ static void abuse_round(void) {
     if (ld(&shut_down)) inc(&abuse_after);
 }
 
+/* Waits from a thread the JVM does not know: a timed one, and an untimed one (a negative
+ * timeout: until notified, as HotSpot 1.5) that a second such thread notifies. */
+static JVMPI_RawMonitor waits_m;
+static void *notifier(void *arg) {
+    sleep_us(20 * 1000);
+    jvmpi->RawMonitorEnter(waits_m);
+    jvmpi->RawMonitorNotifyAll(waits_m);
+    jvmpi->RawMonitorExit(waits_m);
+    return NULL;
+}
+static long ms_since(struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+static void waits(void) {
+    struct timespec t0;
+    pthread_t p;
+    long timed, untimed;
+    waits_m = jvmpi->RawMonitorCreate("waits");
+    jvmpi->RawMonitorEnter(waits_m);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    jvmpi->RawMonitorWait(waits_m, 30);
+    timed = ms_since(&t0);
+    pthread_create(&p, NULL, notifier, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    jvmpi->RawMonitorWait(waits_m, -1);
+    untimed = ms_since(&t0);
+    jvmpi->RawMonitorExit(waits_m);
+    pthread_join(p, NULL);
+    jvmpi->RawMonitorDestroy(waits_m);
+    logf_("ABUSE waits timed=%ldms negative_notified_after=%ldms", timed, untimed);
+}
+
+static void abuse_system_thread(void *arg) {
+    JNIEnv *env = NULL;
+    (*the_vm)->GetEnv(the_vm, (void **)&env, JNI_VERSION_1_2);
+    logf_("ABUSE system thread made from a pthread runs env=%p announced=%d", (void *)env, env_live(env));
+}
+
 static void *abuse_thread(void *arg) {
+    int made = 0;
+    waits();
     for (;;) {
+        if (!made && ld(&init_done)) {
+            made = 1;
+            logf_("ABUSE CreateSystemThread from a pthread rc=%d",
+                  (int)jvmpi->CreateSystemThread("abuse-created", JVMPI_NORMAL_PRIORITY, abuse_system_thread));
+        }
         abuse_round();
         if (opt_notify_null && abuse_rounds % 50 == 25 && !ld(&shut_down)) {
             jvmpi->NotifyEvent = NULL;
