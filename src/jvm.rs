@@ -894,6 +894,41 @@ impl Jni {
         }
         t
     }
+    /// Whether the JVM's shutdown has begun (its shutdown hooks run, or have): then
+    /// `Runtime.removeShutdownHook` throws IllegalStateException. A `System.exit` now would wait
+    /// for the exit under way for ever.
+    pub fn shutdown_in_progress(&self) -> bool {
+        let _i = Internal::enter();
+        let Some((k, get)) = self.method("java/lang/Runtime", "getRuntime", "()Ljava/lang/Runtime;", true) else {
+            return false;
+        };
+        let remove = self.method_id_in(k, "removeShutdownHook", "(Ljava/lang/Thread;)Z", false);
+        let ise = self.0.find_class("java/lang/IllegalStateException");
+        let me = current_thread().ok().filter(|t| !t.is_null());
+        let mut in_progress = false;
+        if let (Some(remove), Some(ise), Some(me)) = (remove, ise, me) {
+            // SAFETY: Runtime.getRuntime(), then removeShutdownHook(the current thread, which is
+            // no hook: false, or IllegalStateException once shutdown has begun).
+            unsafe {
+                let rt = self.0.call_static_object_method(k, get, &[]);
+                if !rt.is_null() && !self.0.exception_check() {
+                    self.0.call_boolean_method(rt, remove, &[jni::jvalue { l: me }]);
+                    if let Some(t) = self.0.exception_occurred() {
+                        self.0.exception_clear();
+                        in_progress = self.0.is_instance_of(t, ise);
+                        self.delete_local_ref(t);
+                    }
+                }
+                self.delete_local_ref(rt);
+            }
+        }
+        self.clear_exception();
+        for r in [ise, me].into_iter().flatten() {
+            self.delete_local_ref(r);
+        }
+        self.delete_local_ref(k);
+        in_progress
+    }
     /// `System.exit(code)`; returns only if it could not be called.
     pub fn system_exit(&self, code: jint) {
         if let Some((k, m)) = self.method("java/lang/System", "exit", "(I)V", true) {

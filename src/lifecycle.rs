@@ -127,22 +127,30 @@ pub fn data_dump_request() {
 ///
 /// From any thread, attached or not, and from inside any event handler: `System.exit` runs in
 /// the calling thread, which never comes back; VM death does not wait for the events that
-/// thread is delivering, nor for a GC bracket it has open. Once VM death has begun (in
-/// JVM_SHUT_DOWN, or any call racing the JVM's own exit), the JVM is already ending: the call
-/// returns at once (HotSpot's stubs blocked the caller forever; `System.exit` there would wait
-/// for the exit under way, which may be this very thread's).
+/// thread is delivering, nor for a GC bracket it has open. Once the JVM is exiting already
+/// (another thread's exit runs the shutdown hooks, VM death has begun, JVM_SHUT_DOWN), the call
+/// returns at once: `System.exit` would wait for the exit under way for ever — with whatever the
+/// calling handler holds (the lock the agent's JVM_SHUT_DOWN handler then waits for), or in
+/// the very thread that is exiting. HotSpot's stubs after shutdown blocked the caller forever.
 pub fn profiler_exit(code: jint) {
     if events::shutting_down() {
         log::info!("ProfilerExit({code}): the JVM is already shutting down; returned");
         return;
     }
+    let Some(env) = jvm::attach_current() else {
+        log::info!("ProfilerExit({code}): the calling thread cannot be attached (the JVM is going away); returned");
+        return;
+    };
+    let jni = jvm::Jni::of(env);
+    if jni.shutdown_in_progress() {
+        // Another thread's exit is under way: System.exit would wait for it for ever, holding
+        // whatever the agent holds here (a handler's lock its JVM_SHUT_DOWN handler wants).
+        log::info!("ProfilerExit({code}): the JVM is already exiting; returned");
+        return;
+    }
     log::info!("ProfilerExit({code})");
     gc::leaving();
-    events::leaving(|| {
-        if let Some(env) = jvm::attach_current() {
-            jvm::Jni::of(env).system_exit(code);
-        }
-    });
+    events::leaving(|| jni.system_exit(code));
     if events::shutting_down() {
         // System.exit returned because the JVM is going away already.
         return;

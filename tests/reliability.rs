@@ -7,8 +7,9 @@
 //! * a stress run keeps every JVMPI promise the agent checks;
 //! * threads suspended around their THREAD_END are resumed and the JVM exits;
 //! * shutdown races end the JVM with the right code and JVM_SHUT_DOWN last: System.exit,
-//!   Runtime.halt, ProfilerExit from an allocation event, from GC_START, from JVM_SHUT_DOWN, and
-//!   from another thread (attached or not) while a GC bracket is open;
+//!   Runtime.halt, ProfilerExit from an allocation event, from GC_START, from JVM_SHUT_DOWN, from
+//!   another thread (attached or not) while a GC bracket is open, and from GC_START while the
+//!   JVM is already exiting;
 //! * abuse is refused, never fatal: garbage, NULL and stale monitors and IDs, calls from a
 //!   pthread the JVM does not know (before JVM_INIT_DONE, and after JVM_SHUT_DOWN until the
 //!   process ends), re-entrant calls from handlers, NotifyEvent set to NULL or swapped;
@@ -229,6 +230,26 @@ fn system_exit_and_halt_during_activity() {
                 let r = stress(jdk, "sampler=2,traces=8", &[], &["ms=700", &format!("end={end}")]);
                 exits_with(&r, code);
             }
+        }
+    });
+}
+
+/// ProfilerExit in GC_START while the JVM is already exiting (a shutdown hook collects): the
+/// exit under way wins. `System.exit` in the handler would wait for it forever, with the
+/// agent's GC monitor held, and the agent's JVM_SHUT_DOWN handler, which takes that monitor,
+/// would never end.
+#[test]
+fn profiler_exit_while_the_jvm_is_exiting() {
+    for_each_jdk(|jdk| {
+        for _ in 0..repeat() {
+            let r = stress(
+                jdk,
+                "sampler=2,exit=gc_start:1:41",
+                &[],
+                &["ms=100", "workers=0", "churn=0", "gc=0", "short=0", "end=hook-gc", "delay=300"],
+            );
+            exits_with(&r, 6);
+            assert!(r.log.contains("EXIT returned where=gc_start"), "{}", brief(&r));
         }
     });
 }
@@ -505,7 +526,7 @@ fn long_stress() {
             rss_report.push(format!("jdk{}:{:+.1}%(max {} MiB, {} samples)", jdk.feature, (b - a) / a * 100.0, max / 1024, o.rss.len()));
         }
         eprintln!("jdk {}: stress done ({} so far)", jdk.feature, t.runs);
-        let races: [(&str, &str, Vec<&str>, i32); 8] = [
+        let races: [(&str, &str, Vec<&str>, i32); 9] = [
             ("System.exit", "sampler=2,traces=8", vec!["ms=700", "end=exit"], 3),
             ("Runtime.halt", "sampler=2,traces=8", vec!["ms=700", "end=halt"], 4),
             ("System.exit in a bracket", "sampler=2,bracket=300", vec!["ms=500", "gc=0", "end=gc-exit", "delay=100"], 5),
@@ -514,6 +535,12 @@ fn long_stress() {
             ("ProfilerExit from a thread, bracket open", "sampler=2,exit=thread:2:43", vec!["ms=200", "end=wait", "gc=100"], 43),
             ("ProfilerExit from a pthread, bracket open", "sampler=2,exit=pthread:2:44", vec!["ms=200", "end=wait", "gc=100"], 44),
             ("ProfilerExit in JVM_SHUT_DOWN", "sampler=2,exit=shutdown:0:45", vec!["ms=300"], 0),
+            (
+                "ProfilerExit in GC_START while exiting",
+                "sampler=2,exit=gc_start:1:41",
+                vec!["ms=100", "workers=0", "churn=0", "gc=0", "short=0", "end=hook-gc", "delay=300"],
+                6,
+            ),
         ];
         for (name, opts, prog, code) in &races {
             for _ in 0..reps {

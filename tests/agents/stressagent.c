@@ -39,6 +39,9 @@
  *   notify-null      with abuse: NotifyEvent is set to NULL for short moments (events are lost,
  *                    so undefined IDs are counted, not violations)
  *
+ * At JVM_SHUT_DOWN it writes its summary holding the raw monitor of its GC handlers, as an agent
+ * that dumps its data consistently does.
+ *
  * Log lines: VIOLATION <kind> <detail> (the first 20 of each kind), INIT_DONE, SAMPLER started,
  * EXIT calling where=<w>, SUMMARY <key>=<n> ... and VIOLATIONS <kind>=<n> ... at JVM_SHUT_DOWN,
  * then SHUT_DOWN; ABUSE ... and ATEXIT ... at process exit.
@@ -628,9 +631,12 @@ static void notify(JVMPI_Event *e) {
     case JVMPI_EVENT_JVM_SHUT_DOWN:
         check_env("JVM_SHUT_DOWN", env);
         if (strcmp(exit_where, "shutdown") == 0) do_exit("shutdown");
+        /* Like a real agent writing its data out: under the lock its GC handlers hold. */
+        jvmpi->RawMonitorEnter(gc_lock);
         summary();
         logf_("SHUT_DOWN");
         st(&shut_down, 1);
+        jvmpi->RawMonitorExit(gc_lock);
         break;
     case JVMPI_EVENT_THREAD_START: {
         JNIEnv *tenv = e->u.thread_start.thread_env_id;

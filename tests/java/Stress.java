@@ -12,6 +12,8 @@
 //            when the agent keeps brackets open that long)
 //   wait     keep running until something else (the agent's ProfilerExit) ends the JVM;
 //            System.exit(99) after `cap` ms
+//   hook-gc  System.exit(6), with a shutdown hook that runs System.gc() and then takes `delay`
+//            ms: a collection (and the agent's GC bracket) while the JVM is already exiting
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.util.ArrayList;
@@ -207,6 +209,19 @@ public class Stress {
                 System.gc();
                 Thread.sleep(opt("delay", 50));
                 System.exit(5);
+                break;
+            case "hook-gc":
+                final long delay = opt("delay", 300);
+                Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                    System.gc();
+                    try {
+                        Thread.sleep(delay);
+                    } catch (InterruptedException e) {
+                        // exiting anyway
+                    }
+                }, "stress-hook"));
+                summary(end);
+                System.exit(6);
                 break;
             case "wait":
                 Thread.sleep(opt("cap", 30000));
