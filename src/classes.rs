@@ -307,6 +307,11 @@ pub fn note_method(m: jmethodID) {
     }
 }
 
+/// Whether `m` is a method of a class described to the agent (CLASS_LOAD, requested or not).
+pub fn described(m: jmethodID) -> bool {
+    METHODS.get(&(m as usize)).is_some_and(|t| *t != 0)
+}
+
 static SCANNED_AT: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// Whether `m` is a method ID of a loaded class. Unknown IDs trigger one scan of the loaded

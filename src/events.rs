@@ -248,6 +248,11 @@ fn catch_up(event: jint) {
 }
 
 pub fn request(event: jint, arg: *mut c_void) -> jint {
+    if is_dead() && !is_dump(event) {
+        // The gate is closed for good (JVM_SHUT_DOWN is, or is about to be, the last event).
+        log::debug!("RequestEvent({}): JVMPI_FAIL: the VM is shutting down", name(event));
+        return JVMPI_FAIL;
+    }
     let r = match event {
         JVMPI_EVENT_CLASS_LOAD => classes::request(arg as jobjectID),
         JVMPI_EVENT_THREAD_START => threads::request(arg as jobjectID),
