@@ -2,7 +2,9 @@
 //!
 //! The shim is a JVMTI agent (`-agentpath:libjvmpi_shim.so=agent=<lib>[:<options>]`) that loads
 //! a JVMPI agent, answers its `GetEnv(JVMPI_VERSION_1…)` with a complete `JVMPI_Interface`, and
-//! turns JVMTI callbacks into the JVMPI event stream. One room per JVMPI concept:
+//! turns JVMTI callbacks into the JVMPI event stream. Several `-agentpath` options load several
+//! agents (at most `table::MAX_AGENTS`), each with its own table, event mask and thread-local
+//! storage (see README, "Several agents in one JVM"). One room per JVMPI concept:
 //!
 //! | room          | what lives there                                                          |
 //! |---------------|---------------------------------------------------------------------------|
@@ -22,39 +24,31 @@
 //! | [`classes`]   | CLASS_LOAD, CLASS_UNLOAD, GetMethodClass, the shim's class-file hook     |
 //! | [`hooks`]     | the agent's CLASS_LOAD_HOOK, for classes loaded before and after it ran  |
 //! | [`lines`]     | bytecode index → source line, method line ranges, the line-table cache   |
+//! | [`methods`]   | METHOD_ENTRY/ENTRY2/EXIT and INSTRUCTION_START (bytecode or JVMTI)       |
 //! | [`calltrace`] | GetCallTrace                                                              |
+//! | [`methods`]   | METHOD_ENTRY/ENTRY2/EXIT, INSTRUCTION_START (instrumentation or JVMTI)    |
 //! | [`monitors`]  | raw monitors and RAW_MONITOR_CONTENDED_* events                           |
+//! | [`javamonitors`] | Java monitors: MONITOR_CONTENDED_ENTER/ENTERED/EXIT, MONITOR_WAIT/WAITED |
+//! | [`compiled`]  | COMPILED_METHOD_LOAD/UNLOAD with line tables, and their catch-up         |
+//! | [`reset`]     | DATA_RESET_REQUEST on SIGUSR1                                             |
 //! | [`natives`]   | JNI natives implemented by the agent library, bound as classes prepare    |
 //! | [`gc`]        | GC brackets, OBJECT_FREE, CLASS_UNLOAD, RunGC, Disable/EnableGC          |
 //! | [`deaths`]    | the compact queue of deaths waiting for a GC bracket                      |
+//! | [`dumps`]     | HEAP_DUMP, OBJECT_DUMP and MONITOR_DUMP in the JVMPI byte formats         |
 //! | [`callbacks`] | the JVMTI callbacks (doors into the rooms)                                |
 //! | [`jvm`]       | the JVMTI environment, capabilities, event switching, JVMTI/JNI facade   |
 //! | [`logger`]    | one-line messages on stderr                                               |
 
-pub mod abi;
-pub mod access;
-pub mod alloc;
-pub mod bci;
-pub mod callbacks;
-pub mod calltrace;
-pub mod classes;
-pub mod deaths;
-pub mod events;
-pub mod gc;
-pub mod hooks;
-pub mod ids;
-pub mod interface;
-pub mod jnihooks;
-pub mod jvm;
-pub mod lifecycle;
-pub mod lines;
-pub mod loader;
-pub mod logger;
-pub mod monitors;
-pub mod natives;
-pub mod objects;
-pub mod options;
-pub mod threads;
+pub mod face;
+pub mod rooms;
+pub mod vm;
+
+// The one-hop index: every room by its own name.
+pub use face::{abi, access, events, ids, interface, table};
+pub use rooms::{
+    alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader, methods, monitors, natives, objects, options, report, reset, threads,
+};
+pub use vm::{bci, callbacks, jnihooks, jvm, logger};
 
 use jvmti_bindings::sys::jni::{jint, JavaVM, JNI_ERR};
 use std::ffi::{c_char, c_void};
@@ -77,13 +71,38 @@ pub(crate) fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// The doors the start-up installs: the JVMTI callbacks, the agent's class-hook doors, the
+/// JVMPI interface table and the JNI function hooks. Handed down from the entry points, so that
+/// no room reaches up to a door.
+fn doors() -> lifecycle::Doors {
+    lifecycle::Doors {
+        callbacks: callbacks::table,
+        agent_hook: callbacks::agent_class_file_load_hook,
+        early_hook: callbacks::early_class_file_load_hook,
+        interface: interface::doors,
+        jni_hooks: jnihooks::install,
+    }
+}
+
 /// JVMTI entry point: `-agentpath:` / `-agentlib:`.
 ///
 /// # Safety
 /// Called by the JVM with its `JavaVM` and a NULL or NUL-terminated option string.
 #[no_mangle]
 pub unsafe extern "system" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
-    guard("Agent_OnLoad", JNI_ERR, || lifecycle::agent_onload(vm, loader::option_bytes(options)))
+    guard("Agent_OnLoad", JNI_ERR, || lifecycle::agent_onload(vm, loader::option_bytes(options), doors()))
+}
+
+/// JVMTI entry point for a running JVM: `jcmd <pid> JVMTI.agent_load <path>/libjvmpi_shim.so
+/// <command>`. Commands: `dump` (DATA_DUMP_REQUEST), `reset` (DATA_RESET_REQUEST),
+/// `report[=<file>]` (the migration report now), or shim options ending in `agent=<lib>…`
+/// (attach a legacy agent to the running JVM). See `lifecycle::attach`.
+///
+/// # Safety
+/// Called by the JVM with its `JavaVM` and a NULL or NUL-terminated option string.
+#[no_mangle]
+pub unsafe extern "system" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
+    guard("Agent_OnAttach", JNI_ERR, || lifecycle::attach(vm, loader::option_bytes(options), doors()))
 }
 
 /// JVMTI entry point: the library is being unloaded (after VM death); nothing to release.
@@ -99,5 +118,5 @@ pub unsafe extern "system" fn Agent_OnUnload(_vm: *mut JavaVM) {}
 /// Called by the JVM (or a test) with a `JavaVM` and a NULL or NUL-terminated option string.
 #[no_mangle]
 pub unsafe extern "system" fn JVM_OnLoad(vm: *mut JavaVM, options: *mut c_char, reserved: *mut c_void) -> jint {
-    guard("JVM_OnLoad", JNI_ERR, || lifecycle::double_agent(vm, loader::option_bytes(options), reserved))
+    guard("JVM_OnLoad", JNI_ERR, || lifecycle::double_agent(vm, loader::option_bytes(options), reserved, doors()))
 }

@@ -277,7 +277,7 @@ fn expected_files_match_shared_reference() {
     }
 }
 
-/// The Rust mirror (`src/abi.rs`) against the same facts: every `sizeof`/`offset` line of
+/// The Rust mirror (`src/face/abi.rs`) against the same facts: every `sizeof`/`offset` line of
 /// `tests/abi/expected-offsets.txt` is regenerated from `size_of`/`align_of`/`offset_of!` of the
 /// Rust types, and every constant of `expected-constants.txt` from the Rust constants.
 #[test]
@@ -366,7 +366,7 @@ fn rust_mirror_structs_match_c_layout() {
         .collect();
     let actual_refs: Vec<&str> = actual.iter().map(String::as_str).collect();
     let problems: Vec<String> = compare(&expected, &actual_refs).into_iter().filter(|p| !p.starts_with("extra")).collect();
-    assert!(problems.is_empty(), "src/abi.rs differs from the original layout:\n{}", problems.join("\n"));
+    assert!(problems.is_empty(), "src/face/abi.rs differs from the original layout:\n{}", problems.join("\n"));
 
     let constants = read_expected("expected-constants.txt");
     let rust: BTreeMap<&str, i64> = [
@@ -416,7 +416,7 @@ fn rust_mirror_structs_match_c_layout() {
     for line in constants.lines().filter(|l| !l.trim().is_empty()) {
         let (name, value) = line.split_once('=').unwrap();
         if let Some(&v) = rust.get(name) {
-            assert_eq!(v, value.trim().parse::<i64>().unwrap(), "{name} in src/abi.rs");
+            assert_eq!(v, value.trim().parse::<i64>().unwrap(), "{name} in src/face/abi.rs");
             checked += 1;
         }
     }

@@ -1,4 +1,4 @@
-//! libjvmpi_shim.so exports Agent_OnLoad, Agent_OnUnload and JVM_OnLoad, and nothing else an
+//! libjvmpi_shim.so exports Agent_OnAttach, Agent_OnLoad, Agent_OnUnload and JVM_OnLoad, and nothing else an
 //! agent's symbols could collide with (shim/exports.map).
 
 mod harness;
@@ -17,5 +17,5 @@ fn only_the_entry_points_are_exported() {
         })
         .collect();
     syms.sort();
-    assert_eq!(syms, ["Agent_OnLoad", "Agent_OnUnload", "JVM_OnLoad"], "exported symbols of {}", so.display());
+    assert_eq!(syms, ["Agent_OnAttach", "Agent_OnLoad", "Agent_OnUnload", "JVM_OnLoad"], "exported symbols of {}", so.display());
 }

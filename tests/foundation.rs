@@ -298,7 +298,7 @@ fn garbage_ids_and_bad_calls_are_refused_not_fatal() {
         assert_eq!(
             g,
             "trace=0 obj=(nil) tobj=(nil) mclass=(nil) status=1 hasrun=0 tls=(nil) list=-1 enable999=1 enableneg=1 \
-             disable999=1 enable_heapdump=1 req_heapdump=1 req_method=1 req_classbad=-1 req_threadbad=-1 \
+             disable999=1 enable_heapdump=1 req_heapdump=0 req_method=1 req_classbad=-1 req_threadbad=-1 \
              req_objbad=-1 enable_twice=0,0 disable_unknown=0"
         );
         for what in ["GetCallTrace", "GetThreadObject", "GetMethodClass", "jobjectID2jobject", "RawMonitorEnter", "EnableEvent(event 999)"] {

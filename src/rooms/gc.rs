@@ -1,0 +1,262 @@
+//! Garbage collection: `GC_START`, `GC_FINISH`, the deaths of tagged objects (today: class
+//! unloads), and `RunGC`, `DisableGC`, `EnableGC`.
+//!
+//! JVMTI's GC callbacks run inside the collection, where almost nothing may be called, and
+//! since JDK 16 object deaths arrive later on another thread. So the JVMTI callbacks only
+//! count collections and queue dead tags; one shim thread ("JVMPI GC events") delivers, after
+//! each collection, the JVMPI bracket in order:
+//!
+//!   GC_START → (flush pending deaths) → CLASS_UNLOAD … → GC_FINISH(heap figures)
+//!
+//! Both ends of the bracket are sent by the same thread, so an agent that enters its raw
+//! monitors in GC_START and leaves them in GC_FINISH (as the spec tells it to) cannot
+//! deadlock, and every death is reported inside a bracket. Collections that end while a bracket
+//! is being delivered are reported by the next bracket. `gc_info` is measured after the
+//! collection with one heap iteration (which also makes JDK 16+ post pending deaths now); when
+//! GC_FINISH is off there is no walk, and deaths the JVM posts late come with the next bracket
+//! (or the last one, at VM death).
+//!
+//! Between brackets the same thread announces classes that were loaded and that nothing links
+//! (see `classes::flush_pending`).
+//!
+//! `DisableGC`/`EnableGC` nest and change nothing: object IDs are tags, which a collection
+//! neither moves nor invalidates while the object lives.
+
+use crate::abi::*;
+use crate::deaths::DeadQueue;
+use crate::{alloc, classes, events, ids, jvm, objects};
+use jvmti_bindings::sys::jni::{jlong, JNIEnv};
+use jvmti_bindings::sys::jvmti;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
+use std::cell::Cell;
+use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
+use std::time::{Duration, Instant};
+
+static FINISHED: AtomicU64 = AtomicU64::new(0);
+static STOP: AtomicBool = AtomicBool::new(false);
+/// The delivery thread, woken with `unpark` (a futex wake: never blocks the GC).
+static WAKE: OnceLock<std::thread::Thread> = OnceLock::new();
+/// Tags whose objects died, not yet reported.
+static DEAD_TAGS: Mutex<DeadQueue> = Mutex::new(DeadQueue::new());
+static GC_DISABLED: AtomicI32 = AtomicI32::new(0);
+
+/// JVMTI GarbageCollectionStart: nothing to do until the collection ends.
+pub fn on_gc_start() {}
+
+/// JVMTI GarbageCollectionFinish (inside the collection: only raw monitors may be used).
+pub fn on_gc_finish() {
+    FINISHED.fetch_add(1, SeqCst);
+    if let Some(t) = WAKE.get() {
+        t.unpark();
+    }
+}
+
+/// The most deaths ever waiting for a bracket (the shim's only memory that grows with objects).
+static PEAK_QUEUED: AtomicUsize = AtomicUsize::new(0);
+static PEAK_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// (most deaths ever queued, their bytes) — the report's memory figure.
+pub fn queue_peak() -> (usize, usize) {
+    (PEAK_QUEUED.load(Relaxed), PEAK_BYTES.load(Relaxed))
+}
+
+/// JVMTI ObjectFree (inside the collection on JDK 11, later on the Service Thread since 16).
+pub fn on_object_free(tag: jlong) {
+    let mut q = DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner());
+    q.push(tag);
+    if q.len() & 0xFFF == 0 && q.bytes() > PEAK_BYTES.load(Relaxed) {
+        PEAK_BYTES.store(q.bytes(), Relaxed);
+    }
+    if q.len() > PEAK_QUEUED.load(Relaxed) {
+        PEAK_QUEUED.store(q.len(), Relaxed);
+    }
+}
+
+fn wants_bracket() -> bool {
+    [JVMPI_EVENT_GC_START, JVMPI_EVENT_GC_FINISH, JVMPI_EVENT_CLASS_UNLOAD, JVMPI_EVENT_OBJECT_FREE]
+        .iter()
+        .any(|&e| events::enabled(e))
+}
+
+/// One bracket at a time: the GC thread's, or the last one at VM death.
+static BRACKET: Mutex<()> = Mutex::new(());
+/// The thread inside the bracket under way is leaving the JVM from a handler (ProfilerExit):
+/// that bracket is never finished.
+static ABANDONED: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Set while this thread delivers a bracket.
+    static IN_BRACKET: Cell<bool> = const { Cell::new(false) };
+}
+
+fn deliver_bracket(env: *mut JNIEnv) {
+    let one = BRACKET.lock().unwrap_or_else(|p| p.into_inner());
+    bracket(env, one);
+}
+
+/// Delivers a bracket; `_one` is the bracket lock, held until it is done.
+fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
+    if !events::is_ready() || !wants_bracket() {
+        *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()) = DeadQueue::new();
+        return;
+    }
+    struct Inside;
+    impl Drop for Inside {
+        fn drop(&mut self) {
+            IN_BRACKET.with(|b| b.set(false));
+        }
+    }
+    IN_BRACKET.with(|b| b.set(true));
+    let _inside = Inside;
+    if events::enabled(JVMPI_EVENT_GC_START) {
+        events::send(&mut JVMPI_Event::new(JVMPI_EVENT_GC_START, env));
+    }
+    // For GC_FINISH: the heap walk measures the heap (and makes the JVM post deaths it has not
+    // posted yet). Without GC_FINISH no walk: late deaths come with the next bracket.
+    let finish = events::enabled(JVMPI_EVENT_GC_FINISH);
+    let (objects, bytes) = if finish { jvm::count_heap().unwrap_or((0, 0)) } else { (0, 0) };
+    // The queue's memory goes with the batch, so it is given back after each bracket.
+    let dead = std::mem::replace(&mut *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()), DeadQueue::new());
+    for tag in dead.into_tags() {
+        if classes::unloaded(env, tag) {
+            alloc::forget_class(tag);
+        } else if (ids::is_defined(tag) || objects::forget_requested(tag)) && events::enabled(JVMPI_EVENT_OBJECT_FREE) {
+            let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_FREE, env);
+            ev.u.obj_free = ObjFree { obj_id: ids::to_id(tag) };
+            events::send(&mut ev);
+        }
+    }
+    if finish {
+        let total = jvm::Jni::of(env).total_memory().unwrap_or(bytes);
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_GC_FINISH, env);
+        ev.u.gc_info = GcInfo { used_objects: objects, used_object_space: bytes, total_object_space: total.max(bytes) };
+        events::send(&mut ev);
+    }
+}
+
+unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut JNIEnv, _arg: *mut c_void) {
+    crate::guard("GC events thread", (), || {
+        let _ = WAKE.set(std::thread::current());
+        // Between brackets this thread also announces classes nothing else links.
+        classes::set_linker(std::thread::current());
+        let mut seen = 0;
+        // This thread never returns to the JVM: each piece of work gets its own frame of local
+        // references, so that none accumulate.
+        let jni = jvm::Jni::of(env);
+        loop {
+            while FINISHED.load(SeqCst) == seen && !STOP.load(SeqCst) {
+                if classes::has_pending() {
+                    std::thread::park_timeout(classes::PENDING_AGE);
+                    jni.framed(|| classes::flush_pending(env, classes::PENDING_AGE));
+                } else {
+                    std::thread::park();
+                }
+            }
+            if STOP.load(SeqCst) {
+                return;
+            }
+            seen = FINISHED.load(SeqCst);
+            jni.framed(|| deliver_bracket(env));
+        }
+    })
+}
+
+/// Starts the delivery thread (at VM init, from a thread with `env`).
+pub fn start(env: *mut JNIEnv) -> Result<(), String> {
+    let jni = jvm::Jni::of(env);
+    let t = jni.new_thread("JVMPI GC events").ok_or("cannot make the GC events thread")?;
+    let r = jvm::run_agent_thread(t, gc_thread_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);
+    jni.delete_local_ref(t);
+    r.map_err(jvm::err_name)
+}
+
+/// At VM death, before the gate closes: deaths the JVM has not reported yet (JDK 16+ posts them
+/// late) are reported in a last bracket, so every tracked object that died gets its
+/// OBJECT_FREE and every unloaded class its CLASS_UNLOAD.
+///
+/// A bracket under way is waited for until `deadline`. There is no last bracket when the JVM
+/// is ending from inside one (ProfilerExit or System.exit in a GC_START..GC_FINISH handler, on
+/// this thread or another): that bracket is never finished, and the deaths still owed are not
+/// reported.
+pub fn last_bracket(env: *mut JNIEnv, deadline: Instant) {
+    let wants_deaths = events::enabled(JVMPI_EVENT_OBJECT_FREE) || events::enabled(JVMPI_EVENT_CLASS_UNLOAD);
+    if !wants_deaths || !events::is_ready() {
+        return;
+    }
+    let open = "the JVM exits while a GC bracket is open: no last bracket, deaths still owed are not reported";
+    if IN_BRACKET.with(|b| b.get()) || ABANDONED.load(SeqCst) {
+        log::info!("{open}");
+        return;
+    }
+    let one = loop {
+        match BRACKET.try_lock() {
+            Ok(g) => break g,
+            Err(TryLockError::Poisoned(p)) => break p.into_inner(),
+            Err(TryLockError::WouldBlock) if ABANDONED.load(SeqCst) => {
+                log::info!("{open}");
+                return;
+            }
+            Err(TryLockError::WouldBlock) if Instant::now() >= deadline => {
+                log::warn!("the GC bracket under way did not end within 2 s of VM death: no last bracket");
+                return;
+            }
+            Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    };
+    // The heap walk makes the JVM post the deaths it still owes (on this thread).
+    let _ = jvm::count_heap();
+    if !DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
+        bracket(env, one);
+    }
+}
+
+/// The current thread leaves the JVM from inside an event handler (ProfilerExit): a bracket it
+/// is delivering will not be finished, and VM death must not wait for it.
+pub fn leaving() {
+    if IN_BRACKET.with(|b| b.get()) {
+        ABANDONED.store(true, SeqCst);
+    }
+}
+
+/// Stops the delivery thread (at VM death). A bracket under way finishes; no new one starts.
+pub fn stop() {
+    let peak = PEAK_QUEUED.load(Relaxed);
+    if peak > 0 {
+        log::info!(
+            "memory: at most {peak} deaths waited for a GC bracket, in about {} KiB",
+            PEAK_BYTES.load(Relaxed) / 1024
+        );
+    }
+    STOP.store(true, SeqCst);
+    if let Some(t) = WAKE.get() {
+        t.unpark();
+    }
+}
+
+/// `RunGC`: a full collection, now. Its events follow from the delivery thread. Not once VM
+/// death has begun: the JVM has stopped its concurrent GC threads by then, and the events
+/// could not be delivered anyway.
+pub fn run_gc() {
+    if events::shutting_down() {
+        log::debug!("RunGC during VM death: no collection");
+        return;
+    }
+    if GC_DISABLED.load(SeqCst) > 0 {
+        log::warn!("RunGC called while GC is disabled (JVMPI forbids it); collecting anyway");
+    }
+    if let Err(e) = jvm::force_gc() {
+        log::warn!("RunGC: {}", jvm::err_name(e));
+    }
+}
+
+pub fn disable_gc() {
+    GC_DISABLED.fetch_add(1, SeqCst);
+}
+
+pub fn enable_gc() {
+    if GC_DISABLED.fetch_sub(1, SeqCst) <= 0 {
+        GC_DISABLED.fetch_add(1, SeqCst);
+        log::warn!("EnableGC without a matching DisableGC; ignored");
+    }
+}

@@ -1,0 +1,400 @@
+//! Method events: METHOD_ENTRY, METHOD_ENTRY2, METHOD_EXIT and INSTRUCTION_START.
+//!
+//! **Bytecode instrumentation (the default).** While one of these events is enabled, every
+//! class is rewritten (as it loads, and with `RetransformClasses` when the event is switched on
+//! or off; see the `bci` room's method plan) to call a tracker class the shim generates and
+//! defines in the boot loader, `JvmpiShimMethods`, whose methods are all `static native` and
+//! bound here with `RegisterNatives`:
+//!
+//! * at entry, `enter(index)` (static methods and constructors) or `enterThis(this, index)`;
+//! * before every return instruction, and in a catch-all handler that rethrows, `exit(index)`;
+//! * with INSTRUCTION_START, before every instruction `insn(index, offset)`, or for `if*` and
+//!   the switches a variant that also passes the operands, so that the event carries the
+//!   outcome (`is_true`, `key`/`low`/`hi`, `chosen_pair_index`/`pairs_total`) as HotSpot 1.5
+//!   computed it. `offset` is the offset in the class file the agent saw.
+//!
+//! `index` is an `int` constant per instrumented method: a slot in a table that holds the
+//! method's `jmethodID`, filled the first time the method runs (JVMTI `GetFrameLocation` of the
+//! caller's frame, once per method). The events arrive on the executing thread, in call order;
+//! no trace shows the tracker (its methods are hidden from GetCallTrace), so inside
+//! METHOD_ENTRY the entered method is on top, at its first line.
+//!
+//! What instrumentation does not reach, and what happens there:
+//! * constructors: METHOD_ENTRY2 carries a NULL receiver (the object cannot be passed to a
+//!   method before `super(…)` has run); an exception thrown by the `super(…)`/`this(…)` call
+//!   itself leaves the constructor without METHOD_EXIT (no handler may cover that call);
+//! * native methods, and methods of classes that cannot be rewritten (the trackers; a class
+//!   whose code would pass 64 KiB — logged at info level): no events on this path;
+//! * activations that began before the events were switched on run their old code to the end.
+//!
+//! **JVMTI MethodEntry / MethodExit** (`methods=jvmti` in the shim's options): every method,
+//! native ones and constructors (with their receiver) included, at the cost of running all
+//! code in the interpreter (80–290× slower). INSTRUCTION_START always uses instrumentation.
+//!
+//! Disabling the last of these events retransforms every class back: nothing stays behind.
+
+use crate::abi::*;
+use crate::{alloc, bci, calltrace, classes, events, ids, jvm};
+use dashmap::DashMap;
+use jvmti_bindings::sys::jni::{jclass, jint, jmethodID, jobject, jthread, JNIEnv};
+use jvmti_bindings::sys::jvmti;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering::*};
+use std::sync::{LazyLock, Mutex};
+
+pub const TRACKER: &str = "JvmpiShimMethods";
+
+const ENTRY_EXIT: u8 = 1;
+const INSTRUCTIONS: u8 = 2;
+
+/// Which hooks classes get now (ENTRY_EXIT | INSTRUCTIONS).
+static PLAN: AtomicU8 = AtomicU8::new(0);
+static TRACKER_CLASS: AtomicUsize = AtomicUsize::new(0);
+static SWITCH: Mutex<()> = Mutex::new(());
+/// `methods=jvmti`: entry and exit come from JVMTI MethodEntry/MethodExit.
+static JVMTI_PATH: AtomicBool = AtomicBool::new(false);
+static JVMTI_ON: AtomicBool = AtomicBool::new(false);
+
+// ---- method numbers → jmethodID ---------------------------------------------------------------
+
+const CHUNK_BITS: usize = 12;
+const CHUNK: usize = 1 << CHUNK_BITS;
+type Chunk = [AtomicUsize; CHUNK];
+static SLOTS: [AtomicPtr<Chunk>; CHUNK] = [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNK];
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+static GROW: Mutex<()> = Mutex::new(());
+/// Keys of each lookupswitch, by (method number, original offset).
+static LOOKUPS: LazyLock<DashMap<(u32, u32), Vec<i32>>> = LazyLock::new(DashMap::new);
+
+/// A fresh method number (its slot exists when this returns); None when the table is full.
+fn new_index() -> Option<i32> {
+    let i = NEXT.fetch_add(1, Relaxed);
+    let c = i >> CHUNK_BITS;
+    if c >= CHUNK || i > i32::MAX as usize {
+        return None;
+    }
+    if SLOTS[c].load(Acquire).is_null() {
+        let _g = GROW.lock().unwrap_or_else(|p| p.into_inner());
+        if SLOTS[c].load(Acquire).is_null() {
+            let chunk: Box<Chunk> = Box::new([const { AtomicUsize::new(0) }; CHUNK]);
+            SLOTS[c].store(Box::into_raw(chunk), Release);
+        }
+    }
+    Some(i as i32)
+}
+
+/// The method of number `index`, resolved from the calling frame the first time.
+#[inline]
+fn method_of(index: jint) -> Option<jmethodID> {
+    let i = usize::try_from(index).ok()?;
+    let chunk = SLOTS.get(i >> CHUNK_BITS)?.load(Acquire);
+    if chunk.is_null() {
+        return None;
+    }
+    // SAFETY: chunks are allocated once and never freed.
+    let slot = unsafe { &(*chunk)[i & (CHUNK - 1)] };
+    let m = slot.load(Relaxed);
+    if m != 0 {
+        return Some(m as jmethodID);
+    }
+    // Depth 0 is the tracker's native method, depth 1 the instrumented method.
+    let m = jvm::frame_method(1).ok()?;
+    classes::note_method(m);
+    slot.store(m as usize, Relaxed);
+    Some(m)
+}
+
+// ---- switching -----------------------------------------------------------------------------
+
+/// Called at start-up with the shim's `methods=` option.
+pub fn set_up(jvmti_path: bool) -> Result<(), String> {
+    if jvmti_path {
+        jvm::add_method_event_capabilities().map_err(|e| format!("methods=jvmti: {}", jvm::err_name(e)))?;
+        JVMTI_PATH.store(true, SeqCst);
+    }
+    Ok(())
+}
+
+/// EnableEvent / DisableEvent of METHOD_ENTRY, METHOD_ENTRY2, METHOD_EXIT, INSTRUCTION_START
+/// (the event's bit is already set or cleared).
+pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
+    let _g = SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    let calls = [JVMPI_EVENT_METHOD_ENTRY, JVMPI_EVENT_METHOD_ENTRY2, JVMPI_EVENT_METHOD_EXIT].into_iter().any(events::enabled);
+    let jvmti_path = JVMTI_PATH.load(SeqCst);
+    if jvmti_path && calls != JVMTI_ON.load(SeqCst) {
+        for ev in [jvmti::JVMTI_EVENT_METHOD_ENTRY, jvmti::JVMTI_EVENT_METHOD_EXIT] {
+            if calls {
+                jvm::want(ev).map_err(jvm::err_name)?;
+            } else {
+                jvm::unwant(ev);
+            }
+        }
+        JVMTI_ON.store(calls, SeqCst);
+    }
+    let mut plan = 0;
+    if calls && !jvmti_path {
+        plan |= ENTRY_EXIT;
+    }
+    if events::enabled(JVMPI_EVENT_INSTRUCTION_START) {
+        plan |= INSTRUCTIONS;
+    }
+    let old = PLAN.load(SeqCst);
+    if plan == old {
+        return Ok(());
+    }
+    if plan != 0 && TRACKER_CLASS.load(Acquire) == 0 {
+        define_tracker()?;
+    }
+    if old == 0 {
+        jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK).map_err(jvm::err_name)?;
+    }
+    PLAN.store(plan, SeqCst);
+    let t = std::time::Instant::now();
+    let n = jvm::retransform_all();
+    if plan == 0 {
+        jvm::unwant(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
+    }
+    log::info!("method hooks {:?}: {n} loaded classes retransformed in {:?}", describe(plan), t.elapsed());
+    Ok(())
+}
+
+fn describe(plan: u8) -> &'static str {
+    match plan {
+        0 => "off",
+        ENTRY_EXIT => "entry/exit",
+        INSTRUCTIONS => "instructions",
+        _ => "entry/exit + instructions",
+    }
+}
+
+fn define_tracker() -> Result<(), String> {
+    let env = jvm::attach_current().ok_or("the calling thread cannot be attached to the JVM")?;
+    let jni = jvm::Jni::of(env);
+    let k = jni
+        .define_boot_class(TRACKER, &bci::methods_tracker_class(TRACKER))
+        .ok_or("cannot define the method tracker class in the boot class loader")?;
+    let natives = [
+        jvm::Native { name: c"enter", signature: c"(I)V", f: enter as *mut c_void },
+        jvm::Native { name: c"enterThis", signature: c"(Ljava/lang/Object;I)V", f: enter_this as *mut c_void },
+        jvm::Native { name: c"exit", signature: c"(I)V", f: exit as *mut c_void },
+        jvm::Native { name: c"insn", signature: c"(II)V", f: insn as *mut c_void },
+        jvm::Native { name: c"ifInt", signature: c"(IIII)V", f: if_int as *mut c_void },
+        jvm::Native { name: c"ifCmp", signature: c"(IIIII)V", f: if_cmp as *mut c_void },
+        jvm::Native { name: c"ifRef", signature: c"(Ljava/lang/Object;III)V", f: if_ref as *mut c_void },
+        jvm::Native {
+            name: c"ifAcmp",
+            signature: c"(Ljava/lang/Object;Ljava/lang/Object;III)V",
+            f: if_acmp as *mut c_void,
+        },
+        jvm::Native { name: c"tableSwitch", signature: c"(IIIII)V", f: table_switch as *mut c_void },
+        jvm::Native { name: c"lookupSwitch", signature: c"(III)V", f: lookup_switch as *mut c_void },
+    ];
+    if !jni.register_natives(k, &natives) {
+        return Err("cannot bind the method tracker's native methods".into());
+    }
+    if let Err(e) = jni.java_base_reads_module_of(k) {
+        log::debug!("AddModuleReads(java.base → method tracker): {}", jvm::err_name(e));
+    }
+    let own: Vec<_> = bci::TRACKER_METHODS.iter().filter_map(|(n, sig)| jni.method_id_in(k, n, sig, true)).collect();
+    calltrace::hide(&own);
+    TRACKER_CLASS.store(k as usize, Release);
+    Ok(())
+}
+
+/// Rewrites a class file with every active plan (allocation and methods) in one pass. None:
+/// unchanged. Called from the shim's class-file hook.
+pub fn transform(class_file: &[u8]) -> Option<Vec<u8>> {
+    let alloc = alloc::plan();
+    let plan = PLAN.load(SeqCst);
+    if alloc.is_none() && plan == 0 {
+        return None;
+    }
+    let hooks = bci::MethodHooks {
+        tracker: TRACKER,
+        also_skip: alloc::TRACKER,
+        entry_exit: plan & ENTRY_EXIT != 0,
+        instructions: plan & INSTRUCTIONS != 0,
+    };
+    let mut next = |_: &str, _: &str, lookups: &[bci::Lookup]| -> i32 {
+        let Some(i) = new_index() else { return -1 };
+        for l in lookups {
+            LOOKUPS.insert((i as u32, l.offset), l.keys.clone());
+        }
+        i
+    };
+    let methods = (plan != 0).then_some((&hooks, &mut next as &mut dyn FnMut(&str, &str, &[bci::Lookup]) -> i32));
+    let t = std::time::Instant::now();
+    let r = bci::instrument_class(class_file, alloc.as_ref(), methods);
+    REWRITE_NANOS.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+    match r {
+        Ok(out) => {
+            if out.is_some() {
+                REWRITTEN.fetch_add(1, Relaxed);
+            }
+            out
+        }
+        Err(e) => {
+            log::info!("a class left uninstrumented: {e}");
+            None
+        }
+    }
+}
+
+/// Classes rewritten (allocation and method plans), and the time spent rewriting: the
+/// migration report's figures of the shim's own overhead.
+static REWRITTEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static REWRITE_NANOS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// (classes rewritten, nanoseconds spent rewriting) so far.
+pub fn rewrite_figures() -> (u64, u64) {
+    (REWRITTEN.load(Relaxed), REWRITE_NANOS.load(Relaxed))
+}
+
+// ---- the tracker's natives ----------------------------------------------------------------------
+
+#[inline]
+fn live() -> bool {
+    events::is_ready() && !jvm::shim_internal()
+}
+
+fn send_entry(env: *mut JNIEnv, m: jmethodID, receiver: Option<jobject>) {
+    if events::enabled(JVMPI_EVENT_METHOD_ENTRY) {
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_METHOD_ENTRY, env);
+        ev.u.method = Method { method_id: m };
+        events::send(&mut ev);
+    }
+    if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) {
+        let obj_id = match receiver {
+            Some(o) if !o.is_null() => ids::id_of(o).unwrap_or(std::ptr::null_mut()),
+            _ => std::ptr::null_mut(),
+        };
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_METHOD_ENTRY2, env);
+        ev.u.method_entry2 = MethodEntry2 { method_id: m, obj_id };
+        events::send(&mut ev);
+    }
+}
+
+fn send_exit(env: *mut JNIEnv, m: jmethodID) {
+    if events::enabled(JVMPI_EVENT_METHOD_EXIT) {
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_METHOD_EXIT, env);
+        ev.u.method = Method { method_id: m };
+        events::send(&mut ev);
+    }
+}
+
+unsafe extern "system" fn enter(env: *mut JNIEnv, _k: jclass, index: jint) {
+    crate::guard("JvmpiShimMethods.enter", (), || {
+        if live() {
+            if let Some(m) = method_of(index) {
+                send_entry(env, m, None)
+            }
+        }
+    })
+}
+
+unsafe extern "system" fn enter_this(env: *mut JNIEnv, _k: jclass, this: jobject, index: jint) {
+    crate::guard("JvmpiShimMethods.enterThis", (), || {
+        if live() {
+            if let Some(m) = method_of(index) {
+                send_entry(env, m, Some(this))
+            }
+        }
+    })
+}
+
+unsafe extern "system" fn exit(env: *mut JNIEnv, _k: jclass, index: jint) {
+    crate::guard("JvmpiShimMethods.exit", (), || {
+        if live() {
+            if let Some(m) = method_of(index) {
+                send_exit(env, m)
+            }
+        }
+    })
+}
+
+fn send_insn(env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) {
+    if !live() || !events::enabled(JVMPI_EVENT_INSTRUCTION_START) {
+        return;
+    }
+    let Some(m) = method_of(index) else { return };
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_INSTRUCTION_START, env);
+    ev.u.instruction = Instruction { method_id: m, offset, u };
+    events::send(&mut ev);
+}
+
+fn if_info(taken: bool) -> InstructionInfo {
+    InstructionInfo { if_info: IfInfo { is_true: taken as _ } }
+}
+
+unsafe extern "system" fn insn(env: *mut JNIEnv, _k: jclass, index: jint, offset: jint) {
+    crate::guard("JvmpiShimMethods.insn", (), || send_insn(env, index, offset, if_info(false)))
+}
+
+unsafe extern "system" fn if_int(env: *mut JNIEnv, _k: jclass, v: jint, index: jint, offset: jint, op: jint) {
+    crate::guard("JvmpiShimMethods.ifInt", (), || send_insn(env, index, offset, if_info(bci::branch_taken(op, 0, v))))
+}
+
+unsafe extern "system" fn if_cmp(env: *mut JNIEnv, _k: jclass, a: jint, b: jint, index: jint, offset: jint, op: jint) {
+    crate::guard("JvmpiShimMethods.ifCmp", (), || send_insn(env, index, offset, if_info(bci::branch_taken(op, a, b))))
+}
+
+unsafe extern "system" fn if_ref(env: *mut JNIEnv, _k: jclass, o: jobject, index: jint, offset: jint, op: jint) {
+    crate::guard("JvmpiShimMethods.ifRef", (), || {
+        send_insn(env, index, offset, if_info(bci::branch_taken(op, 0, (!o.is_null()) as i32)))
+    })
+}
+
+unsafe extern "system" fn if_acmp(env: *mut JNIEnv, _k: jclass, a: jobject, b: jobject, index: jint, offset: jint, op: jint) {
+    crate::guard("JvmpiShimMethods.ifAcmp", (), || {
+        let same = jvm::Jni::of(env).is_same(a, b);
+        // Identity as 1 == 1 (same) or 0 != 1 (different).
+        send_insn(env, index, offset, if_info(bci::branch_taken(op, same as i32, 1)))
+    })
+}
+
+unsafe extern "system" fn table_switch(env: *mut JNIEnv, _k: jclass, key: jint, index: jint, offset: jint, low: jint, hi: jint) {
+    crate::guard("JvmpiShimMethods.tableSwitch", (), || {
+        send_insn(env, index, offset, InstructionInfo { tableswitch_info: TableswitchInfo { key, low, hi } })
+    })
+}
+
+unsafe extern "system" fn lookup_switch(env: *mut JNIEnv, _k: jclass, key: jint, index: jint, offset: jint) {
+    crate::guard("JvmpiShimMethods.lookupSwitch", (), || {
+        let (chosen, total) = match LOOKUPS.get(&(index as u32, offset as u32)) {
+            Some(keys) => {
+                let total = keys.len() as jint;
+                (keys.iter().position(|&k| k == key).map_or(total, |p| p as jint), total)
+            }
+            None => (0, 0),
+        };
+        send_insn(
+            env,
+            index,
+            offset,
+            InstructionInfo { lookupswitch_info: LookupswitchInfo { chosen_pair_index: chosen, pairs_total: total } },
+        )
+    })
+}
+
+// ---- the JVMTI path ----------------------------------------------------------------------------
+
+/// JVMTI MethodEntry (`methods=jvmti`).
+pub fn on_jvmti_entry(env: *mut JNIEnv, thread: jthread, m: jmethodID) {
+    if !live() || !JVMTI_ON.load(Relaxed) {
+        return;
+    }
+    classes::note_method(m);
+    let receiver = if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) { jvm::frame_receiver(thread, 0) } else { None };
+    send_entry(env, m, receiver);
+    if let Some(r) = receiver {
+        jvm::Jni::of(env).delete_local_ref(r);
+    }
+}
+
+/// JVMTI MethodExit (`methods=jvmti`).
+pub fn on_jvmti_exit(env: *mut JNIEnv, m: jmethodID) {
+    if !live() || !JVMTI_ON.load(Relaxed) {
+        return;
+    }
+    send_exit(env, m);
+}

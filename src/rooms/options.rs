@@ -1,0 +1,163 @@
+//! The shim's option string: what follows `-agentpath:…/libjvmpi_shim.so=`.
+//!
+//! Syntax: `[log=<level>,]agent=<path-or-name>[:<agent options>]`
+//!
+//! * Shim options come first, comma-separated `key=value`: `log=` (`off`, `error`, `warn`
+//!   (default), `info`, `debug`); `report=<file>` (the migration report at exit: `-` for
+//!   stderr, a name ending in `.json` for JSON); `trace=<file>` (every event and call as JSON
+//!   lines), `trace-events=<family>+<family>…` (keep only these: thread, class, object, gc,
+//!   monitor, method, jni, vm, call) and `trace-max=<lines>` (default 1000000).
+//! * `agent=` must be the last shim option: everything after it belongs to the legacy agent.
+//!   The library is named up to the first `:`; everything after that `:` is handed to the
+//!   agent's `JVM_OnLoad` byte for byte, exactly as `-Xrun<name>:<options>` did — commas, `=`
+//!   and further `:` included. Without a `:` the agent gets `NULL`, as `-Xrun<name>` without
+//!   options gave; a trailing `:` gives `""`.
+//! * A library path cannot contain `:` (the same rule as `-Xrun`); use a symlink if it must.
+
+use log::LevelFilter;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    pub log: LevelFilter,
+    /// `methods=jvmti`: METHOD_ENTRY/ENTRY2/EXIT from JVMTI MethodEntry/MethodExit instead of
+    /// bytecode instrumentation (`methods=bci`, the default).
+    pub methods_jvmti: bool,
+    /// `agent=` value up to the first `:`: a path (contains `/`) or a bare library name.
+    pub agent: String,
+    /// The legacy agent's own options, byte for byte; `None` (the agent gets `NULL`) when
+    /// `agent=` has no `:`.
+    pub agent_options: Option<Vec<u8>>,
+    /// `report=`: where the migration report goes (`-` = stderr).
+    pub report: Option<String>,
+    /// `trace=`: the event trace file.
+    pub trace: Option<String>,
+    /// `trace-events=`: families kept in the trace (empty = all).
+    pub trace_events: Vec<String>,
+    /// `trace-max=`: the most lines a trace holds.
+    pub trace_max: u64,
+}
+
+/// Families a trace can keep.
+pub const TRACE_FAMILIES: [&str; 9] = ["thread", "class", "object", "gc", "monitor", "method", "jni", "vm", "call"];
+
+/// Parses the shim's options; the error is a one-line, user-facing message.
+pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
+    let raw = raw.unwrap_or(b"");
+    let mut log = LevelFilter::Warn;
+    let (mut report, mut trace, mut trace_events, mut trace_max) = (None, None, Vec::new(), 1_000_000u64);
+    let mut methods_jvmti = false;
+    let mut rest = raw;
+    loop {
+        if rest.is_empty() {
+            return Err("no legacy agent named: add `agent=<path-or-name>` to the shim's options, \
+                        e.g. -agentpath:/path/libjvmpi_shim.so=agent=/path/libprof.so:opt1,opt2"
+                .into());
+        }
+        if let Some(after) = rest.strip_prefix(b"agent=") {
+            let (name, opts) = match after.iter().position(|&b| b == b':') {
+                Some(i) => (&after[..i], Some(after[i + 1..].to_vec())),
+                None => (after, None),
+            };
+            if name.is_empty() {
+                return Err("`agent=` names no library: write agent=<path-or-name>[:<agent options>]".into());
+            }
+            let name = std::str::from_utf8(name)
+                .map_err(|_| "the agent's library name is not valid UTF-8".to_string())?;
+            if name.contains(',') || name.contains('=') {
+                return Err(format!(
+                    "ambiguous `agent={name}`: a library name cannot contain ',' or '='; \
+                     the agent's own options go after a ':' (agent=<lib>:<options>)"
+                ));
+            }
+            return Ok(Options { log, methods_jvmti, agent: name.to_string(), agent_options: opts, report, trace, trace_events, trace_max });
+        }
+        let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
+        let item = String::from_utf8_lossy(&rest[..end]).into_owned();
+        match item.split_once('=') {
+            Some(("log", v)) => {
+                log = match v {
+                    "off" => LevelFilter::Off,
+                    "error" => LevelFilter::Error,
+                    "warn" => LevelFilter::Warn,
+                    "info" => LevelFilter::Info,
+                    "debug" => LevelFilter::Debug,
+                    "trace" => LevelFilter::Trace,
+                    _ => return Err(format!("bad `log={v}`: use off, error, warn, info, debug or trace")),
+                }
+            }
+            Some(("methods", v)) => {
+                methods_jvmti = match v {
+                    "bci" => false,
+                    "jvmti" => true,
+                    _ => return Err(format!("bad `methods={v}`: use bci (the default) or jvmti")),
+                }
+            }
+            Some(("report", v)) if !v.is_empty() => report = Some(v.to_string()),
+            Some(("trace", v)) if !v.is_empty() => trace = Some(v.to_string()),
+            Some(("trace-events", v)) => {
+                trace_events = v.split('+').map(str::to_string).collect();
+                if let Some(bad) = trace_events.iter().find(|f| !TRACE_FAMILIES.contains(&f.as_str())) {
+                    return Err(format!("bad `trace-events`: unknown family `{bad}` (known: {})", TRACE_FAMILIES.join(", ")));
+                }
+            }
+            Some(("trace-max", v)) => {
+                trace_max = v.parse().map_err(|_| format!("bad `trace-max={v}`: a number of lines"))?;
+            }
+            _ if item.is_empty() => return Err("empty option in the shim's options (two commas in a row?)".into()),
+            _ => {
+                return Err(format!(
+                    "unknown shim option `{item}` (known: log=<level>, methods=bci|jvmti, report=<file>, trace=<file>, \
+                     trace-events=<families>, trace-max=<lines>, agent=<lib>[:<agent options>]; agent= must come last)"
+                ))
+            }
+        }
+        rest = if end < rest.len() { &rest[end + 1..] } else { &[] };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> Options {
+        parse(Some(s.as_bytes())).unwrap()
+    }
+
+    #[test]
+    fn agent_options_survive_byte_for_byte() {
+        let o = ok("agent=/x/libold.so:heap=sites,depth=4,file=out.txt:x=y");
+        assert_eq!(o.agent, "/x/libold.so");
+        assert_eq!(o.agent_options.as_deref(), Some(&b"heap=sites,depth=4,file=out.txt:x=y"[..]));
+        assert_eq!(o.log, LevelFilter::Warn);
+    }
+
+    #[test]
+    fn shim_options_before_agent() {
+        let o = ok("log=debug,agent=hprof:cpu=samples");
+        assert_eq!((o.log, o.agent.as_str(), o.agent_options.as_deref()), (LevelFilter::Debug, "hprof", Some(&b"cpu=samples"[..])));
+        // -Xrun<name> without options passed NULL; with a trailing ':' an empty string.
+        assert_eq!(ok("agent=hprof").agent_options, None);
+        assert_eq!(ok("agent=hprof:").agent_options.as_deref(), Some(&b""[..]));
+    }
+
+    #[test]
+    fn rejects_ambiguous_or_missing() {
+        for bad in ["", "log=debug", "agent=", "agent=:x", "agent=a,b=c", "foo=1,agent=x", "log=loud,agent=x", ",agent=x"] {
+            assert!(parse(Some(bad.as_bytes())).is_err(), "{bad:?} accepted");
+        }
+        assert!(parse(None).is_err());
+    }
+
+    #[test]
+    fn report_and_trace_options() {
+        let o = ok("report=r.json,trace=t.jsonl,trace-events=gc+thread,trace-max=10,agent=x:report=agent's");
+        assert_eq!(o.report.as_deref(), Some("r.json"));
+        assert_eq!(o.trace.as_deref(), Some("t.jsonl"));
+        assert_eq!(o.trace_events, vec!["gc", "thread"]);
+        assert_eq!(o.trace_max, 10);
+        assert_eq!(o.agent_options.as_deref(), Some(&b"report=agent's"[..]));
+        for bad in ["trace-events=gc+nope,agent=x", "trace-max=lots,agent=x"] {
+            assert!(parse(Some(bad.as_bytes())).is_err(), "{bad:?} accepted");
+        }
+    }
+}

@@ -1,0 +1,609 @@
+//! Threads. A JVMPI thread ID is the thread's `JNIEnv*`; this room keeps the table from that
+//! pointer to the thread (a JNI global reference) and the per-thread JVMPI state: the agent's
+//! thread-local word, whether the agent heard `THREAD_START`, and what `ThreadHasRun` needs.
+//! With several agents, each has its own thread-local word and its own "heard THREAD_START" bit.
+//!
+//! Functions: `SuspendThread`, `ResumeThread`, `SuspendThreadList`, `ResumeThreadList`,
+//! `GetThreadStatus`, `ThreadHasRun`, `Set/GetThreadLocalStorage`, `GetThreadObject`,
+//! `CreateSystemThread`, `GetCurrentThreadCpuTime`. Events: `THREAD_START`, `THREAD_END`.
+//!
+//! Every thread that JVMTI reports with `ThreadStart` is entered with its own JNIEnv. Threads
+//! that were already running when the shim started (the main thread, the JVM's system
+//! threads) are found with `GetAllThreads`; their JNIEnv is HotSpot's `JavaThread` address
+//! (`java.lang.Thread.eetop`) plus the JNIEnv's offset inside it, measured on a thread whose
+//! JNIEnv is known and checked by comparing the JNI function table the computed JNIEnv points
+//! to. An agent-supplied `JNIEnv*` is only ever used as a key into this table, never followed.
+//!
+//! Suspension and the end of a thread. JVMTI suspends a thread that runs native code (such as
+//! the shim's ThreadEnd callback and the agent's THREAD_END handler) by a flag: it goes on
+//! running and stops at its next entry into the VM — here, when the callback returns. HotSpot
+//! 1.5 honoured such a request the same way and the agent's ResumeThread(env) still reached the
+//! thread. So a thread's record outlives its THREAD_END: for ten seconds its `JNIEnv*` still
+//! reaches it for ResumeThread (and only for that: the other thread functions answer as for a
+//! thread that is gone). Once THREAD_END has been delivered the thread is marked ended and no
+//! new suspension is accepted; if the agent suspended it before that mark (during or just before
+//! its THREAD_END), the shim's "JVMPI thread resumer" resumes it at once, so no thread is ever
+//! left suspended at its end, whatever the agent does afterwards (its ResumeThread is then a
+//! quiet no-op). The mark and the suspension are serialised by the record's lock, which is never
+//! held by the thread itself across a call into the VM (a suspended thread would stop there).
+
+use crate::abi::*;
+use crate::face::table::MAX_AGENTS;
+use crate::{events, ids, jvm, table};
+use dashmap::DashMap;
+use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jthread, JNIEnv};
+use jvmti_bindings::sys::jvmti;
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering::*};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+pub struct ThreadRec {
+    pub env: usize,
+    /// JNI global reference to the java.lang.Thread.
+    pub thread: usize,
+    /// The tag (object ID) of the java.lang.Thread.
+    tag: jlong,
+    /// Each agent's thread-local word.
+    tls: [AtomicUsize; MAX_AGENTS],
+    /// The agents that heard this thread's THREAD_START (bit a = agent a).
+    announced: AtomicU32,
+    /// Thread CPU time at the latest JVMPI SuspendThread (-1: never suspended).
+    cpu_at_suspend: AtomicI64,
+    has_run: AtomicBool,
+    /// JVMPI's suspension of this thread, and whether its THREAD_END has been delivered.
+    suspension: Mutex<Suspension>,
+}
+
+#[derive(Default)]
+struct Suspension {
+    /// Suspended through JVMPI (SuspendThread, SuspendThreadList) and not resumed since.
+    by_jvmpi: bool,
+    /// THREAD_END has been delivered: no new suspension.
+    ended: bool,
+}
+
+impl ThreadRec {
+    fn jthread(&self) -> jthread {
+        self.thread as jthread
+    }
+    fn suspension(&self) -> std::sync::MutexGuard<'_, Suspension> {
+        self.suspension.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+static THREADS: LazyLock<DashMap<usize, Arc<ThreadRec>>> = LazyLock::new(DashMap::new);
+/// thread object tag → JNIEnv
+static BY_TAG: LazyLock<DashMap<jlong, usize>> = LazyLock::new(DashMap::new);
+
+thread_local! {
+    /// Whether the current thread's THREAD_START has been delivered (a fast path for `send`).
+    static ANNOUNCED_HERE: Cell<bool> = const { Cell::new(false) };
+}
+
+fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
+    let r = THREADS.get(&(env as usize)).map(|r| r.clone());
+    if r.is_none() {
+        if ENDED.contains_key(&(env as usize)) || events::is_dead() {
+            // A thread that has just ended, or the VM is going away: HotSpot answered quietly.
+            log::debug!("{what}({env:p}): the thread has ended");
+        } else {
+            crate::face::record::refused(what);
+            log::warn!("{what}({env:p}): not the JNIEnv of a live thread known to the shim; ignored");
+        }
+    }
+    r
+}
+
+/// Enters a thread in the table (idempotent). `jni` is the current thread's JNI, used only to
+/// make the global reference; `env` is the subject thread's JNIEnv.
+fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec>> {
+    if let Some(r) = THREADS.get(&env) {
+        return Some(r.clone());
+    }
+    let tag = ids::tag_of(thread).ok()?;
+    let global = jni.new_global_ref(thread);
+    if global.is_null() {
+        return None;
+    }
+    let rec = Arc::new(ThreadRec {
+        env,
+        thread: global as usize,
+        tag,
+        tls: [const { AtomicUsize::new(0) }; MAX_AGENTS],
+        announced: AtomicU32::new(0),
+        cpu_at_suspend: AtomicI64::new(-1),
+        has_run: AtomicBool::new(true),
+        suspension: Mutex::new(Suspension::default()),
+    });
+    let entry = THREADS.entry(env).or_insert(rec.clone()).clone();
+    if !Arc::ptr_eq(&entry, &rec) {
+        jni.delete_global_ref(global);
+    }
+    BY_TAG.insert(tag, env);
+    Some(entry)
+}
+
+/// Sends THREAD_START for `rec` once to each agent that wants it (or every time to the
+/// requesting agent, when requested).
+fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result<(), String> {
+    let to = if requested {
+        0
+    } else {
+        let want = events::listeners(JVMPI_EVENT_THREAD_START);
+        want & !rec.announced.fetch_or(want, SeqCst)
+    };
+    if !requested && to == 0 {
+        return Ok(());
+    }
+    let (name, group, parent) = jvm::thread_names(rec.jthread()).map_err(jvm::err_name)?;
+    let (name, group, parent) = (jvm::cstring(&name), jvm::cstring(&group), jvm::cstring(&parent));
+    // HotSpot sent THREAD_START in the new thread itself: env_id is the thread's own JNIEnv, also
+    // when the shim announces a thread that was running before the agent started. A requested
+    // THREAD_START comes, as HotSpot sent it, from the requesting thread.
+    let env_id = if requested { sender_env } else { rec.env as *mut JNIEnv };
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_THREAD_START, env_id);
+    ev.u.thread_start = ThreadStart {
+        thread_name: name.as_ptr() as *mut _,
+        group_name: group.as_ptr() as *mut _,
+        parent_name: parent.as_ptr() as *mut _,
+        thread_id: ids::id_of(rec.jthread())?,
+        thread_env_id: rec.env as *mut JNIEnv,
+    };
+    if requested {
+        events::send_requested(&mut ev);
+    } else {
+        events::send_to(to, &mut ev);
+    }
+    Ok(())
+}
+
+/// JVMTI ThreadStart (and VMInit for the main thread): the thread is running, on this thread.
+pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
+    if jvm::temporarily_attached() {
+        return; // an agent's thread, attached for one JVMPI call: not a JVMPI thread
+    }
+    let jni = jvm::Jni::of(env);
+    if let Some(rec) = register(&jni, env as usize, thread) {
+        if !events::is_ready() {
+            return; // announced by the catch-up when the gate opens
+        }
+        ANNOUNCED_HERE.with(|a| a.set(true));
+        if events::enabled(JVMPI_EVENT_THREAD_START) {
+            if let Err(e) = announce(&rec, env, false) {
+                log::debug!("THREAD_START: {e}");
+            }
+        }
+    }
+}
+
+/// JVMTI ThreadEnd: sends THREAD_END (the thread's own JNIEnv is the event's env_id) and forgets
+/// the thread. If the same JNIEnv sends events later (the launcher's main thread becomes
+/// `DestroyJavaVM`), it is a new thread to the agent and is announced again first. A thread the
+/// agent suspended before its end was marked is resumed by the resumer (see the head of this
+/// file); its record stays reachable for ResumeThread.
+pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
+    if jvm::temporarily_attached() {
+        return;
+    }
+    ANNOUNCED_HERE.with(|a| a.set(false));
+    if !THREADS.contains_key(&(env as usize)) {
+        return;
+    }
+    if events::enabled(JVMPI_EVENT_THREAD_END) {
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_THREAD_END, env);
+        events::send(&mut ev);
+    }
+    ANNOUNCED_HERE.with(|a| a.set(false));
+    let Some(rec) = THREADS.get(&(env as usize)).map(|r| r.clone()) else { return };
+    let now = Instant::now();
+    // Reachable for ResumeThread before it leaves the table of live threads.
+    ENDED.insert(env as usize, (now, rec.clone()));
+    THREADS.remove(&(env as usize));
+    // No call into the VM from here on while this thread may be suspended: it would stop.
+    let owed = {
+        let mut s = rec.suspension();
+        s.ended = true;
+        s.by_jvmpi
+    };
+    if owed {
+        resume_later(&rec);
+    }
+    if let Ok(tag) = ids::tag_of(thread) {
+        BY_TAG.remove(&tag);
+    }
+    // A JVMPI call racing this end may still hold the reference: delete it a while later, and
+    // never while a resumption is owed.
+    let jni = jvm::Jni::of(env);
+    let mut grave = GRAVEYARD.lock().unwrap_or_else(|p| p.into_inner());
+    grave.retain(|(when, r)| {
+        let old = now.duration_since(*when) > Duration::from_secs(2) && !r.suspension().by_jvmpi;
+        if old {
+            jni.delete_global_ref(r.jthread());
+        }
+        !old
+    });
+    grave.push((now, rec));
+    ENDED.retain(|_, (when, _)| now.duration_since(*when) < Duration::from_secs(10));
+}
+
+/// Records of threads that ended lately: a sampler that still names one gets HotSpot's quiet
+/// answer for a thread that is gone, not a warning, and its ResumeThread still reaches it.
+static ENDED: LazyLock<DashMap<usize, (Instant, Arc<ThreadRec>)>> = LazyLock::new(DashMap::new);
+
+/// Ended threads whose global references are deleted once no call can still be using them.
+static GRAVEYARD: Mutex<Vec<(Instant, Arc<ThreadRec>)>> = Mutex::new(Vec::new());
+
+// ---- the resumer -------------------------------------------------------------------------------
+
+/// Ended threads still suspended by the agent, for the resumer.
+static OWED: Mutex<Vec<Arc<ThreadRec>>> = Mutex::new(Vec::new());
+static RESUMER: OnceLock<std::thread::Thread> = OnceLock::new();
+
+/// Hands an ended thread that is still suspended to the resumer (no call into the VM: the
+/// calling thread may be the suspended one).
+fn resume_later(rec: &Arc<ThreadRec>) {
+    OWED.lock().unwrap_or_else(|p| p.into_inner()).push(rec.clone());
+    match RESUMER.get() {
+        Some(t) => t.unpark(),
+        None => log::warn!("a thread suspended at its end waits for the agent's ResumeThread (no resumer thread)"),
+    }
+}
+
+unsafe extern "system" fn resumer_main(_jvmti: *mut jvmti::jvmtiEnv, _env: *mut JNIEnv, _arg: *mut c_void) {
+    crate::guard("JVMPI thread resumer", (), || {
+        let _ = RESUMER.set(std::thread::current());
+        loop {
+            let owed = std::mem::take(&mut *OWED.lock().unwrap_or_else(|p| p.into_inner()));
+            if owed.is_empty() {
+                std::thread::park();
+                continue;
+            }
+            for rec in owed {
+                // The flag is taken under the lock, the call made without it (this thread may be
+                // suspended in the call by the agent).
+                let owed = std::mem::take(&mut rec.suspension().by_jvmpi);
+                if owed {
+                    match jvm::resume(rec.jthread()) {
+                        Ok(()) => log::debug!("a thread suspended at its end ({:#x}) was resumed", rec.env),
+                        Err(e) => refused("resuming a thread suspended at its end", e),
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Starts the resumer thread (at VM init, from a thread with `env`).
+pub fn start(env: *mut JNIEnv) -> Result<(), String> {
+    let jni = jvm::Jni::of(env);
+    let t = jni.new_thread("JVMPI thread resumer").ok_or("cannot make the resumer thread")?;
+    let r = jvm::run_agent_thread(t, resumer_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);
+    jni.delete_local_ref(t);
+    r.map_err(jvm::err_name)
+}
+
+/// Whether the current thread has been announced to the agent (or registered, when the agent
+/// does not want THREAD_START) since it started or since its THREAD_END.
+pub fn announced_here() -> bool {
+    ANNOUNCED_HERE.with(|a| a.get())
+}
+
+/// Before an event is sent in the current thread: the thread must be registered (so that its
+/// thread-local storage works) and, if the agent wants THREAD_START, announced — once, and
+/// again after its THREAD_END if its JNIEnv is reused.
+pub fn ensure_current_announced(env: *mut JNIEnv) {
+    if env.is_null() || ANNOUNCED_HERE.with(|a| a.get()) || jvm::temporarily_attached() {
+        return;
+    }
+    if jvm::current_jni() != Some(env) {
+        return; // an event about another thread (catch-up); that thread is announced by its sender
+    }
+    let rec = match THREADS.get(&(env as usize)).map(|r| r.clone()) {
+        Some(r) => Some(r),
+        None => jvm::current_thread().ok().filter(|t| !t.is_null()).and_then(|t| {
+            let jni = jvm::Jni::of(env);
+            // A virtual thread borrows its carrier's JNIEnv: it is not a JVMPI thread.
+            let rec = if jni.is_virtual_thread(t) { None } else { register(&jni, env as usize, t) };
+            jni.delete_local_ref(t);
+            rec
+        }),
+    };
+    if let Some(rec) = rec {
+        ANNOUNCED_HERE.with(|a| a.set(true));
+        ENDED.remove(&(env as usize));
+        if events::enabled(JVMPI_EVENT_THREAD_START) {
+            let _ = announce(&rec, env, false);
+        }
+    }
+}
+
+// ---- threads that were there before the shim -------------------------------------------------
+
+/// Offset of the JNIEnv inside HotSpot's JavaThread, measured once on a known thread.
+static ENV_OFFSET: OnceLock<Option<jlong>> = OnceLock::new();
+
+fn env_offset(jni: &jvm::Jni) -> Option<jlong> {
+    *ENV_OFFSET.get_or_init(|| {
+        let me = jvm::current_thread().ok()?;
+        let eetop = jni.thread_eetop(me)?;
+        jni.delete_local_ref(me);
+        let off = jni.raw() as jlong - eetop;
+        (eetop != 0 && (0..65536).contains(&off)).then_some(off)
+    })
+}
+
+/// The JNIEnv of a running thread the shim has not seen start.
+fn env_of_running_thread(jni: &jvm::Jni, thread: jthread) -> Option<usize> {
+    let off = env_offset(jni)?;
+    let eetop = jni.thread_eetop(thread).filter(|&e| e != 0)?;
+    let env = (eetop + off) as usize;
+    // The first word of a JNIEnv is its function table: the same as the current thread's.
+    // SAFETY: `eetop` is the live JavaThread of a listed thread and `off` lies inside it.
+    let same_table = unsafe { *(env as *const usize) == *(jni.raw() as *const usize) };
+    same_table.then_some(env)
+}
+
+/// Enters every live thread (catch-up at start, and when THREAD_START is enabled late) and
+/// announces those the agent has not heard of.
+pub fn announce_all() {
+    let Some(env) = jvm::current_jni() else { return };
+    let jni = jvm::Jni::of(env);
+    let Ok(all) = jvm::all_threads() else { return };
+    for t in all {
+        let known = ids::tag_of(t).ok().and_then(|tag| BY_TAG.get(&tag).map(|e| *e));
+        let target = known.or_else(|| env_of_running_thread(&jni, t));
+        match target.and_then(|e| register(&jni, e, t)) {
+            Some(rec) => {
+                let _ = announce(&rec, env, false);
+            }
+            None => log::info!("a running thread's JNIEnv could not be found; it is announced when it sends an event"),
+        }
+        jni.delete_local_ref(t);
+    }
+}
+
+/// `RequestEvent(JVMPI_EVENT_THREAD_START, thread object ID)`.
+pub fn request(id: jobjectID) -> Result<(), String> {
+    let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
+    let jni = jvm::Jni::of(env);
+    let known = BY_TAG.get(&ids::to_tag(id)).map(|e| *e);
+    let rec = match known.and_then(|e| THREADS.get(&e).map(|r| r.clone())) {
+        Some(r) => r,
+        None => {
+            let t = ids::object_of(id)?;
+            let rec = env_of_running_thread(&jni, t).and_then(|e| register(&jni, e, t));
+            jni.delete_local_ref(t);
+            rec.ok_or_else(|| format!("{id:p} is not a running thread"))?
+        }
+    };
+    announce(&rec, env, true)
+}
+
+// ---- JVMPI functions ---------------------------------------------------------------------------
+
+/// `GetThreadObject`: from the table, so it answers in any thread and after JVM_SHUT_DOWN.
+pub fn get_thread_object(env: *mut JNIEnv) -> jobjectID {
+    lookup(env, "GetThreadObject").map_or(std::ptr::null_mut(), |rec| ids::to_id(rec.tag))
+}
+
+/// `SetThreadLocalStorage` of agent `a`.
+pub fn set_tls(a: usize, env: *mut JNIEnv, p: *mut c_void) {
+    if let Some(rec) = lookup(env, "SetThreadLocalStorage") {
+        rec.tls[a].store(p as usize, Release);
+    }
+}
+
+/// `GetThreadLocalStorage` of agent `a`.
+pub fn get_tls(a: usize, env: *mut JNIEnv) -> *mut c_void {
+    lookup(env, "GetThreadLocalStorage").map_or(std::ptr::null_mut(), |r| r.tls[a].load(Acquire) as *mut c_void)
+}
+
+fn suspend_rec(rec: &Arc<ThreadRec>) -> Result<(), jvm::Error> {
+    if rec.suspension().ended {
+        return Err(jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE);
+    }
+    // No lock is held across the call: the caller may be suspended in it by another thread.
+    jvm::suspend(rec.jthread())?;
+    let owed = {
+        let mut s = rec.suspension();
+        s.by_jvmpi = true;
+        // The thread was marked ended while the suspension was under way: nobody else will see
+        // that it is owed a resumption.
+        s.ended
+    };
+    if owed {
+        resume_later(rec);
+        return Ok(());
+    }
+    // ThreadHasRun: did the thread burn CPU between the previous suspension and this one?
+    if let Ok(cpu) = jvm::thread_cpu_time(rec.jthread()) {
+        let before = rec.cpu_at_suspend.swap(cpu, SeqCst);
+        rec.has_run.store(before < 0 || cpu > before, SeqCst);
+    }
+    Ok(())
+}
+
+fn resume_rec(rec: &ThreadRec) -> Result<(), jvm::Error> {
+    {
+        let mut s = rec.suspension();
+        if s.ended && !s.by_jvmpi {
+            // Ended, and resumed already (by the resumer): nothing to do.
+            return Ok(());
+        }
+        s.by_jvmpi = false;
+    }
+    jvm::resume(rec.jthread())
+}
+
+/// The record a ResumeThread names: a live thread's, or one that ended in the last seconds.
+fn lookup_for_resume(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
+    if let Some((_, rec)) = ENDED.get(&(env as usize)).map(|e| e.clone()) {
+        if !THREADS.contains_key(&(env as usize)) {
+            return Some(rec);
+        }
+    }
+    lookup(env, what)
+}
+
+/// Logs a JVMTI refusal of a thread call: quietly when it is one of the shim's states (the VM
+/// is going away, the thread is ending or already in the asked state), as a warning otherwise.
+fn refused(what: &str, e: jvm::Error) {
+    use jvmti_bindings::sys::jvmti::jvmtiError as E;
+    let level = if matches!(e, E::THREAD_NOT_ALIVE | E::THREAD_SUSPENDED | E::THREAD_NOT_SUSPENDED) {
+        log::Level::Debug
+    } else {
+        events::edge_level(Some(e))
+    };
+    log::log!(level, "{what}: {}", jvm::err_name(e));
+}
+
+pub fn suspend(env: *mut JNIEnv) {
+    if jvm::current_jni() == Some(env) {
+        // HotSpot ignored self-suspension: the sampler must keep running to resume the others.
+        log::debug!("SuspendThread({env:p}): the calling thread itself; ignored as HotSpot did");
+        return;
+    }
+    if let Some(rec) = lookup(env, "SuspendThread") {
+        if let Err(e) = suspend_rec(&rec) {
+            refused("SuspendThread", e);
+        }
+    }
+}
+
+pub fn resume(env: *mut JNIEnv) {
+    if let Some(rec) = lookup_for_resume(env, "ResumeThread") {
+        if let Err(e) = resume_rec(&rec) {
+            refused("ResumeThread", e);
+        }
+    }
+}
+
+/// `SuspendThreadList` / `ResumeThreadList`: one result per entry (JVMPI_SUCCESS / JVMPI_FAIL).
+pub fn for_list(envs: &[*mut JNIEnv], results: &mut [jint], suspend: bool) {
+    let what = if suspend { "SuspendThreadList" } else { "ResumeThreadList" };
+    for (env, res) in envs.iter().zip(results.iter_mut()) {
+        let rec = if suspend { lookup(*env, what) } else { lookup_for_resume(*env, what) };
+        *res = match rec {
+            Some(rec) => {
+                let r = if suspend { suspend_rec(&rec) } else { resume_rec(&rec) };
+                if r.is_ok() { JVMPI_SUCCESS } else { JVMPI_FAIL }
+            }
+            None => JVMPI_FAIL,
+        };
+    }
+}
+
+pub fn has_run(env: *mut JNIEnv) -> jboolean {
+    lookup(env, "ThreadHasRun").is_some_and(|r| r.has_run.load(SeqCst)) as jboolean
+}
+
+/// `GetThreadStatus`. HotSpot answered JVMPI_THREAD_RUNNABLE for a thread it could not find or
+/// read; so does the shim (a garbage JNIEnv is still logged).
+pub fn status(env: *mut JNIEnv) -> jint {
+    let Some(rec) = lookup(env, "GetThreadStatus") else { return JVMPI_THREAD_RUNNABLE };
+    let st = match jvm::thread_state(rec.jthread()) {
+        Ok(s) => s,
+        Err(e) => {
+            refused("GetThreadStatus", e);
+            return JVMPI_THREAD_RUNNABLE;
+        }
+    };
+    let mut r = if st & jvmti::JVMTI_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER != 0 {
+        JVMPI_THREAD_MONITOR_WAIT
+    } else if st & jvmti::JVMTI_THREAD_STATE_WAITING != 0 {
+        JVMPI_THREAD_CONDVAR_WAIT
+    } else {
+        JVMPI_THREAD_RUNNABLE
+    };
+    // JVMPI: the SUSPENDED bit is java.lang.Thread.suspend's, not JVMPI SuspendThread's.
+    if st & jvmti::JVMTI_THREAD_STATE_SUSPENDED != 0 && !rec.suspension().by_jvmpi {
+        r |= JVMPI_THREAD_SUSPENDED;
+    }
+    if st & jvmti::JVMTI_THREAD_STATE_INTERRUPTED != 0 {
+        r |= JVMPI_THREAD_INTERRUPTED;
+    }
+    r
+}
+
+pub fn current_cpu_time() -> jlong {
+    match jvm::current_thread_cpu_time() {
+        Ok(t) => t,
+        Err(_) => {
+            // Not a JVM thread, or a virtual thread: the OS clock of this thread is the answer.
+            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: a valid out-pointer for clock_gettime.
+            if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
+                ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+            } else {
+                0
+            }
+        }
+    }
+}
+
+/// The body of a thread made by `CreateSystemThread`.
+pub type SystemThreadFn = unsafe extern "C" fn(*mut c_void);
+
+unsafe extern "system" fn system_thread_main(_jvmti: *mut jvmti::jvmtiEnv, _jni: *mut JNIEnv, arg: *mut c_void) {
+    // create_system_thread (below) passes the agent's number and function through JVMTI's `void*`.
+    // SAFETY: `arg` is that box, handed over to this thread.
+    let (a, f) = *unsafe { Box::from_raw(arg as *mut (usize, SystemThreadFn)) };
+    // SAFETY: the agent asked for `f` to be run in a new thread; JVMPI passes it no argument.
+    table::within(a, || unsafe { f(std::ptr::null_mut()) });
+}
+
+/// `CreateSystemThread` of agent `a` (the thread runs on its behalf: its `GetEnv` answers `a`'s table).
+pub fn create_system_thread(a: usize, name: &str, priority: jint, f: Option<SystemThreadFn>) -> jint {
+    use jvmti_bindings::sys::jni::{JNI_ERR, JNI_OK};
+    let Some(f) = f else {
+        log::warn!("CreateSystemThread({name}): NULL function; JNI_ERR");
+        return JNI_ERR;
+    };
+    if !events::is_ready() && jvm::phase().ok() != Some(jvmti::JVMTI_PHASE_LIVE) {
+        log::warn!("CreateSystemThread({name}): the VM is not initialised yet (wait for JVM_INIT_DONE); JNI_ERR");
+        return JNI_ERR;
+    }
+    let Some(env) = jvm::attach_current() else {
+        log::warn!("CreateSystemThread({name}): cannot attach the calling thread; JNI_ERR");
+        return JNI_ERR;
+    };
+    let jni = jvm::Jni::of(env);
+    let Some(t) = jni.new_thread(name) else {
+        log::warn!("CreateSystemThread({name}): could not make a java.lang.Thread; JNI_ERR");
+        return JNI_ERR;
+    };
+    let prio = priority.clamp(JVMPI_MINIMUM_PRIORITY, JVMPI_MAXIMUM_PRIORITY);
+    let arg = Box::into_raw(Box::new((a, f)));
+    let r = jvm::run_agent_thread(t, system_thread_main, arg as *const c_void, prio);
+    if r.is_err() {
+        // SAFETY: the thread did not start, so the box is still ours.
+        drop(unsafe { Box::from_raw(arg) });
+    }
+    jni.delete_local_ref(t);
+    match r {
+        Ok(()) => JNI_OK,
+        Err(e) => {
+            log::warn!("CreateSystemThread({name}): {}; JNI_ERR", jvm::err_name(e));
+            JNI_ERR
+        }
+    }
+}
+
+/// The thread (a global reference) behind a JNIEnv, or None (logged) for an unknown one.
+pub fn jthread_of(env: *mut JNIEnv, what: &str) -> Option<jthread> {
+    lookup(env, what).map(|r| r.jthread())
+}
+
+/// The JNIEnv of a live thread (a reference the caller owns), if the shim can find it.
+pub fn env_of(thread: jthread) -> Option<*mut JNIEnv> {
+    let jni = jvm::Jni::current()?;
+    let known = ids::tag_of(thread).ok().and_then(|tag| BY_TAG.get(&tag).map(|e| *e));
+    known.or_else(|| env_of_running_thread(&jni, thread)).map(|e| e as *mut JNIEnv)
+}
+
+/// The JNIEnv of the thread whose object has this tag, if the shim knows the thread.
+pub fn env_by_tag(tag: jlong) -> Option<usize> {
+    BY_TAG.get(&tag).map(|e| *e)
+}

@@ -1,0 +1,486 @@
+//! The class-file level of the editor: a walk over the raw bytes that finds every method's
+//! `Code` attribute, the constant pool (parsed by `ristretto_classfile`, extended append-only),
+//! and the writer that splices new `Code` attributes and new constants into the original bytes.
+//!
+//! Everything the editor does not change is copied byte for byte: fields, annotations,
+//! `BootstrapMethods`, unknown attributes, and every method that was not committed.
+
+use super::code::{self, MethodEditor};
+use super::BciError;
+use ristretto_classfile::byte_reader::ByteReader;
+use ristretto_classfile::{Constant, ConstantPool, JavaStr, JavaString};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::ops::Range;
+
+const MAGIC: u32 = 0xCAFE_BABE;
+
+/// ACC_STATIC of a method.
+pub const ACC_STATIC: u16 = 0x0008;
+
+/// One attribute of a `Code` attribute, as found in the class file.
+#[derive(Clone, Debug)]
+pub(crate) struct RawAttr {
+    pub name_index: u16,
+    /// Byte range of the attribute's info (after the 6-byte header) in the class file.
+    pub info: Range<usize>,
+}
+
+/// A method's `Code` attribute, as found in the class file.
+#[derive(Clone, Debug)]
+pub(crate) struct RawCode {
+    /// Byte range of the whole attribute (header included) in the class file.
+    pub span: Range<usize>,
+    pub name_index: u16,
+    pub max_stack: u16,
+    pub max_locals: u16,
+    /// Byte range of the bytecode in the class file.
+    pub code: Range<usize>,
+    /// start_pc, end_pc, handler_pc, catch_type: byte offsets exactly as stored.
+    pub exceptions: Vec<[u16; 4]>,
+    pub attributes: Vec<RawAttr>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct RawMethod {
+    pub access: u16,
+    pub name_index: u16,
+    pub descriptor_index: u16,
+    pub code: Option<RawCode>,
+}
+
+/// Name, descriptor and access flags of a method.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MethodInfo {
+    pub name: String,
+    pub descriptor: String,
+    pub access: u16,
+    pub has_code: bool,
+}
+
+/// Keys of the constants the editor may add, for reuse of existing entries.
+#[derive(Hash, PartialEq, Eq, Clone, Debug)]
+enum Key {
+    Utf8(Vec<u8>),
+    Class(u16),
+    String(u16),
+    Integer(i32),
+    NameAndType(u16, u16),
+    Field(u16, u16),
+    Method(u16, u16),
+    InterfaceMethod(u16, u16),
+}
+
+fn key_of(c: &Constant<'_>) -> Option<Key> {
+    Some(match c {
+        Constant::Utf8(s) => Key::Utf8(s.as_bytes().to_vec()),
+        Constant::Class(i) => Key::Class(*i),
+        Constant::String(i) => Key::String(*i),
+        Constant::Integer(v) => Key::Integer(*v),
+        Constant::NameAndType { name_index, descriptor_index } => Key::NameAndType(*name_index, *descriptor_index),
+        Constant::FieldRef { class_index, name_and_type_index } => Key::Field(*class_index, *name_and_type_index),
+        Constant::MethodRef { class_index, name_and_type_index } => Key::Method(*class_index, *name_and_type_index),
+        Constant::InterfaceMethodRef { class_index, name_and_type_index } => {
+            Key::InterfaceMethod(*class_index, *name_and_type_index)
+        }
+        _ => return None,
+    })
+}
+
+/// The constant pool: the class's own, parsed by ristretto, plus entries the editor appends.
+/// Existing entries are never moved, so every index in the original bytes stays valid.
+pub struct Pool<'a> {
+    cp: ConstantPool<'a>,
+    /// `cp.len()` before anything was added.
+    original_len: usize,
+    /// Built on the first lookup.
+    index: Option<HashMap<Key, u16>>,
+}
+
+impl<'a> Pool<'a> {
+    pub(crate) fn new(cp: ConstantPool<'a>) -> Self {
+        let original_len = cp.len();
+        Pool { cp, original_len, index: None }
+    }
+
+    /// The ristretto constant pool (read-only).
+    pub fn constants(&self) -> &ConstantPool<'a> {
+        &self.cp
+    }
+
+    fn find_or_add(&mut self, c: Constant<'a>) -> Result<u16, BciError> {
+        let key = key_of(&c).expect("only keyed constants are added");
+        if self.index.is_none() {
+            let mut m = HashMap::new();
+            for i in 1..=self.cp.len() {
+                let Ok(i) = u16::try_from(i) else { break };
+                if let Some(k) = self.cp.get(i).and_then(key_of) {
+                    m.entry(k).or_insert(i);
+                }
+            }
+            self.index = Some(m);
+        }
+        let index = self.index.as_mut().expect("built above");
+        if let Some(&i) = index.get(&key) {
+            return Ok(i);
+        }
+        // constant_pool_count (len + 1) must fit in a u16.
+        if self.cp.len() + 1 >= usize::from(u16::MAX) {
+            return Err(BciError::ConstantPoolFull);
+        }
+        let i = self.cp.add(c).map_err(|_| BciError::ConstantPoolFull)?;
+        index.insert(key, i);
+        Ok(i)
+    }
+
+    /// A `CONSTANT_Utf8` with this text (modified UTF-8 is produced as needed).
+    pub fn utf8(&mut self, s: &str) -> Result<u16, BciError> {
+        self.find_or_add(Constant::Utf8(Cow::Owned(JavaString::from(s))))
+    }
+
+    fn utf8_bytes(&mut self, mutf8: &[u8]) -> Result<u16, BciError> {
+        let s = JavaString::from_mutf8(mutf8.to_vec())
+            .map_err(|e| BciError::Malformed(format!("bad modified UTF-8: {e}")))?;
+        self.find_or_add(Constant::Utf8(Cow::Owned(s)))
+    }
+
+    /// A `CONSTANT_Class` of an internal name (`java/lang/String`) or array descriptor (`[I`).
+    pub fn class(&mut self, name: &str) -> Result<u16, BciError> {
+        let n = self.utf8(name)?;
+        self.find_or_add(Constant::Class(n))
+    }
+
+    /// [`Pool::class`] of a name given as modified UTF-8 bytes.
+    pub fn class_mutf8(&mut self, name: &[u8]) -> Result<u16, BciError> {
+        let n = self.utf8_bytes(name)?;
+        self.find_or_add(Constant::Class(n))
+    }
+
+    /// A CONSTANT_Integer.
+    pub fn integer(&mut self, v: i32) -> Result<u16, BciError> {
+        self.find_or_add(Constant::Integer(v))
+    }
+
+    pub fn string(&mut self, s: &str) -> Result<u16, BciError> {
+        let n = self.utf8(s)?;
+        self.find_or_add(Constant::String(n))
+    }
+
+    pub fn name_and_type(&mut self, name: &str, descriptor: &str) -> Result<u16, BciError> {
+        let n = self.utf8(name)?;
+        let d = self.utf8(descriptor)?;
+        self.find_or_add(Constant::NameAndType { name_index: n, descriptor_index: d })
+    }
+
+    pub fn field_ref(&mut self, class: &str, name: &str, descriptor: &str) -> Result<u16, BciError> {
+        let c = self.class(class)?;
+        let nt = self.name_and_type(name, descriptor)?;
+        self.find_or_add(Constant::FieldRef { class_index: c, name_and_type_index: nt })
+    }
+
+    /// A `CONSTANT_Methodref` (a method of a class, not an interface).
+    pub fn method_ref(&mut self, class: &str, name: &str, descriptor: &str) -> Result<u16, BciError> {
+        let c = self.class(class)?;
+        let nt = self.name_and_type(name, descriptor)?;
+        self.find_or_add(Constant::MethodRef { class_index: c, name_and_type_index: nt })
+    }
+
+    pub fn interface_method_ref(&mut self, class: &str, name: &str, descriptor: &str) -> Result<u16, BciError> {
+        let c = self.class(class)?;
+        let nt = self.name_and_type(name, descriptor)?;
+        self.find_or_add(Constant::InterfaceMethodRef { class_index: c, name_and_type_index: nt })
+    }
+
+    /// The text of a `CONSTANT_Utf8`.
+    pub fn get_utf8(&self, index: u16) -> Result<&JavaStr, BciError> {
+        self.cp
+            .try_get_utf8(index)
+            .map_err(|_| BciError::Malformed(format!("constant #{index} is not a Utf8")))
+    }
+
+    /// The name of a `CONSTANT_Class`.
+    pub fn get_class_name(&self, index: u16) -> Result<&JavaStr, BciError> {
+        self.cp
+            .try_get_class(index)
+            .map_err(|_| BciError::Malformed(format!("constant #{index} is not a Class")))
+    }
+
+    /// Name and descriptor of a `CONSTANT_NameAndType`.
+    pub fn get_name_and_type(&self, index: u16) -> Result<(&JavaStr, &JavaStr), BciError> {
+        let (n, d) = self
+            .cp
+            .try_get_name_and_type(index)
+            .map_err(|_| BciError::Malformed(format!("constant #{index} is not a NameAndType")))?;
+        Ok((self.get_utf8(*n)?, self.get_utf8(*d)?))
+    }
+
+    /// Name and descriptor of a field/method/interface-method reference, or of the
+    /// NameAndType of a (invoke)dynamic constant.
+    pub fn get_member(&self, index: u16) -> Result<(&JavaStr, &JavaStr), BciError> {
+        let nt = match self.cp.get(index) {
+            Some(Constant::FieldRef { name_and_type_index, .. })
+            | Some(Constant::MethodRef { name_and_type_index, .. })
+            | Some(Constant::InterfaceMethodRef { name_and_type_index, .. })
+            | Some(Constant::Dynamic { name_and_type_index, .. })
+            | Some(Constant::InvokeDynamic { name_and_type_index, .. }) => *name_and_type_index,
+            _ => return Err(BciError::Malformed(format!("constant #{index} is not a member reference"))),
+        };
+        self.get_name_and_type(nt)
+    }
+
+    /// The constant at `index`.
+    pub fn get(&self, index: u16) -> Option<&Constant<'a>> {
+        self.cp.get(index)
+    }
+
+    fn write_count_and_new(&self, out: &mut Vec<u8>, raw_entries: &[u8]) -> Result<(), BciError> {
+        let count = u16::try_from(self.cp.len() + 1).map_err(|_| BciError::ConstantPoolFull)?;
+        out.extend_from_slice(&count.to_be_bytes());
+        out.extend_from_slice(raw_entries);
+        for i in self.original_len + 1..=self.cp.len() {
+            let i = u16::try_from(i).map_err(|_| BciError::ConstantPoolFull)?;
+            if let Some(c) = self.cp.get(i) {
+                c.to_bytes(out).map_err(|e| BciError::Malformed(format!("writing constant #{i}: {e}")))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn rd<T>(r: ristretto_classfile::Result<T>, what: &str) -> Result<T, BciError> {
+    r.map_err(|e| BciError::Malformed(format!("{what}: {e}")))
+}
+
+fn read_attrs(r: &mut ByteReader<'_>, what: &str) -> Result<Vec<(u16, Range<usize>)>, BciError> {
+    let n = rd(r.read_u16(), what)?;
+    let mut v = Vec::with_capacity(usize::from(n));
+    for _ in 0..n {
+        let name = rd(r.read_u16(), what)?;
+        let len = rd(r.read_u32(), what)? as usize;
+        let start = r.position();
+        rd(r.skip(len), what)?;
+        v.push((name, start..start + len));
+    }
+    Ok(v)
+}
+
+/// A class file opened for editing. Methods are edited through [`MethodEditor`]s taken with
+/// [`ClassEditor::method_editor`] and given back with [`ClassEditor::commit`]; constants are
+/// added through [`ClassEditor::pool`]; [`ClassEditor::to_bytes`] writes the result.
+pub struct ClassEditor<'a> {
+    raw: &'a [u8],
+    pool: Pool<'a>,
+    cp_range: Range<usize>,
+    major: u16,
+    this_class: u16,
+    class_name: String,
+    methods: Vec<RawMethod>,
+    /// New `Code` attribute (header included) per committed method.
+    replaced: Vec<Option<Vec<u8>>>,
+}
+
+impl<'a> ClassEditor<'a> {
+    /// Reads the class file structure (constant pool, every member and attribute boundary, and
+    /// every `Code` attribute's layout). Bytecode is decoded only when a method is edited.
+    pub fn parse(raw: &'a [u8]) -> Result<Self, BciError> {
+        let mut r = ByteReader::new(raw);
+        let magic = rd(r.read_u32(), "header")?;
+        if magic != MAGIC {
+            return Err(BciError::Malformed(format!("bad magic 0x{magic:08x}")));
+        }
+        let _minor = rd(r.read_u16(), "header")?;
+        let major = rd(r.read_u16(), "header")?;
+        if major < 45 {
+            return Err(BciError::Malformed(format!("class file version {major} is too old")));
+        }
+        let cp_start = r.position();
+        let cp = rd(ConstantPool::from_bytes(&mut r), "constant pool")?;
+        let cp_range = cp_start + 2..r.position();
+        let pool = Pool::new(cp);
+        let _access = rd(r.read_u16(), "class header")?;
+        let this_class = rd(r.read_u16(), "class header")?;
+        let _super = rd(r.read_u16(), "class header")?;
+        let ni = rd(r.read_u16(), "interfaces")?;
+        rd(r.skip(usize::from(ni) * 2), "interfaces")?;
+        let nf = rd(r.read_u16(), "fields")?;
+        for _ in 0..nf {
+            rd(r.skip(6), "fields")?;
+            read_attrs(&mut r, "field attributes")?;
+        }
+        let code_name = |pool: &Pool<'_>, i: u16| pool.get_utf8(i).map(|s| s.as_bytes() == b"Code").unwrap_or(false);
+        let nm = rd(r.read_u16(), "methods")?;
+        let mut methods = Vec::with_capacity(usize::from(nm));
+        for _ in 0..nm {
+            let access = rd(r.read_u16(), "method")?;
+            let name_index = rd(r.read_u16(), "method")?;
+            let descriptor_index = rd(r.read_u16(), "method")?;
+            let attrs = read_attrs(&mut r, "method attributes")?;
+            let mut code = None;
+            for (name, info) in attrs {
+                if !code_name(&pool, name) {
+                    continue;
+                }
+                if code.is_some() {
+                    return Err(BciError::Malformed("a method with two Code attributes".into()));
+                }
+                code = Some(parse_code(raw, name, info)?);
+            }
+            methods.push(RawMethod { access, name_index, descriptor_index, code });
+        }
+        read_attrs(&mut r, "class attributes")?;
+        if r.position() != raw.len() {
+            return Err(BciError::Malformed(format!("{} bytes after the end of the class", raw.len() - r.position())));
+        }
+        let class_name = pool.get_class_name(this_class)?.to_str_lossy().into_owned();
+        let n = methods.len();
+        Ok(ClassEditor { raw, pool, cp_range, major, this_class, class_name, methods, replaced: vec![None; n] })
+    }
+
+    /// Internal name of the class (`java/lang/Object`).
+    pub fn class_name(&self) -> &str {
+        &self.class_name
+    }
+
+    /// Major class-file version (52 = Java 8, 61 = Java 17).
+    pub fn major_version(&self) -> u16 {
+        self.major
+    }
+
+    pub fn this_class_index(&self) -> u16 {
+        self.this_class
+    }
+
+    pub fn method_count(&self) -> usize {
+        self.methods.len()
+    }
+
+    pub fn method(&self, index: usize) -> Result<MethodInfo, BciError> {
+        let m = &self.methods[index];
+        Ok(MethodInfo {
+            name: self.pool.get_utf8(m.name_index)?.to_str_lossy().into_owned(),
+            descriptor: self.pool.get_utf8(m.descriptor_index)?.to_str_lossy().into_owned(),
+            access: m.access,
+            has_code: m.code.is_some(),
+        })
+    }
+
+    /// The constant pool, to add the constants inserted instructions refer to.
+    pub fn pool(&mut self) -> &mut Pool<'a> {
+        &mut self.pool
+    }
+
+    pub fn pool_ref(&self) -> &Pool<'a> {
+        &self.pool
+    }
+
+    /// Decodes the bytecode of method `index` for editing; `None` for a method without code.
+    pub fn method_editor(&self, index: usize) -> Result<Option<MethodEditor>, BciError> {
+        let Some(code) = &self.methods[index].code else { return Ok(None) };
+        MethodEditor::decode(index, &self.raw[code.code.clone()]).map(Some).map_err(|e| self.context(index, e))
+    }
+
+    /// Applies the edits of `editor` and replaces the method's `Code` attribute.
+    /// Nothing changes when the editor has no edits.
+    pub fn commit(&mut self, editor: MethodEditor) -> Result<(), BciError> {
+        if !editor.has_edits() {
+            return Ok(());
+        }
+        let index = editor.method_index();
+        let attr = self.encode_method(editor).map_err(|e| self.context(index, e))?;
+        self.replaced[index] = Some(attr);
+        Ok(())
+    }
+
+    /// What the code rewriter needs to know about the method that holds the code.
+    fn method_context(&self, m: &RawMethod) -> Result<code::MethodContext, BciError> {
+        Ok(code::MethodContext {
+            class_name: self.pool.get_class_name(self.this_class)?.as_bytes().to_vec(),
+            name: self.pool.get_utf8(m.name_index)?.as_bytes().to_vec(),
+            descriptor: self.pool.get_utf8(m.descriptor_index)?.as_bytes().to_vec(),
+            is_static: m.access & ACC_STATIC != 0,
+            major: self.major,
+        })
+    }
+
+    fn encode_method(&mut self, editor: MethodEditor) -> Result<Vec<u8>, BciError> {
+        let index = editor.method_index();
+        let m = self.methods[index].clone();
+        let raw_code = m.code.as_ref().expect("an editor exists only for a method with code");
+        let ctx = self.method_context(&m)?;
+        code::rewrite(self.raw, raw_code, editor, &ctx, &mut self.pool)
+    }
+
+    /// Everything decoded about method `index`'s code (tests only).
+    #[cfg(test)]
+    pub(crate) fn full_code(&self, index: usize) -> Result<code::FullCode, BciError> {
+        let m = &self.methods[index];
+        let rc = m.code.as_ref().ok_or_else(|| BciError::InvalidEdit("no code".into()))?;
+        let ed = MethodEditor::decode(index, &self.raw[rc.code.clone()])?;
+        let ctx = self.method_context(m)?;
+        code::decode_full(self.raw, rc, &ed, &ctx, &self.pool)
+    }
+
+    /// Index of the method with this name and descriptor.
+    pub fn find_method(&self, name: &str, descriptor: &str) -> Option<usize> {
+        (0..self.methods.len()).find(|&i| self.method(i).is_ok_and(|m| m.name == name && m.descriptor == descriptor))
+    }
+
+    fn context(&self, index: usize, e: BciError) -> BciError {
+        let who = match self.method(index) {
+            Ok(m) => format!("{}.{}{}", self.class_name, m.name, m.descriptor),
+            Err(_) => format!("{} method #{index}", self.class_name),
+        };
+        e.within(&who)
+    }
+
+    /// True once a method was committed with edits.
+    pub fn is_modified(&self) -> bool {
+        self.replaced.iter().any(Option::is_some)
+    }
+
+    /// The class file: the original bytes with the new constants appended to the pool and the
+    /// committed methods' `Code` attributes replaced.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, BciError> {
+        let extra: usize = self.replaced.iter().flatten().map(Vec::len).sum();
+        let mut out = Vec::with_capacity(self.raw.len() + extra + 256);
+        out.extend_from_slice(&self.raw[..self.cp_range.start - 2]);
+        self.pool.write_count_and_new(&mut out, &self.raw[self.cp_range.clone()])?;
+        let mut pos = self.cp_range.end;
+        for (m, new) in self.methods.iter().zip(&self.replaced) {
+            if let (Some(code), Some(new)) = (&m.code, new) {
+                out.extend_from_slice(&self.raw[pos..code.span.start]);
+                out.extend_from_slice(new);
+                pos = code.span.end;
+            }
+        }
+        out.extend_from_slice(&self.raw[pos..]);
+        Ok(out)
+    }
+}
+
+fn parse_code(raw: &[u8], name_index: u16, info: Range<usize>) -> Result<RawCode, BciError> {
+    let what = "Code attribute";
+    let mut r = ByteReader::new(&raw[..info.end]);
+    r.set_position(info.start);
+    let max_stack = rd(r.read_u16(), what)?;
+    let max_locals = rd(r.read_u16(), what)?;
+    let len = rd(r.read_u32(), what)? as usize;
+    if len == 0 || len > 65535 {
+        return Err(BciError::Malformed(format!("code length {len}")));
+    }
+    let code = r.position()..r.position() + len;
+    rd(r.skip(len), what)?;
+    let ne = rd(r.read_u16(), what)?;
+    let mut exceptions = Vec::with_capacity(usize::from(ne));
+    for _ in 0..ne {
+        exceptions.push([rd(r.read_u16(), what)?, rd(r.read_u16(), what)?, rd(r.read_u16(), what)?, rd(r.read_u16(), what)?]);
+    }
+    let attributes = read_attrs(&mut r, what)?
+        .into_iter()
+        .map(|(name_index, info)| RawAttr { name_index, info })
+        .collect();
+    if r.position() != info.end {
+        return Err(BciError::Malformed("Code attribute length does not match its contents".into()));
+    }
+    Ok(RawCode { span: info.start - 6..info.end, name_index, max_stack, max_locals, code, exceptions, attributes })
+}

@@ -1,0 +1,293 @@
+//! The method plan: METHOD_ENTRY / METHOD_EXIT hooks (entry, every return, and a catch-all
+//! handler for the exceptional exit) and INSTRUCTION_START hooks (before every instruction, with
+//! the outcome of conditional branches and switches), and the tracker class they call.
+//!
+//! Every hooked method gets a number (`index`, an `int` constant in its code) chosen by the
+//! caller; the tracker's natives receive it and the shim maps it to the method's `jmethodID`.
+//! Instruction hooks pass the instruction's offset in the ORIGINAL code (the class file the
+//! agent saw), not in the rewritten one.
+
+use super::classfile::{ClassEditor, Pool, ACC_STATIC};
+use super::code::MethodEditor;
+use super::BciError;
+use ristretto_classfile::attributes::Instruction;
+use ristretto_classfile::{ClassAccessFlags, ClassFile, ConstantPool, Method, MethodAccessFlags, JAVA_8};
+
+type I = Instruction;
+
+/// What to hook, and where the tracker lives.
+#[derive(Debug, Clone, Copy)]
+pub struct MethodHooks<'a> {
+    /// Internal name of the tracker class, e.g. `"JvmpiShimMethods"`.
+    pub tracker: &'a str,
+    /// Another class never to hook (e.g. the allocation tracker).
+    pub also_skip: &'a str,
+    /// Entry, returns and exceptional exit.
+    pub entry_exit: bool,
+    /// Every instruction.
+    pub instructions: bool,
+}
+
+/// The tracker's methods: (name, descriptor). All `public static native`.
+pub const TRACKER_METHODS: [(&str, &str); 10] = [
+    ("enter", "(I)V"),
+    ("enterThis", "(Ljava/lang/Object;I)V"),
+    ("exit", "(I)V"),
+    ("insn", "(II)V"),
+    ("ifInt", "(IIII)V"),
+    ("ifCmp", "(IIIII)V"),
+    ("ifRef", "(Ljava/lang/Object;III)V"),
+    ("ifAcmp", "(Ljava/lang/Object;Ljava/lang/Object;III)V"),
+    ("tableSwitch", "(IIIII)V"),
+    ("lookupSwitch", "(III)V"),
+];
+
+/// A lookupswitch the plan met: its original offset and its keys in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lookup {
+    pub offset: u32,
+    pub keys: Vec<i32>,
+}
+
+/// The instruction pushing `v`.
+pub fn push_int(pool: &mut Pool<'_>, v: i32) -> Result<Instruction, BciError> {
+    Ok(match v {
+        -1 => I::Iconst_m1,
+        0 => I::Iconst_0,
+        1 => I::Iconst_1,
+        2 => I::Iconst_2,
+        3 => I::Iconst_3,
+        4 => I::Iconst_4,
+        5 => I::Iconst_5,
+        _ if i8::try_from(v).is_ok() => I::Bipush(v as i8),
+        _ if i16::try_from(v).is_ok() => I::Sipush(v as i16),
+        _ => {
+            let c = pool.integer(v)?;
+            match u8::try_from(c) {
+                Ok(c) => I::Ldc(c),
+                Err(_) => I::Ldc_w(c),
+            }
+        }
+    })
+}
+
+fn is_return(i: &Instruction) -> bool {
+    matches!(i, I::Ireturn | I::Lreturn | I::Freturn | I::Dreturn | I::Areturn | I::Return)
+}
+
+/// The JVM opcode of a conditional branch (the tracker computes the outcome from it).
+fn opcode(i: &Instruction) -> Option<i32> {
+    Some(match i {
+        I::Ifeq(_) => 0x99,
+        I::Ifne(_) => 0x9a,
+        I::Iflt(_) => 0x9b,
+        I::Ifge(_) => 0x9c,
+        I::Ifgt(_) => 0x9d,
+        I::Ifle(_) => 0x9e,
+        I::If_icmpeq(_) => 0x9f,
+        I::If_icmpne(_) => 0xa0,
+        I::If_icmplt(_) => 0xa1,
+        I::If_icmpge(_) => 0xa2,
+        I::If_icmpgt(_) => 0xa3,
+        I::If_icmple(_) => 0xa4,
+        I::If_acmpeq(_) => 0xa5,
+        I::If_acmpne(_) => 0xa6,
+        I::Ifnull(_) => 0xc6,
+        I::Ifnonnull(_) => 0xc7,
+        _ => return None,
+    })
+}
+
+/// Whether the branch `opcode` is taken for the operands (as HotSpot 1.5 computed `is_true`:
+/// `a` is the deeper operand of two; references compare by identity, NULL as 0).
+pub fn branch_taken(opcode: i32, a: i32, b: i32) -> bool {
+    match opcode {
+        0x99 | 0xc6 => b == 0,
+        0x9a | 0xc7 => b != 0,
+        0x9b => b < 0,
+        0x9c => b >= 0,
+        0x9d => b > 0,
+        0x9e => b <= 0,
+        0x9f | 0xa5 => a == b,
+        0xa0 | 0xa6 => a != b,
+        0xa1 => a < b,
+        0xa2 => a >= b,
+        0xa3 => a > b,
+        0xa4 => a <= b,
+        _ => false,
+    }
+}
+
+/// Adds the method plan to one method's editor. `method` is the method's index in the class,
+/// `index` its number for the tracker (a lookupswitch's keys, which the shim needs to tell
+/// which pair was chosen, are listed beforehand by [`plan_probe`]). Methods without code
+/// (abstract, native) are not edited here.
+pub fn plan_method(
+    ce: &mut ClassEditor<'_>,
+    method: usize,
+    ed: &mut MethodEditor,
+    hooks: &MethodHooks<'_>,
+    index: i32,
+) -> Result<(), BciError> {
+    let info = ce.method(method)?;
+    let is_static = info.access & ACC_STATIC != 0;
+    let is_init = info.name == "<init>";
+    let pool = ce.pool();
+    let mut r = |name: &str| -> Result<u16, BciError> {
+        let d = TRACKER_METHODS.iter().find(|m| m.0 == name).expect("a tracker method").1;
+        pool.method_ref(hooks.tracker, name, d)
+    };
+    let enter = r("enter")?;
+    let enter_this = r("enterThis")?;
+    let exit = r("exit")?;
+    let insn = r("insn")?;
+    let if_int = r("ifInt")?;
+    let if_cmp = r("ifCmp")?;
+    let if_ref = r("ifRef")?;
+    let if_acmp = r("ifAcmp")?;
+    let table_switch = r("tableSwitch")?;
+    let lookup_switch = r("lookupSwitch")?;
+    let idx = push_int(pool, index)?;
+    if hooks.entry_exit {
+        // A constructor's `this` cannot be passed before `super(…)`: constructors enter with
+        // the plain hook (METHOD_ENTRY2 reports no receiver for them).
+        let code = if is_static || is_init {
+            vec![idx.clone(), I::Invokestatic(enter)]
+        } else {
+            vec![I::Aload_0, idx.clone(), I::Invokestatic(enter_this)]
+        };
+        ed.insert_before(0, &code)?;
+    }
+    let insns = ed.instructions().to_vec();
+    for (k, i) in insns.iter().enumerate() {
+        if hooks.instructions {
+            let off = ed.original_offset(k) as i32;
+            let off_i = push_int(pool, off)?;
+            let code = match i {
+                I::Tableswitch(s) => vec![
+                    I::Dup,
+                    idx.clone(),
+                    off_i,
+                    push_int(pool, s.low)?,
+                    push_int(pool, s.high)?,
+                    I::Invokestatic(table_switch),
+                ],
+                I::Lookupswitch(_) => vec![I::Dup, idx.clone(), off_i, I::Invokestatic(lookup_switch)],
+                _ => match opcode(i) {
+                    Some(op @ 0x99..=0x9e) => vec![I::Dup, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(if_int)],
+                    Some(op @ 0x9f..=0xa4) => {
+                        vec![I::Dup2, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(if_cmp)]
+                    }
+                    Some(op @ 0xa5..=0xa6) => {
+                        vec![I::Dup2, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(if_acmp)]
+                    }
+                    Some(op) => vec![I::Dup, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(if_ref)],
+                    None => vec![idx.clone(), off_i, I::Invokestatic(insn)],
+                },
+            };
+            ed.insert_before(k, &code)?;
+        }
+        if hooks.entry_exit && is_return(i) {
+            ed.insert_before(k, &[idx.clone(), I::Invokestatic(exit)])?;
+        }
+    }
+    if hooks.entry_exit {
+        ed.catch_all(&[idx, I::Invokestatic(exit)])?;
+    }
+    Ok(())
+}
+
+/// Applies the method plan to every method with code of a class (the tracker excepted).
+/// `next_index` hands out the methods' numbers: called with (method name, descriptor) for each
+/// hooked method. Returns `Ok(None)` when nothing was hooked.
+pub fn instrument_methods(
+    class_file: &[u8],
+    hooks: &MethodHooks<'_>,
+    next_index: &mut dyn FnMut(&str, &str, &[Lookup]) -> i32,
+) -> Result<Option<Vec<u8>>, BciError> {
+    instrument_class(class_file, None, Some((hooks, next_index)))
+}
+
+/// Applies every active plan to a class in one pass: allocation hooks first (an allocation is
+/// reported before the constructor's METHOD_ENTRY, as HotSpot posted OBJECT_ALLOC at `new`),
+/// then method hooks. `next_index` is called as for [`instrument_methods`]. Neither tracker
+/// class is ever rewritten. `Ok(None)`: the class needs no change.
+pub fn instrument_class(
+    class_file: &[u8],
+    alloc: Option<&super::AllocHooks<'_>>,
+    methods: Option<(&MethodHooks<'_>, &mut dyn FnMut(&str, &str, &[Lookup]) -> i32)>,
+) -> Result<Option<Vec<u8>>, BciError> {
+    let mut ce = ClassEditor::parse(class_file)?;
+    let name = ce.class_name().to_string();
+    if alloc.is_some_and(|a| a.tracker == name) || methods.as_ref().is_some_and(|m| m.0.tracker == name || m.0.also_skip == name) {
+        return Ok(None);
+    }
+    let mut methods = methods;
+    let mut refs = None;
+    for m in 0..ce.method_count() {
+        let Some(mut ed) = ce.method_editor(m)? else { continue };
+        if let Some(a) = alloc {
+            super::alloc::plan_allocations(&mut ce, m, &mut ed, a, &mut refs)?;
+        }
+        if let Some((hooks, next_index)) = methods.as_mut() {
+            let info = ce.method(m)?;
+            let probe = plan_probe(&ed, hooks);
+            let index = next_index(&info.name, &info.descriptor, &probe);
+            plan_method(&mut ce, m, &mut ed, hooks, index)?;
+        }
+        ce.commit(ed)?;
+    }
+    if !ce.is_modified() {
+        return Ok(None);
+    }
+    ce.to_bytes().map(Some)
+}
+
+/// The lookupswitches a plan will meet in a method (so the caller can record them with the
+/// method's number before the code runs).
+pub fn plan_probe(ed: &MethodEditor, hooks: &MethodHooks<'_>) -> Vec<Lookup> {
+    if !hooks.instructions {
+        return Vec::new();
+    }
+    ed.instructions()
+        .iter()
+        .enumerate()
+        .filter_map(|(k, i)| match i {
+            I::Lookupswitch(s) => Some(Lookup { offset: ed.original_offset(k), keys: s.pairs.keys().copied().collect() }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The tracker class: `public final class <tracker>` with the [`TRACKER_METHODS`], all
+/// `public static native` (bound with RegisterNatives by the shim). Class file version 52.
+pub fn methods_tracker_class(tracker: &str) -> Vec<u8> {
+    build(tracker).expect("the tracker class is well-formed")
+}
+
+fn build(tracker: &str) -> ristretto_classfile::Result<Vec<u8>> {
+    let mut cp = ConstantPool::new();
+    let this_class = cp.add_class(tracker)?;
+    let super_class = cp.add_class("java/lang/Object")?;
+    let mut methods = Vec::new();
+    for (name, desc) in TRACKER_METHODS {
+        methods.push(Method {
+            access_flags: MethodAccessFlags::PUBLIC | MethodAccessFlags::STATIC | MethodAccessFlags::NATIVE,
+            name_index: cp.add_utf8(name)?,
+            descriptor_index: cp.add_utf8(desc)?,
+            attributes: Vec::new(),
+        });
+    }
+    let class = ClassFile {
+        version: JAVA_8,
+        constant_pool: cp,
+        access_flags: ClassAccessFlags::PUBLIC | ClassAccessFlags::FINAL | ClassAccessFlags::SUPER,
+        this_class,
+        super_class,
+        methods,
+        ..ClassFile::default()
+    };
+    let mut out = Vec::new();
+    class.to_bytes(&mut out)?;
+    Ok(out)
+}

@@ -1,0 +1,9 @@
+//! The JVM underneath: the JVMTI/JNI facade (`jvm`: every call the shim makes into the JVM),
+//! class-file rewriting (`bci`), JNI function interception (`jnihooks`), the JVMTI callbacks
+//! (`callbacks`: the doors through which the JVM calls the rooms), and the one-line logger.
+
+pub mod bci;
+pub mod callbacks;
+pub mod jnihooks;
+pub mod jvm;
+pub mod logger;

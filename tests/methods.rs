@@ -1,0 +1,202 @@
+//! METHOD_ENTRY, METHOD_ENTRY2, METHOD_EXIT and INSTRUCTION_START, through bytecode
+//! instrumentation (the default) and through JVMTI MethodEntry/MethodExit (`methods=jvmti`),
+//! with the agent of tests/agents/methodagent.c and the program tests/java/MethodsProg.java.
+//! Every test runs on JDK 11, 17, 21 and 25.
+
+mod harness;
+
+use harness::*;
+use jvmpi_shim::bci::{ClassEditor, Instruction};
+
+fn method_agent() -> String {
+    agent("methodagent").display().to_string()
+}
+
+fn run_prog(jdk: &Jdk, shim_opts: &str, agent_opts: &str, mode: &str) -> Run {
+    let opts = format!("{shim_opts}agent={}:log={{log}},only=MethodsProg,{agent_opts}", method_agent());
+    let r = run(jdk, &opts, "MethodsProg", &[mode], &[]);
+    r.assert_ok();
+    assert!(!r.log.contains("VIOLATION"), "{}", r.describe());
+    r
+}
+
+/// ENTRY/EXIT lines without the thread, all of one thread.
+fn calls(r: &Run) -> Vec<String> {
+    let lines: Vec<&str> = r.log_lines.iter().map(String::as_str).filter(|l| l.starts_with("ENTRY ") || l.starts_with("EXIT ")).collect();
+    let thread = |l: &str| l.split_whitespace().nth(1).unwrap_or("").to_string();
+    let first = lines.first().map(|l| thread(l)).unwrap_or_default();
+    assert!(lines.iter().all(|l| thread(l) == first), "events from several threads\n{}", r.describe());
+    lines
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            format!("{} {}", f[0], f[2].trim_start_matches("MethodsProg."))
+        })
+        .collect()
+}
+
+fn fib_calls(n: u32, v: &mut Vec<String>) {
+    v.push("ENTRY fib(I)I".into());
+    if n >= 2 {
+        fib_calls(n - 1, v);
+        fib_calls(n - 2, v);
+    }
+    v.push("EXIT fib(I)I".into());
+}
+
+/// The program's call tree in `calls` mode; `native`: whether the native `mark` is in it.
+fn expected_calls(native: bool) -> Vec<String> {
+    let mut v = vec!["ENTRY main([Ljava/lang/String;)V".to_string()];
+    fib_calls(4, &mut v);
+    v.push("ENTRY catcher()I".into());
+    for _ in 0..3 {
+        v.push("ENTRY thrower(I)I".into());
+    }
+    for _ in 0..3 {
+        // Left by the exception.
+        v.push("EXIT thrower(I)I".into());
+    }
+    v.push("EXIT catcher()I".into());
+    v.push("ENTRY <init>(I)V".into());
+    v.push("EXIT <init>(I)V".into());
+    if native {
+        v.push("ENTRY mark(Ljava/lang/Object;)V".into());
+        v.push("EXIT mark(Ljava/lang/Object;)V".into());
+    }
+    v.push("ENTRY twice()I".into());
+    v.push("EXIT twice()I".into());
+    v.push("EXIT main([Ljava/lang/String;)V".into());
+    v
+}
+
+/// ENTRY2 lines: method → receiver.
+fn receivers(r: &Run) -> Vec<(String, String)> {
+    r.lines_with("ENTRY2 ")
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[2].trim_start_matches("MethodsProg.").to_string(), f[3].trim_start_matches("obj=").to_string())
+        })
+        .collect()
+}
+
+fn marked(r: &Run) -> String {
+    r.lines_with("MARK obj=").first().expect("MARK line").trim_start_matches("MARK obj=").to_string()
+}
+
+/// Instrumentation: exact calls in order, exits by exception, ENTRY2 receivers, and
+/// GetCallTrace inside METHOD_ENTRY (the entered method on top, at its first line).
+#[test]
+fn entry_exit_and_receivers_by_instrumentation() {
+    for_each_jdk(|jdk| {
+        let r = run_prog(jdk, "", "enable=entry+entry2+exit,trace", "calls");
+        assert!(r.stdout.contains("result 8"), "{}", r.describe());
+        assert_eq!(calls(&r), expected_calls(false), "{}", r.describe());
+        assert_eq!(r.count("TRACE ok"), expected_calls(false).len() / 2, "{}", r.describe());
+        let rec = receivers(&r);
+        let mark = marked(&r);
+        assert_ne!(mark, "(nil)");
+        assert!(rec.contains(&("twice()I".to_string(), mark)), "{rec:?}\n{}", r.describe());
+        assert!(rec.contains(&("fib(I)I".to_string(), "(nil)".to_string())), "static: NULL");
+        // Constructors: no receiver before super() (documented).
+        assert!(rec.contains(&("<init>(I)V".to_string(), "(nil)".to_string())), "{rec:?}");
+    });
+}
+
+/// The JVMTI path: the same tree, with the native method, and the constructor's receiver.
+#[test]
+fn entry_exit_and_receivers_by_jvmti_events() {
+    for_each_jdk(|jdk| {
+        let r = run_prog(jdk, "methods=jvmti,", "enable=entry+entry2+exit,trace", "calls");
+        assert_eq!(calls(&r), expected_calls(true), "{}", r.describe());
+        let rec = receivers(&r);
+        let mark = marked(&r);
+        assert!(rec.contains(&("twice()I".to_string(), mark.clone())), "{rec:?}");
+        assert!(rec.contains(&("<init>(I)V".to_string(), mark)), "{rec:?}");
+    });
+}
+
+/// INSTRUCTION_START: offsets of the original class file, outcomes of every kind of branch.
+#[test]
+fn instruction_start_outcomes() {
+    let bytes = std::fs::read(classes().join("MethodsProg.class")).unwrap();
+    let ce = ClassEditor::parse(&bytes).unwrap();
+    let m = ce.find_method("branches", "(IILjava/lang/Object;Ljava/lang/Object;)I").unwrap();
+    let ed = ce.method_editor(m).unwrap().unwrap();
+    let insn_at = |off: u32| (0..ed.len()).find(|&k| ed.original_offset(k) == off).map(|k| ed.instructions()[k].clone());
+    for_each_jdk(|jdk| {
+        let r = run_prog(jdk, "", "enable=insn", "branches");
+        let lines: Vec<Vec<String>> = r
+            .lines_with("INSN MethodsProg.branches(")
+            .iter()
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .collect();
+        // Three calls; every instruction reported is one of the original code.
+        assert_eq!(lines.iter().filter(|f| f[2] == "0").count(), 3, "{}", r.describe());
+        let mut ifs = Vec::new();
+        let mut switches = Vec::new();
+        for f in &lines {
+            let off: u32 = f[2].parse().unwrap();
+            let insn = insn_at(off).unwrap_or_else(|| panic!("offset {off} is no instruction\n{}", r.describe()));
+            let n = |i: usize| f[i].parse::<i32>().unwrap();
+            match insn {
+                Instruction::Tableswitch(_) => switches.push(format!("table {} {} {}", n(4), n(5), n(6))),
+                Instruction::Lookupswitch(_) => switches.push(format!("lookup {} {}", n(4), n(5))),
+                i if jvmpi_shim::bci::branch_target(&i).is_some() && !matches!(i, Instruction::Goto(_)) => {
+                    ifs.push(f[3].trim_start_matches("is_true=").parse::<u8>().unwrap())
+                }
+                _ => {}
+            }
+        }
+        // `if (cond) …` compiles to a branch around the body: taken when cond is false.
+        let first: Vec<u8> = vec![1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0, 1, 0];
+        assert_eq!(ifs[..16], first[..], "{}", r.describe());
+        // (0, 1000, null, null): a == 0, a < b, o == p, o == null.
+        let second: Vec<u8> = vec![0, 1, 1, 0, 1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 1];
+        assert_eq!(ifs[16..32], second[..]);
+        assert_eq!(
+            switches,
+            ["table 3 1 4", "lookup 1 3", "table 0 1 4", "lookup 2 3", "table 9 1 4", "lookup 3 3"],
+            "{}",
+            r.describe()
+        );
+        assert!(r.stdout.contains("result "), "{}", r.describe());
+    });
+}
+
+/// A coverage-style agent (fails JVM_OnLoad if an event is refused): exact per-method counts.
+#[test]
+fn coverage_agent_counts() {
+    for_each_jdk(|jdk| {
+        let r = run_prog(jdk, "", "enable=entry+insn,count", "calls");
+        let count = |m: &str| {
+            r.lines_with(&format!("COUNT MethodsProg.{m} "))
+                .first()
+                .and_then(|l| l.split_whitespace().last())
+                .and_then(|n| n.parse::<u32>().ok())
+                .unwrap_or(0)
+        };
+        assert_eq!(
+            [count("fib(I)I"), count("thrower(I)I"), count("catcher()I"), count("twice()I"), count("<init>(I)V"), count("main([Ljava/lang/String;)V")],
+            [9, 3, 1, 1, 1, 1],
+            "{}",
+            r.describe()
+        );
+        assert_eq!(count("branches(IILjava/lang/Object;Ljava/lang/Object;)I"), 0);
+    });
+}
+
+/// Switched off and on at run time: events only while enabled, and everything retransformed
+/// back when disabled.
+#[test]
+fn enable_disable_at_run_time() {
+    for_each_jdk(|jdk| {
+        let r = run_prog(jdk, "log=info,", "enable=entry+exit", "toggle");
+        assert!(r.stdout.contains("result 15"), "{}", r.describe());
+        // main was entered while the events were on; its exit came after they were switched off.
+        let mut v = vec!["ENTRY main([Ljava/lang/String;)V".to_string()];
+        fib_calls(3, &mut v);
+        assert_eq!(calls(&r), v, "{}", r.describe());
+        assert_eq!(r.stderr_lines_with("jvmpi-shim: method hooks \"off\"").len(), 2, "{}", r.describe());
+    });
+}
