@@ -234,6 +234,20 @@ fn system_exit_and_halt_during_activity() {
     });
 }
 
+/// An agent that suspends every thread during JVM_SHUT_DOWN (the exiting one included, while it
+/// runs the handler) and resumes them only after it: JVMTI can resume nothing once VM death is
+/// over, so the shim resumes them before it returns, and the JVM exits.
+#[test]
+fn threads_suspended_at_shutdown_do_not_hold_up_the_exit() {
+    for_each_jdk(|jdk| {
+        for end in ["normal", "exit"] {
+            let r = stress(jdk, "sampler=2,freeze-at-exit", &[], &["ms=300", &format!("end={end}")]);
+            exits_with(&r, if end == "exit" { 3 } else { 0 });
+            assert!(r.log.contains("FREEZE resumed after JVM_SHUT_DOWN"), "{}", brief(&r));
+        }
+    });
+}
+
 /// ProfilerExit in GC_START while the JVM is already exiting (a shutdown hook collects): the
 /// exit under way wins. `System.exit` in the handler would wait for it forever, with the
 /// agent's GC monitor held, and the agent's JVM_SHUT_DOWN handler, which takes that monitor,

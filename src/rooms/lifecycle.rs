@@ -195,6 +195,7 @@ pub fn vm_death(env: *mut JNIEnv) {
         events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, env));
     }
     events::finish();
+    threads::release_all();
     record::finish_trace();
     report::write(None);
 }

@@ -26,6 +26,10 @@
 //! left suspended at its end, whatever the agent does afterwards (its ResumeThread is then a
 //! quiet no-op). The mark and the suspension are serialised by the record's lock, which is never
 //! held by the thread itself across a call into the VM (a suspended thread would stop there).
+//! The resumer is the shim's own thread, not a JVMPI thread: no agent can suspend it. At VM
+//! death, once JVM_SHUT_DOWN has been delivered, it resumes every thread the agent left
+//! suspended: after the VMDeath callback JVMTI can resume nothing, and the exiting thread
+//! itself may be one of them.
 
 use crate::abi::*;
 use crate::face::table::MAX_AGENTS;
@@ -103,6 +107,9 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
         return Some(r.clone());
     }
     let tag = ids::tag_of(thread).ok()?;
+    if tag == RESUMER_TAG.load(SeqCst) {
+        return None; // the shim's own helper: no JVMPI thread, never suspended by the agent
+    }
     let global = jni.new_global_ref(thread);
     if global.is_null() {
         return None;
@@ -240,6 +247,13 @@ static GRAVEYARD: Mutex<Vec<(Instant, Arc<ThreadRec>)>> = Mutex::new(Vec::new())
 /// Ended threads still suspended by the agent, for the resumer.
 static OWED: Mutex<Vec<Arc<ThreadRec>>> = Mutex::new(Vec::new());
 static RESUMER: OnceLock<std::thread::Thread> = OnceLock::new();
+/// The tag of the resumer's `java.lang.Thread` (it is not entered in the thread table).
+static RESUMER_TAG: AtomicI64 = AtomicI64::new(-1);
+/// Set while the resumer works on what it took from `OWED` (set under `OWED`'s lock).
+static RESUMING: AtomicBool = AtomicBool::new(false);
+/// JVMPI suspensions under way, and whether new ones are refused (VM death).
+static SUSPENDING: AtomicUsize = AtomicUsize::new(0);
+static CLOSED: AtomicBool = AtomicBool::new(false);
 
 /// Hands an ended thread that is still suspended to the resumer (no call into the VM: the
 /// calling thread may be the suspended one).
@@ -255,7 +269,11 @@ unsafe extern "system" fn resumer_main(_jvmti: *mut jvmti::jvmtiEnv, _env: *mut 
     crate::guard("JVMPI thread resumer", (), || {
         let _ = RESUMER.set(std::thread::current());
         loop {
-            let owed = std::mem::take(&mut *OWED.lock().unwrap_or_else(|p| p.into_inner()));
+            let owed = {
+                let mut o = OWED.lock().unwrap_or_else(|p| p.into_inner());
+                RESUMING.store(!o.is_empty(), SeqCst);
+                std::mem::take(&mut *o)
+            };
             if owed.is_empty() {
                 std::thread::park();
                 continue;
@@ -266,22 +284,64 @@ unsafe extern "system" fn resumer_main(_jvmti: *mut jvmti::jvmtiEnv, _env: *mut 
                 let owed = std::mem::take(&mut rec.suspension().by_jvmpi);
                 if owed {
                     match jvm::resume(rec.jthread()) {
-                        Ok(()) => log::debug!("a thread suspended at its end ({:#x}) was resumed", rec.env),
+                        Ok(()) => log::debug!("a thread suspended by the agent ({:#x}) was resumed by the shim", rec.env),
                         Err(e) => refused("resuming a thread suspended at its end", e),
                     }
                 }
             }
+            RESUMING.store(false, SeqCst);
         }
     })
 }
 
-/// Starts the resumer thread (at VM init, from a thread with `env`).
+/// Starts the resumer thread (at VM init, from a thread with `env`). It is the shim's own: not
+/// a JVMPI thread, so no agent can suspend it.
 pub fn start(env: *mut JNIEnv) -> Result<(), String> {
     let jni = jvm::Jni::of(env);
     let t = jni.new_thread("JVMPI thread resumer").ok_or("cannot make the resumer thread")?;
+    if let Ok(tag) = ids::tag_of(t) {
+        RESUMER_TAG.store(tag, SeqCst);
+    }
     let r = jvm::run_agent_thread(t, resumer_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);
     jni.delete_local_ref(t);
     r.map_err(jvm::err_name)
+}
+
+/// At VM death, once JVM_SHUT_DOWN has been delivered (JVMTI still live): no new JVMPI
+/// suspension is accepted, and every thread the agent left suspended is resumed — by the
+/// resumer, since the calling thread may be one of them (suspended while it ran the agent's
+/// handlers; it would stop at its first call into the VM). After this callback returns JVMTI
+/// can resume nothing, and a thread left suspended (the exiting one, a non-daemon thread) would
+/// hold up the JVM's exit for ever. Waits at most a second, without calling into the VM.
+pub fn release_all() {
+    CLOSED.store(true, SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while SUSPENDING.load(SeqCst) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let held: Vec<Arc<ThreadRec>> = THREADS
+        .iter()
+        .map(|r| r.value().clone())
+        .chain(ENDED.iter().map(|e| e.value().1.clone()))
+        .filter(|r| r.suspension().by_jvmpi)
+        .collect();
+    if held.is_empty() {
+        return;
+    }
+    let Some(resumer) = RESUMER.get() else {
+        log::warn!("{} threads suspended by the agent stay suspended at VM death (no resumer thread)", held.len());
+        return;
+    };
+    log::debug!("VM death: {} threads suspended by the agent are resumed", held.len());
+    OWED.lock().unwrap_or_else(|p| p.into_inner()).extend(held);
+    resumer.unpark();
+    loop {
+        let done = OWED.lock().unwrap_or_else(|p| p.into_inner()).is_empty() && !RESUMING.load(SeqCst);
+        if done || Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// Whether the current thread has been announced to the agent (or registered, when the agent
@@ -401,11 +461,18 @@ pub fn get_tls(a: usize, env: *mut JNIEnv) -> *mut c_void {
 }
 
 fn suspend_rec(rec: &Arc<ThreadRec>) -> Result<(), jvm::Error> {
-    if rec.suspension().ended {
-        return Err(jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE);
+    // Counted while under way, so that VM death can wait for it (see `release_all`).
+    SUSPENDING.fetch_add(1, SeqCst);
+    let r = if CLOSED.load(SeqCst) || rec.suspension().ended {
+        Err(jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE)
+    } else {
+        // No lock is held across the call: the caller may be suspended in it by another thread.
+        jvm::suspend(rec.jthread())
+    };
+    if let Err(e) = r {
+        SUSPENDING.fetch_sub(1, SeqCst);
+        return Err(e);
     }
-    // No lock is held across the call: the caller may be suspended in it by another thread.
-    jvm::suspend(rec.jthread())?;
     let owed = {
         let mut s = rec.suspension();
         s.by_jvmpi = true;
@@ -413,6 +480,7 @@ fn suspend_rec(rec: &Arc<ThreadRec>) -> Result<(), jvm::Error> {
         // that it is owed a resumption.
         s.ended
     };
+    SUSPENDING.fetch_sub(1, SeqCst);
     if owed {
         resume_later(rec);
         return Ok(());

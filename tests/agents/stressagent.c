@@ -38,6 +38,9 @@
  *                    handler calls them once more; the ID checks are relaxed to counts
  *   notify-null      with abuse: NotifyEvent is set to NULL for short moments (events are lost,
  *                    so undefined IDs are counted, not violations)
+ *   freeze-at-exit   the JVM_SHUT_DOWN handler has the sampler suspend every thread it knows
+ *                    (the exiting one too, while it runs the handler) and resume them 300 ms
+ *                    later, after JVM_SHUT_DOWN
  *
  * At JVM_SHUT_DOWN it writes its summary holding the raw monitor of its GC handlers, as an agent
  * that dumps its data consistently does.
@@ -65,7 +68,8 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t tab = PTHREAD_MUTEX_INITIALIZER;
 
 static int opt_sampler_ms = 2, opt_traces = 8, opt_alloc = 1, opt_bracket_ms, opt_slow_end_us;
-static int opt_reenter, opt_abuse, opt_notify_null;
+static int opt_reenter, opt_abuse, opt_notify_null, opt_freeze;
+static long freeze;
 static char exit_where[16];
 static long exit_n;
 static int exit_code;
@@ -385,8 +389,21 @@ static void sampler(void *arg) {
     int i, n, u;
     (*the_vm)->GetEnv(the_vm, (void **)&self, JNI_VERSION_1_2);
     logf_("SAMPLER started env=%p", (void *)self);
-    while (!ld(&shut_down)) {
+    while (!ld(&shut_down) || ld(&freeze) == 1) {
         round++;
+        if (ld(&freeze) == 1) {
+            /* Every thread the agent knows, the one running JVM_SHUT_DOWN included. */
+            pthread_mutex_lock(&tab);
+            for (n = 0, i = 0; (size_t)i < threads.cap && n < MAX_SAMPLE; i++)
+                if (threads.k[i] && (JNIEnv *)threads.k[i] != self) list[n++] = (JNIEnv *)threads.k[i];
+            pthread_mutex_unlock(&tab);
+            jvmpi->SuspendThreadList(n, list, res);
+            st(&freeze, 2);
+            sleep_us(300 * 1000);
+            jvmpi->ResumeThreadList(n, list, res);
+            logf_("FREEZE resumed after JVM_SHUT_DOWN threads=%d", n);
+            break;
+        }
         n = live_envs(list, MAX_SAMPLE, self);
         if (round % 8 == 0) {
             /* The list forms, on every thread at once. */
@@ -631,6 +648,12 @@ static void notify(JVMPI_Event *e) {
     case JVMPI_EVENT_JVM_SHUT_DOWN:
         check_env("JVM_SHUT_DOWN", env);
         if (strcmp(exit_where, "shutdown") == 0) do_exit("shutdown");
+        if (opt_freeze) {
+            int waited;
+            st(&freeze, 1);
+            for (waited = 0; ld(&freeze) == 1 && waited < 1000; waited++) sleep_us(1000);
+            sleep_us(20 * 1000);
+        }
         /* Like a real agent writing its data out: under the lock its GC handlers hold. */
         jvmpi->RawMonitorEnter(gc_lock);
         summary();
@@ -863,6 +886,7 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
     opt_reenter = opt(options, "reenter", buf, sizeof buf) != NULL;
     opt_abuse = opt(options, "abuse", buf, sizeof buf) != NULL;
     opt_notify_null = opt(options, "notify-null", buf, sizeof buf) != NULL;
+    opt_freeze = opt(options, "freeze-at-exit", buf, sizeof buf) != NULL;
     if (opt(options, "exit", buf, sizeof buf)) {
         char *c1 = strchr(buf, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
         if (!c2) return JNI_ERR;
