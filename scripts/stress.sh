@@ -9,7 +9,8 @@
 # the process's RSS sampled every 5 s; each shutdown race `repetitions` times (System.exit,
 # Runtime.halt, System.exit inside a GC bracket, ProfilerExit from OBJECT_ALLOC, from GC_START,
 # from JVM_SHUT_DOWN, from GC_START while the JVM is exiting, and from an attached and an
-# unattached thread while a bracket is open); abuse runs (a pthread the JVM does not know
+# unattached thread while a bracket is open; every thread suspended during JVM_SHUT_DOWN and
+# resumed after it); abuse runs (a pthread the JVM does not know
 # calling everything, before JVM_INIT_DONE and after JVM_SHUT_DOWN, NotifyEvent NULL and
 # swapped); and a -Xcheck:jni run.
 #

@@ -5,7 +5,8 @@
 //! and contending, short-lived threads, classes loaded and unloaded, collections), and:
 //!
 //! * a stress run keeps every JVMPI promise the agent checks;
-//! * threads suspended around their THREAD_END are resumed and the JVM exits;
+//! * threads suspended around their THREAD_END are resumed and the JVM exits, and so are threads
+//!   an agent suspends during JVM_SHUT_DOWN and resumes only after it;
 //! * shutdown races end the JVM with the right code and JVM_SHUT_DOWN last: System.exit,
 //!   Runtime.halt, ProfilerExit from an allocation event, from GC_START, from JVM_SHUT_DOWN, from
 //!   another thread (attached or not) while a GC bracket is open, and from GC_START while the
@@ -540,7 +541,7 @@ fn long_stress() {
             rss_report.push(format!("jdk{}:{:+.1}%(max {} MiB, {} samples)", jdk.feature, (b - a) / a * 100.0, max / 1024, o.rss.len()));
         }
         eprintln!("jdk {}: stress done ({} so far)", jdk.feature, t.runs);
-        let races: [(&str, &str, Vec<&str>, i32); 9] = [
+        let races: [(&str, &str, Vec<&str>, i32); 10] = [
             ("System.exit", "sampler=2,traces=8", vec!["ms=700", "end=exit"], 3),
             ("Runtime.halt", "sampler=2,traces=8", vec!["ms=700", "end=halt"], 4),
             ("System.exit in a bracket", "sampler=2,bracket=300", vec!["ms=500", "gc=0", "end=gc-exit", "delay=100"], 5),
@@ -549,6 +550,7 @@ fn long_stress() {
             ("ProfilerExit from a thread, bracket open", "sampler=2,exit=thread:2:43", vec!["ms=200", "end=wait", "gc=100"], 43),
             ("ProfilerExit from a pthread, bracket open", "sampler=2,exit=pthread:2:44", vec!["ms=200", "end=wait", "gc=100"], 44),
             ("ProfilerExit in JVM_SHUT_DOWN", "sampler=2,exit=shutdown:0:45", vec!["ms=300"], 0),
+            ("threads suspended at JVM_SHUT_DOWN", "sampler=2,freeze-at-exit", vec!["ms=300", "end=exit"], 3),
             (
                 "ProfilerExit in GC_START while exiting",
                 "sampler=2,exit=gc_start:1:41",
