@@ -459,3 +459,150 @@ fn object_dump_of_each_record_kind() {
         assert_eq!(data[..4], 1i32.to_be_bytes());
     });
 }
+
+/// One monitor record as the agent parsed it: (object or name, handle, owner, entry count,
+/// waiting to enter, waiting to be notified).
+#[derive(Debug)]
+struct Mon {
+    what: String,
+    handle: u64,
+    owner: u64,
+    entry: u32,
+    enter: Vec<u64>,
+    notify: Vec<u64>,
+}
+
+fn env_list(s: &str, label: &str) -> Vec<u64> {
+    let v = s.strip_prefix(label).unwrap_or_else(|| panic!("{s}: no {label}"));
+    if v.is_empty() { Vec::new() } else { v.split(',').map(hex).collect() }
+}
+
+#[test]
+fn monitor_dump_shows_a_deadlock() {
+    for_each_jdk(|jdk| {
+        let (r, a, prefix) = run_dumps(jdk, "monitor");
+        assert!(r.stdout.contains("monitorDump=0"), "{}", r.describe());
+        let text = std::fs::read_to_string(prefix.with_extension("txt")).unwrap();
+        let field = |l: &str, i: usize| l.split(' ').nth(i).unwrap().to_string();
+        let env_of = |name: &str| -> u64 {
+            let l = a.lines.iter().find(|l| l.starts_with("THREAD ") && l.ends_with(&format!(" {name}")));
+            hex(&field(l.unwrap_or_else(|| panic!("no THREAD_START for {name}")), 1))
+        };
+        let obj = |name: &str| hex(&field(a.lines.iter().find(|l| l.starts_with(&format!("OBJ {name} "))).unwrap(), 2));
+        let rawmon = |name: &str| hex(&field(a.lines.iter().find(|l| l.starts_with(&format!("RAWMON {name} "))).unwrap(), 2));
+        assert!(text.contains("MONDUMP 1 ") && text.contains("MONPARSED 1 ok"), "{text}");
+        assert!(a.lines.iter().any(|l| l.starts_with("MONDUMP 1 ") && l.ends_with("requested=1")));
+        let mut mons = Vec::new();
+        for l in &a.lines {
+            let w: Vec<&str> = l.split(' ').collect();
+            match w[0] {
+                "MJAVA" => mons.push(Mon {
+                    what: w[1].into(),
+                    handle: 0,
+                    owner: hex(w[2]),
+                    entry: w[3].parse().unwrap(),
+                    enter: env_list(w[4], "enter="),
+                    notify: env_list(w[5], "notify="),
+                }),
+                "MRAW" => {
+                    // The name may hold spaces: the handle is the fourth word from the end.
+                    let n = w.len();
+                    mons.push(Mon {
+                        what: w[1..n - 5].join(" "),
+                        handle: hex(w[n - 5]),
+                        owner: hex(w[n - 4]),
+                        entry: w[n - 3].parse().unwrap(),
+                        enter: env_list(w[n - 2], "enter="),
+                        notify: env_list(w[n - 1], "notify="),
+                    })
+                }
+                _ => {}
+            }
+        }
+        let java = |id: u64| mons.iter().find(|m| m.handle == 0 && hex(&m.what) == id).unwrap_or_else(|| panic!("no record of {id:#x}: {mons:?}"));
+        let (ea, eb, ew, main) = (env_of("deadlock-A"), env_of("deadlock-B"), env_of("waiter"), env_of("main"));
+        // The deadlock: each thread owns one lock and waits to enter the other.
+        let la = java(obj("lockA"));
+        let lb = java(obj("lockB"));
+        assert_eq!((la.owner, &la.enter, &la.notify), (ea, &vec![eb], &vec![]), "{la:?}");
+        assert_eq!((lb.owner, &lb.enter, &lb.notify), (eb, &vec![ea], &vec![]), "{lb:?}");
+        assert_eq!((la.entry, lb.entry), (1, 1), "HotSpot's entry count: waiting to enter + to be notified");
+        // Since JDK 23 JVMTI names no monitor for a thread in Object.wait (JDK-8256314): a
+        // monitor nobody owns with only such waiters is found only with methods=jvmti.
+        if jdk.feature < 23 {
+            let w = java(obj("waitLock"));
+            assert_eq!((w.owner, &w.enter, &w.notify, w.entry), (0, &vec![], &vec![ew], 1), "{w:?}");
+        }
+        let m = java(obj("mine"));
+        assert_eq!((m.owner, m.enter.len(), m.notify.len(), m.entry), (main, 0, 0, 0), "{m:?}");
+        // Raw monitors of the agent: "held" owned by raw-holder with raw-enterer blocked on
+        // it; "parked" free with raw-holder in RawMonitorWait.
+        let (eh, ee) = (env_of("raw-holder"), env_of("raw-enterer"));
+        let held = mons.iter().find(|m| m.handle == rawmon("held")).expect("held");
+        assert_eq!(held.what, "dumpagent held");
+        assert_eq!((held.owner, &held.enter, &held.notify, held.entry), (eh, &vec![ee], &vec![], 1), "{held:?}");
+        let parked = mons.iter().find(|m| m.handle == rawmon("parked")).expect("parked");
+        assert_eq!((parked.owner, &parked.enter, &parked.notify), (0, &vec![], &vec![eh]), "{parked:?}");
+        // Traces and statuses of all threads: blocked threads wait on a monitor, the waiter on
+        // a condition variable; none is reported suspended by the dump's own suspension.
+        let traces: HashMap<u64, (i32, i32)> = a
+            .lines
+            .iter()
+            .filter(|l| l.starts_with("MTRACE "))
+            .map(|l| (hex(&field(l, 1)), (field(l, 2).parse().unwrap(), field(l, 3).parse().unwrap())))
+            .collect();
+        for (env, status) in [(ea, 2), (eb, 2), (ew, 3)] {
+            let (frames, s) = traces[&env];
+            assert!(frames >= 1, "no frames for {env:#x}");
+            assert_eq!(s, status, "status of {env:#x}");
+        }
+        assert!(traces.values().all(|&(_, s)| s & 0x8000 == 0), "{traces:?}");
+        assert!(traces.contains_key(&main) && traces.len() >= 6, "{traces:?}");
+        let b = bin(&prefix, 1);
+        assert_eq!(b[0], 1, "Java monitors first");
+    });
+}
+
+/// A legacy heap profiler (tests/agents/heapcensus.c, written like hprof's heap=dump) asks for
+/// a level-2 dump on DATA_DUMP_REQUEST (SIGQUIT), parses it with its own class table and
+/// counts instances.
+#[test]
+fn legacy_heap_census_on_data_dump_request() {
+    for_each_jdk(|jdk| census(jdk, "dump", &["signal"]));
+}
+
+/// As hprof's `heap=dump` did: the dump is requested inside JVM_SHUT_DOWN's handler (the gate is
+/// closed for everything else by then, but what that handler requests is delivered to it).
+#[test]
+fn legacy_heap_census_at_shutdown() {
+    for_each_jdk(|jdk| census(jdk, "shutdown", &[]));
+}
+
+fn census(jdk: &Jdk, at: &str, args: &[&str]) {
+    let out = fresh_log_path(&format!("census-{}-{at}", jdk.feature)).with_extension("txt");
+    let lib = agent("heapcensus");
+    let o = out.display().to_string();
+    let mut argv: Vec<&str> = args.to_vec();
+    if !args.is_empty() {
+        argv.push(&o);
+    }
+    let r = run(jdk, &format!("agent={}:out={},at={at}", lib.display(), o), "Census", &argv, &[]);
+    r.assert_ok();
+    if !args.is_empty() {
+        assert!(r.stdout.contains("census written"), "{}", r.describe());
+    }
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let first = text.lines().next().unwrap_or("");
+    assert!(first.starts_with("DUMP rc=0 ") && first.ends_with("parsed=ok"), "{text}\n{}", r.describe());
+    let count = |kind: &str, name: &str| -> (u64, u64) {
+        let l = text.lines().find(|l| l.starts_with(&format!("{kind} {name} "))).unwrap_or_else(|| panic!("no {kind} {name}:\n{text}"));
+        let w: Vec<&str> = l.split(' ').collect();
+        (w[2].parse().unwrap(), w[3].parse().unwrap())
+    };
+    assert_eq!(count("COUNT", "Census$Leaf"), (1234, 1234 * 4));
+    assert_eq!(count("COUNT", "Census$Node").0, 56);
+    assert_eq!(count("ARRAYS", "Census$Leaf"), (1, 1234));
+    assert!(count("ARRAYS", "int").0 >= 56);
+    // Unreachable objects are not in the dump (HotSpot 1.5 may have listed some).
+    assert!(!text.contains("COUNT Census$Dropped "), "{text}");
+}

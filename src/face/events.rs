@@ -207,7 +207,10 @@ fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
     }
     IN_FLIGHT.fetch_add(1, SeqCst);
     IN_FLIGHT_HERE.with(|n| n.set(n.get() + 1));
-    let open = !DEAD.load(SeqCst) && (!needs_ready || READY.load(SeqCst));
+    // Inside JVM_SHUT_DOWN's handler the gate is closed, but what that handler requests (a
+    // last heap dump, as hprof asked for) is still delivered to it, as HotSpot 1.5 did.
+    let in_last = !needs_ready && IN_LAST.with(|l| l.get());
+    let open = (in_last || !DEAD.load(SeqCst)) && (!needs_ready || READY.load(SeqCst));
     let sent = match (open, table::notify_event(a)) {
         (true, Some(f)) => {
             // The caller owns every buffer `ev` points into, for the duration of the call.
@@ -298,6 +301,17 @@ pub fn finish() {
     OVER.store(true, SeqCst);
 }
 
+thread_local! {
+    /// Set while this thread delivers JVM_SHUT_DOWN.
+    static IN_LAST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the current thread is delivering JVM_SHUT_DOWN (its handler may still request
+/// events, which are delivered to it).
+pub fn in_last() -> bool {
+    IN_LAST.with(|l| l.get())
+}
+
 /// After [`close`]: delivers the last event (JVM_SHUT_DOWN) to each agent that enabled it, in
 /// load order, if the gate was ever open.
 pub fn send_last(ev: &mut JVMPI_Event) {
@@ -308,8 +322,10 @@ pub fn send_last(ev: &mut JVMPI_Event) {
         if let Some(f) = table::notify_event(a) {
             let mut copy = JVMPI_Event { event_type: ev.event_type, env_id: ev.env_id, u: ev.u };
             let t = Instant::now();
+            IN_LAST.with(|l| l.set(true));
             // SAFETY: as in `deliver`; this is the last call the shim makes into the agent.
             table::within(a, || unsafe { f(&mut copy) });
+            IN_LAST.with(|l| l.set(false));
             if record::on() {
                 record::event(&copy, t.elapsed().as_nanos() as u64);
             }

@@ -236,10 +236,16 @@ pub fn request(event: jint, arg: *mut c_void) -> jint {
     record::requested_event(event);
     let requestable = matches!(
         event,
-        JVMPI_EVENT_CLASS_LOAD | JVMPI_EVENT_THREAD_START | JVMPI_EVENT_OBJECT_ALLOC | JVMPI_EVENT_HEAP_DUMP | JVMPI_EVENT_OBJECT_DUMP
+        JVMPI_EVENT_CLASS_LOAD
+            | JVMPI_EVENT_THREAD_START
+            | JVMPI_EVENT_OBJECT_ALLOC
+            | JVMPI_EVENT_HEAP_DUMP
+            | JVMPI_EVENT_OBJECT_DUMP
+            | JVMPI_EVENT_MONITOR_DUMP
     );
-    if requestable && events::is_dead() {
-        // The gate is closed for good (JVM_SHUT_DOWN is, or is about to be, the last event).
+    if requestable && events::is_dead() && !events::in_last() {
+        // The gate is closed for good (JVM_SHUT_DOWN is, or is about to be, the last event);
+        // only JVM_SHUT_DOWN's own handler still gets what it requests.
         log::debug!("RequestEvent({}): JVMPI_FAIL: the VM is shutting down", events::name(event));
         return JVMPI_FAIL;
     }
@@ -249,10 +255,7 @@ pub fn request(event: jint, arg: *mut c_void) -> jint {
         JVMPI_EVENT_OBJECT_ALLOC => objects::request(arg as jobjectID),
         JVMPI_EVENT_HEAP_DUMP => dumps::request_heap_dump(arg),
         JVMPI_EVENT_OBJECT_DUMP => dumps::request_object_dump(arg as jobjectID),
-        JVMPI_EVENT_MONITOR_DUMP => {
-            log::warn!("RequestEvent({}): JVMPI_NOT_AVAILABLE: dumps are not emulated by this version", events::name(event));
-            return JVMPI_NOT_AVAILABLE;
-        }
+        JVMPI_EVENT_MONITOR_DUMP => dumps::request_monitor_dump(),
         _ => {
             log::warn!(
                 "RequestEvent({}): JVMPI_NOT_AVAILABLE: only CLASS_LOAD, THREAD_START, OBJECT_ALLOC and the dumps can be requested",

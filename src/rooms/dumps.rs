@@ -1,6 +1,6 @@
-//! Dumps: `RequestEvent(JVMPI_EVENT_HEAP_DUMP)` at levels 0, 1 and 2 and
-//! `RequestEvent(JVMPI_EVENT_OBJECT_DUMP, id)`, in the byte formats of the JVMPI spec as
-//! HotSpot 1.5 wrote them.
+//! Dumps: `RequestEvent(JVMPI_EVENT_HEAP_DUMP)` at levels 0, 1 and 2,
+//! `RequestEvent(JVMPI_EVENT_OBJECT_DUMP, id)` and `RequestEvent(JVMPI_EVENT_MONITOR_DUMP)`
+//! (at the end of this file), in the byte formats of the JVMPI spec as HotSpot 1.5 wrote them.
 //!
 //! Format (HotSpot 1.5's `Dump`): record types and `ty` are one byte; u2/u4/u8 and every
 //! primitive value big-endian; object IDs, `JNIEnv*` and the reserved words at native width in
@@ -53,7 +53,29 @@ use crate::{classes, events, ids, jvm, lines, threads};
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, jvalue, JNIEnv};
 use jvmti_bindings::sys::jvmti::{self, jvmtiHeapReferenceInfo, jvmtiHeapReferenceKind, jvmtiPrimitiveType};
-use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Tags are distinct multiples of 8: a multiplicative hash is enough and far cheaper than
+/// SipHash, which was a visible share of the walk's own time.
+#[derive(Default)]
+struct TagHasher(u64);
+impl Hasher for TagHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_i64(&mut self, v: i64) {
+        self.0 = (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+}
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<TagHasher>>;
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<TagHasher>>;
+/// The size of the last heap dump: the next one's buffer starts at that size.
+static LAST_SIZE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 use std::ffi::c_void;
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -259,7 +281,7 @@ struct State {
     unknown_classes: usize,
     /// Class objects named by the walk that are no loaded class (primitive types' classes,
     /// classes archived by CDS and not loaded yet): JVMTI reports nothing about them.
-    mirrors: std::collections::HashSet<jlong>,
+    mirrors: HashSet<jlong>,
 }
 
 impl State {
@@ -499,7 +521,8 @@ impl State {
         if self.level != JVMPI_DUMP_LEVEL_2 {
             return;
         }
-        let bytes = prim_bytes(v, ty);
+        let (buf, n) = prim_bytes(v, ty);
+        let bytes = &buf[..n];
         if kind == jvmti::JVMTI_HEAP_REFERENCE_STATIC_FIELD {
             let Some(c) = self.classes.get_mut(&obj) else { return };
             let Kind::Instance { statics, .. } = &c.layout.kind else { return };
@@ -509,7 +532,7 @@ impl State {
             }
             let off = s.off2 as usize;
             if let Some(b) = c.statics.get_mut(off..off + bytes.len()) {
-                b.copy_from_slice(&bytes);
+                b.copy_from_slice(bytes);
             }
             return;
         }
@@ -522,7 +545,7 @@ impl State {
         if let Some(off) = self.instance_slot(class_tag, index) {
             let at = self.cur.1 + off as usize;
             if let Some(b) = self.out.get_mut(at..at + bytes.len()) {
-                b.copy_from_slice(&bytes);
+                b.copy_from_slice(bytes);
             }
         }
     }
@@ -603,21 +626,23 @@ fn jvmti_prim_size(ty: jvmtiPrimitiveType) -> usize {
     }
 }
 
-/// A primitive value, big-endian, at its JVMPI size.
-fn prim_bytes(v: jvalue, ty: jvmtiPrimitiveType) -> Vec<u8> {
+/// A primitive value, big-endian, at its JVMPI size: (bytes, length).
+fn prim_bytes(v: jvalue, ty: jvmtiPrimitiveType) -> ([u8; 8], usize) {
+    let mut b = [0u8; 8];
     // SAFETY: `ty` says which member of the union JVMTI filled.
-    unsafe {
+    let n = unsafe {
         match ty {
-            jvmti::JVMTI_PRIMITIVE_TYPE_BOOLEAN => vec![v.z as u8],
-            jvmti::JVMTI_PRIMITIVE_TYPE_BYTE => vec![v.b as u8],
-            jvmti::JVMTI_PRIMITIVE_TYPE_CHAR => v.c.to_be_bytes().to_vec(),
-            jvmti::JVMTI_PRIMITIVE_TYPE_SHORT => v.s.to_be_bytes().to_vec(),
-            jvmti::JVMTI_PRIMITIVE_TYPE_INT => v.i.to_be_bytes().to_vec(),
-            jvmti::JVMTI_PRIMITIVE_TYPE_FLOAT => v.f.to_bits().to_be_bytes().to_vec(),
-            jvmti::JVMTI_PRIMITIVE_TYPE_LONG => v.j.to_be_bytes().to_vec(),
-            _ => v.d.to_bits().to_be_bytes().to_vec(),
+            jvmti::JVMTI_PRIMITIVE_TYPE_BOOLEAN => { b[0] = v.z as u8; 1 }
+            jvmti::JVMTI_PRIMITIVE_TYPE_BYTE => { b[0] = v.b as u8; 1 }
+            jvmti::JVMTI_PRIMITIVE_TYPE_CHAR => { b[..2].copy_from_slice(&v.c.to_be_bytes()); 2 }
+            jvmti::JVMTI_PRIMITIVE_TYPE_SHORT => { b[..2].copy_from_slice(&v.s.to_be_bytes()); 2 }
+            jvmti::JVMTI_PRIMITIVE_TYPE_INT => { b[..4].copy_from_slice(&v.i.to_be_bytes()); 4 }
+            jvmti::JVMTI_PRIMITIVE_TYPE_FLOAT => { b[..4].copy_from_slice(&v.f.to_bits().to_be_bytes()); 4 }
+            jvmti::JVMTI_PRIMITIVE_TYPE_LONG => { b = v.j.to_be_bytes(); 8 }
+            _ => { b = v.d.to_bits().to_be_bytes(); 8 }
         }
-    }
+    };
+    (b, n)
 }
 
 // ---- the JVMTI heap callbacks (run in the VM operation; only tags and the state are touched) --
@@ -693,7 +718,7 @@ unsafe extern "system" fn on_array_values(
 /// their tags as `class_tag`).
 fn class_table(jni: &jvm::Jni) -> Result<(HashMap<jlong, ClassEntry>, jlong), String> {
     let all = jvm::loaded_classes().map_err(jvm::err_name)?;
-    let mut map = HashMap::with_capacity(all.len());
+    let mut map = HashMap::with_capacity_and_hasher(all.len(), Default::default());
     let mut class_class = 0;
     for k in all {
         let tag = match ids::tag_of(k) {
@@ -783,10 +808,15 @@ fn resume(jni: &jvm::Jni, s: Suspended) {
 }
 
 /// Reads the stacks of all threads: (thread tag → (JNIEnv, frames)), and the traces.
-fn stacks(jni: &jvm::Jni, with_traces: bool) -> (HashMap<jlong, (usize, jint)>, Vec<JVMPI_CallTrace>, Vec<Vec<JVMPI_CallFrame>>) {
-    let mut map = HashMap::new();
+type Stacks = (HashMap<jlong, (usize, jint)>, Vec<JVMPI_CallTrace>, Vec<Vec<JVMPI_CallFrame>>, Vec<jlong>);
+
+/// Reads the stacks of all threads: (thread tag → (JNIEnv, frames)), the traces of the threads
+/// the shim knows, their frames, and their thread tags (in the order of the traces).
+fn stacks(jni: &jvm::Jni, with_traces: bool) -> Stacks {
+    let mut map = HashMap::default();
     let mut traces = Vec::new();
     let mut frames = Vec::new();
+    let mut tags = Vec::new();
     for t in jvm::all_threads().unwrap_or_default() {
         let tag = ids::tag_of(t).unwrap_or(0);
         let env = threads::env_by_tag(tag).unwrap_or(0);
@@ -799,6 +829,7 @@ fn stacks(jni: &jvm::Jni, with_traces: bool) -> (HashMap<jlong, (usize, jint)>, 
         }
         if with_traces && env != 0 {
             traces.push((env, st.len()));
+            tags.push(tag);
         }
         jni.delete_local_ref(t);
     }
@@ -807,7 +838,7 @@ fn stacks(jni: &jvm::Jni, with_traces: bool) -> (HashMap<jlong, (usize, jint)>, 
         .zip(frames.iter_mut())
         .map(|((env, n), fs)| JVMPI_CallTrace { env_id: env as *mut JNIEnv, num_frames: n as jint, frames: fs.as_mut_ptr() })
         .collect();
-    (map, traces, frames)
+    (map, traces, frames, tags)
 }
 
 fn walk(st: &mut State, initial: jobject) -> Result<(), String> {
@@ -829,9 +860,9 @@ fn new_state(jni: &jvm::Jni, level: jint, single: bool) -> Result<State, String>
         out: Vec::new(),
         classes,
         class_class,
-        lengths: HashMap::new(),
+        lengths: HashMap::default(),
         cur: (0, usize::MAX),
-        threads: HashMap::new(),
+        threads: HashMap::default(),
         unknown_classes: 0,
         mirrors: Default::default(),
     })
@@ -856,8 +887,11 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
     let jni = jvm::Jni::of(env);
     threads::announce_all();
     let mut st = new_state(&jni, level, false)?;
+    // Untouched capacity costs no resident memory; it saves the copies of growing by doubling.
+    let last = LAST_SIZE.load(std::sync::atomic::Ordering::Relaxed);
+    st.out.reserve(last + last / 8);
     let suspended = suspend_others(&jni);
-    let (map, traces, frames) = stacks(&jni, level != JVMPI_DUMP_LEVEL_0);
+    let (map, traces, frames, _) = stacks(&jni, level != JVMPI_DUMP_LEVEL_0);
     st.threads = map;
     let r = walk(&mut st, std::ptr::null_mut());
     resume(&jni, suspended);
@@ -868,9 +902,17 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
         st.begin(m, st.class_class);
     }
     st.write_classes(None);
-    st.lengths = HashMap::new();
+    st.lengths = HashMap::default();
+    if level == JVMPI_DUMP_LEVEL_2 {
+        LAST_SIZE.store(st.out.len(), std::sync::atomic::Ordering::Relaxed);
+    }
     finish(env, &jni, &mut st);
     Ok(Snapshot { state: st, traces, _frames: frames })
+}
+
+/// A dump taken after VM death (the gate closed: inside JVM_SHUT_DOWN) cannot be delivered.
+fn delivered(sent: bool) -> Result<(), String> {
+    if sent { Ok(()) } else { Err("the dump was taken but the event gate is closed (VM death): not delivered".into()) }
 }
 
 /// `RequestEvent(JVMPI_EVENT_HEAP_DUMP, arg)`.
@@ -897,7 +939,7 @@ pub fn request_heap_dump(arg: *mut c_void) -> Result<(), String> {
         num_traces: snap.traces.len() as jint,
         traces: if snap.traces.is_empty() { std::ptr::null_mut() } else { snap.traces.as_mut_ptr() },
     };
-    events::send_requested(&mut ev);
+    delivered(events::send_requested(&mut ev))?;
     Ok(())
 }
 
@@ -930,6 +972,147 @@ pub fn request_object_dump(id: jobjectID) -> Result<(), String> {
     let mut out = r?;
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_DUMP, env);
     ev.u.object_dump = ObjectDump { data_len: out.len() as jint, data: out.as_mut_ptr() as *mut _ };
-    events::send_requested(&mut ev);
+    delivered(events::send_requested(&mut ev))?;
+    Ok(())
+}
+
+// ---- MONITOR_DUMP -----------------------------------------------------------------------------
+
+/// Monitor dump record types (jvmpi.h).
+pub const JVMPI_MONITOR_JAVA: u8 = 0x01;
+pub const JVMPI_MONITOR_RAW: u8 = 0x02;
+
+/// A Java monitor as the dump writes it: object tag, owner, waiting to enter, waiting to be
+/// notified (JNIEnvs; 0 for a thread the shim does not know).
+struct JavaMonitor {
+    tag: jlong,
+    owner: usize,
+    enter: Vec<usize>,
+    notify: Vec<usize>,
+}
+
+fn env_of_thread(t: jobject) -> usize {
+    if t.is_null() {
+        return 0;
+    }
+    ids::tag_of(t).ok().and_then(threads::env_by_tag).unwrap_or(0)
+}
+
+/// Every Java monitor that is owned or has waiters. JVMTI has no list of monitors; every one
+/// of them is owned by a thread or is the one a thread is blocked on or waits in, so the
+/// threads' owned and contended monitors name them all. Each is then read with
+/// `GetObjectMonitorUsage`. Before JDK 23 its `waiters` also held the threads in
+/// `Object.wait` (JDK-8247972), so those in `notify_waiters` are taken out of it.
+fn java_monitors(jni: &jvm::Jni) -> Result<Vec<JavaMonitor>, String> {
+    let mut objs: Vec<(jlong, jobject)> = Vec::new();
+    for t in jvm::all_threads().map_err(jvm::err_name)? {
+        let mut found = jvm::owned_monitors(t).unwrap_or_default();
+        match jvm::contended_monitor(t) {
+            Ok(Some(c)) => found.push(c),
+            // Since JDK 23 a thread in Object.wait has no contended monitor (JDK-8256314); the
+            // object is the receiver of its Object.wait frame, readable only with
+            // can_access_local_variables (taken with methods=jvmti).
+            _ if jvm::thread_state(t).is_ok_and(|s| s & jvmti::JVMTI_THREAD_STATE_IN_OBJECT_WAIT != 0) => {
+                found.extend((0..3).find_map(|d| jvm::frame_receiver(t, d)));
+            }
+            _ => {}
+        }
+        for m in found {
+            match ids::tag_of(m) {
+                Ok(tag) if !objs.iter().any(|&(t, _)| t == tag) => objs.push((tag, m)),
+                _ => jni.delete_local_ref(m),
+            }
+        }
+        jni.delete_local_ref(t);
+    }
+    let mut out = Vec::with_capacity(objs.len());
+    for (tag, m) in objs {
+        let usage = jvm::monitor_usage(m);
+        jni.delete_local_ref(m);
+        let Ok((owner, _count, waiters, notify_waiters)) = usage else { continue };
+        let notify_tags: Vec<jlong> = notify_waiters.iter().map(|&t| ids::tag_of(t).unwrap_or(0)).collect();
+        let notify: Vec<usize> = notify_waiters.iter().map(|&t| env_of_thread(t)).collect();
+        let enter: Vec<usize> = waiters
+            .iter()
+            .filter(|&&t| !notify_tags.contains(&ids::tag_of(t).unwrap_or(-1)))
+            .map(|&t| env_of_thread(t))
+            .collect();
+        let owner_env = env_of_thread(owner);
+        for t in waiters.into_iter().chain(notify_waiters).chain((!owner.is_null()).then_some(owner)) {
+            jni.delete_local_ref(t);
+        }
+        if !owner.is_null() || !enter.is_empty() || !notify.is_empty() {
+            out.push(JavaMonitor { tag, owner: owner_env, enter, notify });
+        }
+    }
+    Ok(out)
+}
+
+/// Writes the monitor records: HotSpot 1.5's layout, and its "entry count", which was the
+/// number of threads waiting to enter plus those waiting to be notified (not the owner's
+/// recursion count).
+fn write_monitors(java: &[JavaMonitor], raw: &[crate::monitors::RawMonitorState]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 * (java.len() + raw.len()));
+    let word = |out: &mut Vec<u8>, w: usize| out.extend_from_slice(&w.to_ne_bytes());
+    let tail = |out: &mut Vec<u8>, enter: &[usize], notify: &[usize]| {
+        out.extend_from_slice(&((enter.len() + notify.len()) as u32).to_be_bytes());
+        for list in [enter, notify] {
+            out.extend_from_slice(&(list.len() as u32).to_be_bytes());
+            for &e in list {
+                out.extend_from_slice(&e.to_ne_bytes());
+            }
+        }
+    };
+    for m in java {
+        out.push(JVMPI_MONITOR_JAVA);
+        word(&mut out, m.tag as usize);
+        word(&mut out, m.owner);
+        tail(&mut out, &m.enter, &m.notify);
+    }
+    for m in raw {
+        out.push(JVMPI_MONITOR_RAW);
+        word(&mut out, m.name_ptr());
+        word(&mut out, m.handle);
+        word(&mut out, m.owner);
+        tail(&mut out, &m.enter, &m.notify);
+    }
+    out
+}
+
+/// `RequestEvent(JVMPI_EVENT_MONITOR_DUMP, NULL)`: the Java monitors that are owned or have
+/// waiters, every raw monitor of the agent's, and the traces and statuses of all threads, read
+/// while the other threads are suspended; delivered after they are resumed.
+pub fn request_monitor_dump() -> Result<(), String> {
+    let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
+    let jni = jvm::Jni::of(env);
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    threads::announce_all();
+    let suspended = suspend_others(&jni);
+    let ours: Vec<jlong> = suspended.0.iter().filter_map(|&t| ids::tag_of(t).ok()).collect();
+    let java = java_monitors(&jni);
+    let raw = crate::monitors::snapshot();
+    let (_, mut traces, frames, tags) = stacks(&jni, true);
+    let mut status: Vec<jint> = traces
+        .iter()
+        .zip(&tags)
+        .map(|(t, tag)| {
+            let s = threads::status(t.env_id);
+            // The shim's own suspension is not the thread's state.
+            if ours.contains(tag) { s & !JVMPI_THREAD_SUSPENDED } else { s }
+        })
+        .collect();
+    resume(&jni, suspended);
+    let mut out = write_monitors(&java?, &raw);
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_MONITOR_DUMP, env);
+    ev.u.monitor_dump = MonitorDump {
+        begin: out.as_mut_ptr() as *mut _,
+        // SAFETY: one past the end of the buffer.
+        end: unsafe { out.as_mut_ptr().add(out.len()) } as *mut _,
+        num_traces: traces.len() as jint,
+        traces: if traces.is_empty() { std::ptr::null_mut() } else { traces.as_mut_ptr() },
+        threads_status: if status.is_empty() { std::ptr::null_mut() } else { status.as_mut_ptr() },
+    };
+    delivered(events::send_requested(&mut ev))?;
+    drop((raw, frames));
     Ok(())
 }

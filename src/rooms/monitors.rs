@@ -32,6 +32,67 @@ struct RawMon {
     count: AtomicUsize,
     /// Threads blocked entering.
     entering: AtomicUsize,
+    /// JNIEnv of the owner (0: free, or owned by a thread the JVM does not know).
+    owner_env: AtomicUsize,
+    /// For MONITOR_DUMP: JNIEnvs of the threads waiting to enter and of those in
+    /// RawMonitorWait (0 for a thread the JVM does not know). Never held across a blocking call.
+    queues: Mutex<Queues>,
+}
+
+#[derive(Default)]
+struct Queues {
+    enter: Vec<usize>,
+    notify: Vec<usize>,
+}
+
+fn env_now() -> usize {
+    jvm::current_jni().map_or(0, |e| e as usize)
+}
+
+fn queue(m: &RawMon, notify: bool, env: usize, add: bool) {
+    let mut q = m.queues.lock().unwrap_or_else(|p| p.into_inner());
+    let v = if notify { &mut q.notify } else { &mut q.enter };
+    if add {
+        v.push(env);
+    } else if let Some(i) = v.iter().position(|&e| e == env) {
+        v.swap_remove(i);
+    }
+}
+
+/// One raw monitor as MONITOR_DUMP writes it. The monitor is kept alive (and its name valid)
+/// as long as this lives.
+pub struct RawMonitorState {
+    mon: Arc<RawMon>,
+    pub handle: usize,
+    pub owner: usize,
+    pub enter: Vec<usize>,
+    pub notify: Vec<usize>,
+}
+
+impl RawMonitorState {
+    /// The name as the agent gave it (NUL-terminated, valid while `self` lives).
+    pub fn name_ptr(&self) -> usize {
+        self.mon.name.as_ptr() as usize
+    }
+}
+
+/// Every live raw monitor of the agent's, by handle: owner, threads waiting to enter, threads
+/// waiting to be notified (JNIEnvs).
+pub fn snapshot() -> Vec<RawMonitorState> {
+    let mut v: Vec<RawMonitorState> = MONITORS
+        .iter()
+        .map(|e| {
+            let m = e.value().clone();
+            let (enter, notify) = {
+                let q = m.queues.lock().unwrap_or_else(|p| p.into_inner());
+                (q.enter.clone(), q.notify.clone())
+            };
+            let owner = if m.owner.load(SeqCst) != 0 { m.owner_env.load(SeqCst) } else { 0 };
+            RawMonitorState { handle: *e.key(), owner, enter, notify, mon: m }
+        })
+        .collect();
+    v.sort_unstable_by_key(|m| m.handle);
+    v
 }
 
 static MONITORS: LazyLock<DashMap<usize, Arc<RawMon>>> = LazyLock::new(DashMap::new);
@@ -72,6 +133,8 @@ pub fn create(name: Option<String>) -> JVMPI_RawMonitor {
         owner: AtomicU64::new(0),
         count: AtomicUsize::new(0),
         entering: AtomicUsize::new(0),
+        owner_env: AtomicUsize::new(0),
+        queues: Mutex::new(Queues::default()),
     });
     let h = Arc::as_ptr(&m) as usize;
     MONITORS.insert(h, m);
@@ -91,9 +154,13 @@ pub fn enter(h: JVMPI_RawMonitor) {
     if contended {
         event(JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER, &m, h);
     }
+    let env = env_now();
     m.entering.fetch_add(1, SeqCst);
+    queue(&m, false, env, true);
     m.lock.enter(me);
+    queue(&m, false, env, false);
     m.entering.fetch_sub(1, SeqCst);
+    m.owner_env.store(env, SeqCst);
     m.owner.store(me, SeqCst);
     m.count.store(1, SeqCst);
     if contended {
@@ -114,6 +181,7 @@ pub fn exit(h: JVMPI_RawMonitor) {
     }
     if m.count.fetch_sub(1, SeqCst) == 1 {
         m.owner.store(0, SeqCst);
+        m.owner_env.store(0, SeqCst);
     }
     m.lock.exit(me());
 }
@@ -129,8 +197,12 @@ pub fn wait(h: JVMPI_RawMonitor, ms: jlong) {
         return;
     }
     let count = m.count.swap(0, SeqCst);
+    let env = m.owner_env.swap(0, SeqCst);
     m.owner.store(0, SeqCst);
+    queue(&m, true, env, true);
     m.lock.wait(me, ms);
+    queue(&m, true, env, false);
+    m.owner_env.store(env, SeqCst);
     m.owner.store(me, SeqCst);
     m.count.store(count, SeqCst);
 }

@@ -311,6 +311,8 @@ pub fn add_capabilities() -> std::result::Result<(), String> {
         can_signal_thread => set_can_signal_thread,
         can_generate_all_class_hook_events => set_can_generate_all_class_hook_events,
         can_get_monitor_info => set_can_get_monitor_info,
+        can_get_owned_monitor_info => set_can_get_owned_monitor_info,
+        can_get_current_contended_monitor => set_can_get_current_contended_monitor,
         can_retransform_classes => set_can_retransform_classes,
         can_retransform_any_class => set_can_retransform_any_class,
         can_generate_vm_object_alloc_events => set_can_generate_vm_object_alloc_events,

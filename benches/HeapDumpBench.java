@@ -1,0 +1,45 @@
+/** Heap-dump benchmark: holds N live objects (half small nodes, half their payloads: Integers,
+ *  byte[8] and Strings), then dumps the heap with `jcmd <pid> GC.heap_dump` and with the shim's
+ *  level-2 HEAP_DUMP (a native of the benchmark agent), in that order. */
+public class HeapDumpBench {
+    static final class Node { int id; long stamp; Node next; Object payload; }
+
+    static Node[] nodes;
+
+    static native void shimDump();
+
+    public static void main(String[] args) throws Exception {
+        int n = Integer.parseInt(args[0]) / 2;
+        String jcmd = args[1], file = args[2];
+        nodes = new Node[n];
+        Node prev = null;
+        for (int i = 0; i < n; i++) {
+            Node x = new Node();
+            x.id = i;
+            x.stamp = i * 31L;
+            x.next = prev;
+            x.payload = switch (i % 3) { case 0 -> Integer.valueOf(i); case 1 -> new byte[8]; default -> "s" + i; };
+            nodes[i] = x;
+            prev = x;
+        }
+        System.gc();
+        long pid = ProcessHandle.current().pid();
+        new java.io.File(file).delete();
+        long t = System.nanoTime();
+        Process p = new ProcessBuilder(jcmd, Long.toString(pid), "GC.heap_dump", file).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes());
+        p.waitFor();
+        double wall = (System.nanoTime() - t) / 1e6;
+        // "Heap dump file created [<bytes> bytes in <secs> secs]"
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\[(\\d+) bytes in ([0-9.]+) secs\\]").matcher(out);
+        if (m.find()) {
+            System.out.printf("jcmd: ms=%.1f bytes=%s wall_ms=%.1f%n", Double.parseDouble(m.group(2)) * 1e3, m.group(1), wall);
+        } else {
+            System.out.println("jcmd: failed: " + out.trim().replace('\n', ' '));
+        }
+        new java.io.File(file).delete();
+        shimDump();
+        shimDump();
+        System.out.println("objects: " + (2L * n) + " " + prev.id);
+    }
+}

