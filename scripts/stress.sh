@@ -5,7 +5,8 @@
 #
 # For each JDK (JVMPI_SHIM_JDKS, default 17,25): `minutes` of stress (8 workers allocating and
 # contending, a stream of short-lived threads, classes defined and dropped, collections; the
-# invariant-checking agent with its sampler, call traces, RequestEvent and re-entrant calls) with
+# invariant-checking agent with its sampler, call traces, RequestEvent and re-entrant calls) on
+# a 256 MB heap committed and touched up front (-Xms256m -Xmx256m -XX:+AlwaysPreTouch), with
 # the process's RSS sampled every 5 s; each shutdown race `repetitions` times (System.exit,
 # Runtime.halt, System.exit inside a GC bracket, ProfilerExit from OBJECT_ALLOC, from GC_START,
 # from JVM_SHUT_DOWN, from GC_START while the JVM is exiting, and from an attached and an

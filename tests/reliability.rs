@@ -525,7 +525,7 @@ fn long_stress() {
         let o = run_sampled(
             &jdk,
             "sampler=2,traces=8,reenter",
-            &["-Xmx256m"],
+            &["-Xms256m", "-Xmx256m", "-XX:+AlwaysPreTouch"],
             &[&format!("ms={ms}"), "workers=8", "inflight=16"],
             Duration::from_millis(ms) + Duration::from_secs(120),
             every,
@@ -533,6 +533,11 @@ fn long_stress() {
         t.add(&format!("JDK {} stress", jdk.feature), &o, 0);
         // Growth: the mean of the last quarter of the samples against the mean of the second
         // quarter (the first is warm-up: JIT, class loading, heap sizing).
+        eprintln!(
+            "jdk {}: RSS every 5 s (MiB): {}",
+            jdk.feature,
+            o.rss.iter().map(|(_, k)| (k / 1024).to_string()).collect::<Vec<_>>().join(" ")
+        );
         if o.rss.len() >= 8 {
             let q = o.rss.len() / 4;
             let mean = |s: &[(u64, u64)]| s.iter().map(|x| x.1 as f64).sum::<f64>() / s.len() as f64;

@@ -37,7 +37,9 @@
  *                    arguments until the process ends (also after JVM_SHUT_DOWN), and an atexit
  *                    handler calls them once more; the ID checks are relaxed to counts
  *   notify-null      with abuse: NotifyEvent is set to NULL for short moments (events are lost,
- *                    so undefined IDs are counted, not violations)
+ *                    so undefined IDs and unpaired brackets are counted, not violations, and
+ *                    the GC monitor is not held across brackets: a lost GC_FINISH would leave
+ *                    it entered for ever)
  *   freeze-at-exit   the JVM_SHUT_DOWN handler has the sampler suspend every thread it knows
  *                    (the exiting one too, while it runs the handler) and resume them 300 ms
  *                    later, after JVM_SHUT_DOWN
@@ -111,7 +113,7 @@ static void violation(int kind, const char *fmt, ...) __attribute__((format(prin
 static void violation(int kind, const char *fmt, ...) {
     char buf[512];
     va_list ap;
-    if (opt_notify_null && kind != V_AFTER && kind != V_BRACKET && kind != V_OUTSIDE) {
+    if (opt_notify_null && kind != V_AFTER) {
         inc(&relaxed);
         return;
     }
@@ -655,11 +657,11 @@ static void notify(JVMPI_Event *e) {
             sleep_us(20 * 1000);
         }
         /* Like a real agent writing its data out: under the lock its GC handlers hold. */
-        jvmpi->RawMonitorEnter(gc_lock);
+        if (!opt_notify_null) jvmpi->RawMonitorEnter(gc_lock);
         summary();
         logf_("SHUT_DOWN");
         st(&shut_down, 1);
-        jvmpi->RawMonitorExit(gc_lock);
+        if (!opt_notify_null) jvmpi->RawMonitorExit(gc_lock);
         break;
     case JVMPI_EVENT_THREAD_START: {
         JNIEnv *tenv = e->u.thread_start.thread_env_id;
@@ -788,7 +790,7 @@ static void notify(JVMPI_Event *e) {
     case JVMPI_EVENT_GC_START: {
         long gc;
         check_env("GC_START", env);
-        jvmpi->RawMonitorEnter(gc_lock);
+        if (!opt_notify_null) jvmpi->RawMonitorEnter(gc_lock);
         if (ld(&in_gc)) violation(V_BRACKET, "GC_START inside a bracket");
         st(&in_gc, 1);
         st(&gc_env, (long)env);
@@ -809,7 +811,7 @@ static void notify(JVMPI_Event *e) {
         if (!ld(&in_gc)) violation(V_BRACKET, "GC_FINISH without GC_START");
         if (ld(&gc_env) != (long)env) violation(V_BRACKET, "GC_FINISH from env %p, GC_START from %p", (void *)env, (void *)ld(&gc_env));
         st(&in_gc, 0);
-        jvmpi->RawMonitorExit(gc_lock);
+        if (!opt_notify_null) jvmpi->RawMonitorExit(gc_lock);
         break;
     case JVMPI_EVENT_JNI_GLOBALREF_ALLOC:
     case JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC: {
