@@ -13,6 +13,7 @@
 //! | [`loader`]    | finding and `dlopen`ing the agent, its `JVM_OnLoad`, the hooked `GetEnv` |
 //! | [`lifecycle`] | start-up, JVM_INIT_DONE, JVM_SHUT_DOWN, DATA_DUMP_REQUEST, ProfilerExit  |
 //! | [`interface`] | the `JVMPI_Interface` table and its 28 doors (function → room index)      |
+//! | [`access`]    | who may call each function when: unattached threads, after JVM_SHUT_DOWN |
 //! | [`events`]    | EnableEvent / DisableEvent / RequestEvent, delivery and its gate         |
 //! | [`ids`]       | jobjectIDs as JVMTI tags; jobjectID2jobject, jobject2jobjectID          |
 //! | [`objects`]   | OBJECT_ALLOC descriptions (RequestEvent), the arena                       |
@@ -43,7 +44,7 @@ pub mod rooms;
 pub mod vm;
 
 // The one-hop index: every room by its own name.
-pub use face::{abi, events, ids, interface, table};
+pub use face::{abi, access, events, ids, interface, table};
 pub use rooms::{
     alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader, methods, monitors, natives, objects, options, report, reset, threads,
 };

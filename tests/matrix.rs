@@ -1,8 +1,10 @@
 //! compat-matrix.md is checked against the code and the tests: every JVMPI function and event has
-//! a row; every test a row names exists; and each event row says what `control::support` does.
+//! a row; every test a row names exists; each event row says what `control::support` does; and
+//! each row of "From any thread, at any time" says what `access::policy` does.
 //! (The named tests themselves run on all four JDKs in the same `cargo test`, so a row that says
 //! "yes" is only as true as those tests.)
 
+use jvmpi_shim::access::{policy, Afterwards, Caller};
 use jvmpi_shim::control::{support, Support};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -62,6 +64,11 @@ fn check_tests(what: &str, row: &Row) {
     let claims = row.cells[1..5].iter().any(|c| c == "yes");
     let named: Vec<&str> = tests.split('`').skip(1).step_by(2).collect();
     assert!(!claims || !named.is_empty(), "{what}: says yes but names no test");
+    check_named(what, named);
+}
+
+/// Every `file::function` named exists as a test.
+fn check_named(what: &str, named: Vec<&str>) {
     for t in named {
         let (file, func) = t.split_once("::").unwrap_or_else(|| panic!("{what}: test {t:?} is not file::function"));
         let src = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(file))
@@ -108,4 +115,35 @@ fn loading_rows_name_real_tests() {
     for (what, row) in table(&md, "Loading") {
         check_tests(&what, &row);
     }
+}
+
+/// The bold keyword a cell starts with (`**works**: …` → "works").
+fn keyword(cell: &str) -> &str {
+    cell.strip_prefix("**").and_then(|c| c.split("**").next()).unwrap_or("")
+}
+
+#[test]
+fn every_function_says_what_it_does_from_any_thread_at_any_time() {
+    let md = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("compat-matrix.md")).unwrap();
+    let rows = table(&md, "From any thread, at any time");
+    for f in FUNCTIONS {
+        let row = rows.get(f).unwrap_or_else(|| panic!("compat-matrix.md, From any thread, at any time: no row for {f}"));
+        let p = policy(f).unwrap_or_else(|| panic!("access::policy has nothing for {f}"));
+        let caller = match p.caller {
+            Caller::Any => "works",
+            Caller::Attached => "attached",
+            Caller::JavaThread => "refused",
+        };
+        let after = match p.after {
+            Afterwards::Works => "works",
+            Afterwards::Quietly => "quiet",
+            Afterwards::Refused => "refused",
+        };
+        assert_eq!(keyword(&row.cells[1]), caller, "{f}, from a thread the JVM does not know: the matrix says {:?}", row.cells[1]);
+        assert_eq!(keyword(&row.cells[2]), after, "{f}, after JVM_SHUT_DOWN: the matrix says {:?}", row.cells[2]);
+        let named: Vec<&str> = row.cells[3].split('`').skip(1).step_by(2).collect();
+        assert!(!named.is_empty(), "{f}: no test named");
+        check_named(f, named);
+    }
+    assert_eq!(rows.len(), FUNCTIONS.len(), "rows for things that are not JVMPI functions: {:?}", rows.keys());
 }

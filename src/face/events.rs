@@ -141,7 +141,18 @@ pub fn name(event: jint) -> String {
 
 static READY: AtomicBool = AtomicBool::new(false);
 static DEAD: AtomicBool = AtomicBool::new(false);
+/// VM death has begun (the shim's shutdown runs); `OVER` once JVM_SHUT_DOWN has been delivered.
+static SHUTTING: AtomicBool = AtomicBool::new(false);
+static OVER: AtomicBool = AtomicBool::new(false);
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// Events in flight in threads that are leaving the JVM from inside a handler (ProfilerExit):
+/// they never return, so VM death does not wait for them.
+static PARKED: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Events being delivered in this thread (nested when a handler causes another event).
+    static IN_FLIGHT_HERE: Cell<usize> = const { Cell::new(0) };
+}
 
 /// The level of a line about a refused call: a warning when the agent made a mistake, debug
 /// when the refusal comes from the shim's or the JVM's own state (the VM is going away, JVMTI
@@ -162,8 +173,40 @@ pub fn is_ready() -> bool {
     READY.load(SeqCst) && !DEAD.load(SeqCst)
 }
 
+/// Marks the start of VM death; false if it had begun already (a nested or second VMDeath).
+pub fn begin_shutdown() -> bool {
+    !SHUTTING.swap(true, SeqCst)
+}
+
+/// Whether VM death has begun: the shim is shutting down, or has (JVM_SHUT_DOWN delivered).
+pub fn shutting_down() -> bool {
+    SHUTTING.load(SeqCst)
+}
+
+/// Whether JVM_SHUT_DOWN has been delivered (or would have been): the emulation is over.
+pub fn is_over() -> bool {
+    OVER.load(SeqCst)
+}
+
+/// Runs `f`, which leaves the JVM from the current thread (System.exit for ProfilerExit) and
+/// may never return: meanwhile VM death does not wait for the events this thread is
+/// delivering (one of their handlers is the caller).
+pub fn leaving<R>(f: impl FnOnce() -> R) -> R {
+    let mine = IN_FLIGHT_HERE.with(|n| n.get());
+    PARKED.fetch_add(mine, SeqCst);
+    let r = f();
+    PARKED.fetch_sub(mine, SeqCst);
+    r
+}
+
 fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
+    if jvm::temporarily_attached() && jvm::current_jni() == Some(ev.env_id) {
+        // Caused by a call from an agent's thread the JVM does not know (attached for that
+        // call only): it is no JVMPI thread, so the event names none.
+        ev.env_id = std::ptr::null_mut();
+    }
     IN_FLIGHT.fetch_add(1, SeqCst);
+    IN_FLIGHT_HERE.with(|n| n.set(n.get() + 1));
     // Inside JVM_SHUT_DOWN's handler the gate is closed, but what that handler requests (a
     // last heap dump, as hprof asked for) is still delivered to it, as HotSpot 1.5 did.
     let in_last = !needs_ready && IN_LAST.with(|l| l.get());
@@ -184,6 +227,7 @@ fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
         }
         _ => false,
     };
+    IN_FLIGHT_HERE.with(|n| n.set(n.get() - 1));
     IN_FLIGHT.fetch_sub(1, SeqCst);
     sent
 }
@@ -262,25 +306,41 @@ pub fn open() {
     READY.store(true, SeqCst);
 }
 
-/// Closes the gate for good and waits (2 s at most) for events inside the agent to return.
-/// Returns false if it was closed already.
-pub fn close() -> bool {
+/// Closes the gate for good and waits (until `deadline`) for events inside the agent to
+/// return. Returns false if it was closed already.
+///
+/// VM death may come from inside an event handler (ProfilerExit or System.exit called there):
+/// then the events this thread is delivering cannot return before it does, so they are not
+/// waited for, nor are those of threads stuck in an exit of their own ([`leaving`]).
+pub fn close(deadline: Instant) -> bool {
     if DEAD.swap(true, SeqCst) {
         return false;
     }
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while IN_FLIGHT.load(SeqCst) > 0 && Instant::now() < deadline {
+    let mine = IN_FLIGHT_HERE.with(|n| n.get());
+    let others = || IN_FLIGHT.load(SeqCst).saturating_sub(mine + PARKED.load(SeqCst));
+    while others() > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
-    if IN_FLIGHT.load(SeqCst) > 0 {
+    if others() > 0 {
         log::warn!("an event handler of the agent did not return within 2 s of VM death; sending JVM_SHUT_DOWN anyway");
     }
     true
 }
 
+/// After [`send_last`]: the emulation is over (see [`is_over`]).
+pub fn finish() {
+    OVER.store(true, SeqCst);
+}
+
 thread_local! {
     /// Set while this thread delivers JVM_SHUT_DOWN.
     static IN_LAST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the current thread is delivering JVM_SHUT_DOWN (its handler may still request
+/// events, which are delivered to it).
+pub fn in_last() -> bool {
+    IN_LAST.with(|l| l.get())
 }
 
 /// After [`close`]: delivers the last event (JVM_SHUT_DOWN) to each agent that enabled it, in

@@ -15,6 +15,7 @@
 //! | jobjectID2jobject, jobject2jobjectID       | `ids`         |
 
 use crate::abi::*;
+use crate::face::access;
 use crate::face::record::{self, Val};
 use crate::{calltrace, classes, control, events, gc, guard, ids, jvm, lifecycle, monitors, threads};
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jmethodID, jobject, JNIEnv, JNI_ERR};
@@ -144,16 +145,20 @@ fn unsafe_env(trace: *mut JVMPI_CallTrace) -> usize {
 }
 
 unsafe extern "C" fn enable_event<const A: usize>(event_type: jint, arg: *mut c_void) -> jint {
-    door(&[("event", Val::Int(event_type as i64))], outcome::code, "EnableEvent", JVMPI_FAIL, || control::enable(A, event_type, arg))
+    door(&[("event", Val::Int(event_type as i64))], outcome::code, "EnableEvent", JVMPI_FAIL, || {
+        access::call("EnableEvent", JVMPI_NOT_AVAILABLE, || control::enable(A, event_type, arg))
+    })
 }
 
 unsafe extern "C" fn disable_event<const A: usize>(event_type: jint, arg: *mut c_void) -> jint {
-    door(&[("event", Val::Int(event_type as i64))], outcome::code, "DisableEvent", JVMPI_FAIL, || control::disable(A, event_type, arg))
+    door(&[("event", Val::Int(event_type as i64))], outcome::code, "DisableEvent", JVMPI_FAIL, || {
+        access::call("DisableEvent", JVMPI_SUCCESS, || control::disable(A, event_type, arg))
+    })
 }
 
 unsafe extern "C" fn request_event<const A: usize>(event_type: jint, arg: *mut c_void) -> jint {
     door(&[("event", Val::Int(event_type as i64)), ("arg", arg_val(event_type, arg))], outcome::code, "RequestEvent", JVMPI_FAIL, || {
-        events::as_requester(A, || control::request(event_type, arg))
+        access::call("RequestEvent", JVMPI_FAIL, || events::as_requester(A, || control::request(event_type, arg)))
     })
 }
 
@@ -174,7 +179,7 @@ unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
         }
         // SAFETY: the spec makes the agent allocate `depth` frames at `trace.frames`.
         let frames = unsafe { std::slice::from_raw_parts_mut(trace.frames, depth as usize) };
-        trace.num_frames = calltrace::fill(trace, frames);
+        trace.num_frames = access::call("GetCallTrace", 0, || calltrace::fill(trace, frames));
     })
 }
 
@@ -211,15 +216,18 @@ unsafe extern "C" fn get_current_thread_cpu_time() -> jlong {
 }
 
 unsafe extern "C" fn suspend_thread(env: *mut JNIEnv) {
-    door(&[("env", Val::Env(env as usize))], outcome::unit, "SuspendThread", (), || threads::suspend(env))
+    door(&[("env", Val::Env(env as usize))], outcome::unit, "SuspendThread", (), || access::call("SuspendThread", (), || threads::suspend(env)))
 }
 
 unsafe extern "C" fn resume_thread(env: *mut JNIEnv) {
-    door(&[("env", Val::Env(env as usize))], outcome::unit, "ResumeThread", (), || threads::resume(env))
+    door(&[("env", Val::Env(env as usize))], outcome::unit, "ResumeThread", (), || access::call("ResumeThread", (), || threads::resume(env)))
 }
 
 unsafe extern "C" fn get_thread_status(env: *mut JNIEnv) -> jint {
-    door(&[("env", Val::Env(env as usize))], outcome::int, "GetThreadStatus", JVMPI_FAIL, || threads::status(env))
+    // Refused: RUNNABLE, HotSpot's answer for a thread it could not read.
+    door(&[("env", Val::Env(env as usize))], outcome::int, "GetThreadStatus", JVMPI_FAIL, || {
+        access::call("GetThreadStatus", JVMPI_THREAD_RUNNABLE, || threads::status(env))
+    })
 }
 
 unsafe extern "C" fn thread_has_run(env: *mut JNIEnv) -> jboolean {
@@ -232,7 +240,9 @@ unsafe extern "C" fn create_system_thread<const A: usize>(
     f: Option<unsafe extern "C" fn(*mut c_void)>,
 ) -> jint {
     door(&[("name", Val::Ptr(name as usize)), ("priority", Val::Int(priority as i64))], outcome::code, "CreateSystemThread", JNI_ERR, || {
-        threads::create_system_thread(A, &jvm::c_str(name).unwrap_or_default(), priority, f)
+        access::call("CreateSystemThread", JNI_ERR, || {
+            threads::create_system_thread(A, &jvm::c_str(name).unwrap_or_default(), priority, f)
+        })
     })
 }
 
@@ -253,7 +263,7 @@ unsafe extern "C" fn enable_gc() {
 }
 
 unsafe extern "C" fn run_gc() {
-    door(&[], outcome::unit, "RunGC", (), gc::run_gc)
+    door(&[], outcome::unit, "RunGC", (), || access::call("RunGC", (), gc::run_gc))
 }
 
 unsafe extern "C" fn get_thread_object(env: *mut JNIEnv) -> jobjectID {
@@ -269,19 +279,26 @@ unsafe extern "C" fn jobject_id_to_jobject(id: jobjectID) -> jobject {
         if id.is_null() {
             return std::ptr::null_mut();
         }
-        ids::object_of(id).unwrap_or_else(|e| {
-            record::refused("jobjectID2jobject");
-            log::log!(events::edge_level(None), "jobjectID2jobject: {e}; NULL");
-            std::ptr::null_mut()
+        access::call("jobjectID2jobject", std::ptr::null_mut(), || {
+            ids::object_of(id).unwrap_or_else(|e| {
+                record::refused("jobjectID2jobject");
+                log::log!(events::edge_level(None), "jobjectID2jobject: {e}; NULL");
+                std::ptr::null_mut()
+            })
         })
     })
 }
 
 unsafe extern "C" fn jobject_to_jobject_id(obj: jobject) -> jobjectID {
     door(&[("obj", Val::Ptr(obj as usize))], outcome::obj, "jobject2jobjectID", std::ptr::null_mut(), || {
-        ids::id_of(obj).unwrap_or_else(|e| {
-            log::log!(events::edge_level(None), "jobject2jobjectID: {e}; NULL");
-            std::ptr::null_mut()
+        if obj.is_null() {
+            return std::ptr::null_mut();
+        }
+        access::call("jobject2jobjectID", std::ptr::null_mut(), || {
+            ids::id_of(obj).unwrap_or_else(|e| {
+                log::log!(events::edge_level(None), "jobject2jobjectID: {e}; NULL");
+                std::ptr::null_mut()
+            })
         })
     })
 }
@@ -305,5 +322,9 @@ fn thread_list(count: jint, list: *mut *mut JNIEnv, results: *mut jint, suspend:
     let (envs, res) = unsafe {
         (std::slice::from_raw_parts(list, count as usize), std::slice::from_raw_parts_mut(results, count as usize))
     };
+    if !access::permitted(if suspend { "SuspendThreadList" } else { "ResumeThreadList" }) {
+        res.fill(JVMPI_FAIL);
+        return;
+    }
     threads::for_list(envs, res, suspend);
 }

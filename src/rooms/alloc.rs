@@ -24,7 +24,7 @@
 //! object is reported once.
 
 use crate::abi::*;
-use crate::{bci, calltrace, classes, events, ids, jvm, objects};
+use crate::{bci, calltrace, classes, events, ids, jvm, objects, threads};
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
@@ -226,6 +226,16 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
     };
     if source == Source::VmOrJni && shape.is_array == JVMPI_NORMAL_OBJECT {
         remember_vm_made(&jni, obj);
+    }
+    if !threads::announced_here() {
+        // A thread that attaches itself (JNI AttachCurrentThread: DestroyJavaVM, agents'
+        // threads) runs its own java.lang.Thread's constructor before the agent has heard of
+        // the thread. It is announced first, and its THREAD_START names that object, which is
+        // from then on the thread's (not reported again: RequestEvent describes it).
+        threads::ensure_current_announced(env);
+        if !matches!(jvm::get_tag(obj), Ok(0)) {
+            return;
+        }
     }
     // Tagged only now: a tag with the DEFINED bit always belongs to a reported object.
     let tag = ids::fresh_defined_tag();

@@ -15,7 +15,7 @@
 //!   code as compilers emit it). A constructor frame belongs to the chain when its caller is a
 //!   constructor stopped at a `super(…)`/`this(…)` call (`lines::is_chaining_call`).
 
-use crate::abi::{JVMPI_CallFrame, JVMPI_CallTrace};
+use crate::abi::{JVMPI_CallFrame, JVMPI_CallTrace, JVMPI_EVENT_CLASS_LOAD};
 use crate::jvm;
 use crate::{classes, lines, threads};
 use dashmap::DashSet;
@@ -105,11 +105,19 @@ pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint
         let complete = st.len() < fetch;
         let shown = visible(&st, at_object_init);
         if shown.len() >= depth || complete || fetch >= 1 << 16 {
+            // Once VM death has closed the gate no class can be announced any more: a trace
+            // then ends before the first frame whose class the agent has not been told about.
+            let closed = crate::events::is_dead() && crate::events::enabled(JVMPI_EVENT_CLASS_LOAD);
+            let mut n = 0;
             for (slot, (m, loc)) in frames.iter_mut().zip(shown.iter()) {
+                if closed && !classes::described(*m) {
+                    break;
+                }
                 classes::note_method(*m);
                 *slot = JVMPI_CallFrame { lineno: lines::line_of(*m, *loc), method_id: *m };
+                n += 1;
             }
-            return shown.len().min(depth) as jint;
+            return n;
         }
         fetch *= 2;
     }

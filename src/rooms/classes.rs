@@ -318,6 +318,11 @@ pub fn note_method(m: jmethodID) {
     }
 }
 
+/// Whether `m` is a method of a class described to the agent (CLASS_LOAD, requested or not).
+pub fn described(m: jmethodID) -> bool {
+    METHODS.get(&(m as usize)).is_some_and(|t| *t != 0)
+}
+
 static SCANNED_AT: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// Whether `m` is a method ID of a loaded class. Unknown IDs trigger one scan of the loaded
@@ -343,8 +348,19 @@ fn known_method(m: jmethodID) -> bool {
     METHODS.contains_key(&(m as usize))
 }
 
-/// `GetMethodClass`.
+/// `GetMethodClass`. A method of a class the agent has been told about is answered from the
+/// table, which needs nothing from the JVM: in any thread and after JVM_SHUT_DOWN too.
 pub fn method_class(m: jmethodID) -> jobjectID {
+    if let Some(tag) = METHODS.get(&(m as usize)).map(|t| *t).filter(|&t| t != 0) {
+        return ids::to_id(tag);
+    }
+    if !m.is_null() && (jvm::current_jni().is_none() || events::is_over()) {
+        log::warn!(
+            "GetMethodClass({m:p}): not a method of a class described to the agent, and the JVM cannot be asked {}; NULL",
+            if events::is_over() { "after JVM_SHUT_DOWN" } else { "from a thread it does not know" }
+        );
+        return std::ptr::null_mut();
+    }
     if m.is_null() || !known_method(m) {
         crate::face::record::refused("GetMethodClass");
         log::warn!("GetMethodClass({m:p}): not a method ID of a loaded class; NULL");

@@ -234,6 +234,21 @@ fn catch_up(event: jint) {
 
 pub fn request(event: jint, arg: *mut c_void) -> jint {
     record::requested_event(event);
+    let requestable = matches!(
+        event,
+        JVMPI_EVENT_CLASS_LOAD
+            | JVMPI_EVENT_THREAD_START
+            | JVMPI_EVENT_OBJECT_ALLOC
+            | JVMPI_EVENT_HEAP_DUMP
+            | JVMPI_EVENT_OBJECT_DUMP
+            | JVMPI_EVENT_MONITOR_DUMP
+    );
+    if requestable && events::is_dead() && !events::in_last() {
+        // The gate is closed for good (JVM_SHUT_DOWN is, or is about to be, the last event);
+        // only JVM_SHUT_DOWN's own handler still gets what it requests.
+        log::debug!("RequestEvent({}): JVMPI_FAIL: the VM is shutting down", events::name(event));
+        return JVMPI_FAIL;
+    }
     let r = match event {
         JVMPI_EVENT_CLASS_LOAD => classes::request(arg as jobjectID),
         JVMPI_EVENT_THREAD_START => threads::request(arg as jobjectID),

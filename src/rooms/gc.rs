@@ -29,7 +29,9 @@ use jvmti_bindings::sys::jni::{jlong, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::{Mutex, OnceLock};
+use std::cell::Cell;
+use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
+use std::time::{Duration, Instant};
 
 static FINISHED: AtomicU64 = AtomicU64::new(0);
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -79,13 +81,34 @@ fn wants_bracket() -> bool {
 
 /// One bracket at a time: the GC thread's, or the last one at VM death.
 static BRACKET: Mutex<()> = Mutex::new(());
+/// The thread inside the bracket under way is leaving the JVM from a handler (ProfilerExit):
+/// that bracket is never finished.
+static ABANDONED: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Set while this thread delivers a bracket.
+    static IN_BRACKET: Cell<bool> = const { Cell::new(false) };
+}
 
 fn deliver_bracket(env: *mut JNIEnv) {
-    let _one = BRACKET.lock().unwrap_or_else(|p| p.into_inner());
+    let one = BRACKET.lock().unwrap_or_else(|p| p.into_inner());
+    bracket(env, one);
+}
+
+/// Delivers a bracket; `_one` is the bracket lock, held until it is done.
+fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
     if !events::is_ready() || !wants_bracket() {
         *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()) = DeadQueue::new();
         return;
     }
+    struct Inside;
+    impl Drop for Inside {
+        fn drop(&mut self) {
+            IN_BRACKET.with(|b| b.set(false));
+        }
+    }
+    IN_BRACKET.with(|b| b.set(true));
+    let _inside = Inside;
     if events::enabled(JVMPI_EVENT_GC_START) {
         events::send(&mut JVMPI_Event::new(JVMPI_EVENT_GC_START, env));
     }
@@ -118,11 +141,14 @@ unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut
         // Between brackets this thread also announces classes nothing else links.
         classes::set_linker(std::thread::current());
         let mut seen = 0;
+        // This thread never returns to the JVM: each piece of work gets its own frame of local
+        // references, so that none accumulate.
+        let jni = jvm::Jni::of(env);
         loop {
             while FINISHED.load(SeqCst) == seen && !STOP.load(SeqCst) {
                 if classes::has_pending() {
                     std::thread::park_timeout(classes::PENDING_AGE);
-                    classes::flush_pending(env, classes::PENDING_AGE);
+                    jni.framed(|| classes::flush_pending(env, classes::PENDING_AGE));
                 } else {
                     std::thread::park();
                 }
@@ -131,7 +157,7 @@ unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut
                 return;
             }
             seen = FINISHED.load(SeqCst);
-            deliver_bracket(env);
+            jni.framed(|| deliver_bracket(env));
         }
     })
 }
@@ -148,15 +174,48 @@ pub fn start(env: *mut JNIEnv) -> Result<(), String> {
 /// At VM death, before the gate closes: deaths the JVM has not reported yet (JDK 16+ posts them
 /// late) are reported in a last bracket, so every tracked object that died gets its
 /// OBJECT_FREE and every unloaded class its CLASS_UNLOAD.
-pub fn last_bracket(env: *mut JNIEnv) {
+///
+/// A bracket under way is waited for until `deadline`. There is no last bracket when the JVM
+/// is ending from inside one (ProfilerExit or System.exit in a GC_START..GC_FINISH handler, on
+/// this thread or another): that bracket is never finished, and the deaths still owed are not
+/// reported.
+pub fn last_bracket(env: *mut JNIEnv, deadline: Instant) {
     let wants_deaths = events::enabled(JVMPI_EVENT_OBJECT_FREE) || events::enabled(JVMPI_EVENT_CLASS_UNLOAD);
     if !wants_deaths || !events::is_ready() {
         return;
     }
+    let open = "the JVM exits while a GC bracket is open: no last bracket, deaths still owed are not reported";
+    if IN_BRACKET.with(|b| b.get()) || ABANDONED.load(SeqCst) {
+        log::info!("{open}");
+        return;
+    }
+    let one = loop {
+        match BRACKET.try_lock() {
+            Ok(g) => break g,
+            Err(TryLockError::Poisoned(p)) => break p.into_inner(),
+            Err(TryLockError::WouldBlock) if ABANDONED.load(SeqCst) => {
+                log::info!("{open}");
+                return;
+            }
+            Err(TryLockError::WouldBlock) if Instant::now() >= deadline => {
+                log::warn!("the GC bracket under way did not end within 2 s of VM death: no last bracket");
+                return;
+            }
+            Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    };
     // The heap walk makes the JVM post the deaths it still owes (on this thread).
     let _ = jvm::count_heap();
     if !DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
-        deliver_bracket(env);
+        bracket(env, one);
+    }
+}
+
+/// The current thread leaves the JVM from inside an event handler (ProfilerExit): a bracket it
+/// is delivering will not be finished, and VM death must not wait for it.
+pub fn leaving() {
+    if IN_BRACKET.with(|b| b.get()) {
+        ABANDONED.store(true, SeqCst);
     }
 }
 
@@ -175,8 +234,14 @@ pub fn stop() {
     }
 }
 
-/// `RunGC`: a full collection, now. Its events follow from the delivery thread.
+/// `RunGC`: a full collection, now. Its events follow from the delivery thread. Not once VM
+/// death has begun: the JVM has stopped its concurrent GC threads by then, and the events
+/// could not be delivered anyway.
 pub fn run_gc() {
+    if events::shutting_down() {
+        log::debug!("RunGC during VM death: no collection");
+        return;
+    }
     if GC_DISABLED.load(SeqCst) > 0 {
         log::warn!("RunGC called while GC is disabled (JVMPI forbids it); collecting anyway");
     }

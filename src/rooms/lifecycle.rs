@@ -160,6 +160,9 @@ fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), String> {
     if let Err(e) = gc::start(env) {
         log::error!("GC events will not be delivered: {e}");
     }
+    if let Err(e) = threads::start(env) {
+        log::warn!("threads suspended at their end wait for the agent's ResumeThread: {e}");
+    }
     natives::start(env);
     control::open_gate();
     if events::enabled(JVMPI_EVENT_JVM_INIT_DONE) {
@@ -171,21 +174,28 @@ fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), String> {
 /// JVMTI VMDeath: what is still owed is reported while the gate is open (classes nothing
 /// linked, deaths in a last GC bracket, the sending thread's announcement), then the gate closes
 /// for good, events in flight finish, and JVM_SHUT_DOWN is the last event.
+///
+/// Every wait here (the last GC bracket, handlers in flight) shares one deadline of 2 s; VM
+/// death from inside a handler (ProfilerExit, System.exit) waits for neither its own thread's
+/// events nor a bracket that thread has open.
 pub fn vm_death(env: *mut JNIEnv) {
-    if events::is_dead() {
+    if events::is_dead() || !events::begin_shutdown() {
         return;
     }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
     gc::stop();
     classes::flush_pending(env, std::time::Duration::ZERO);
-    gc::last_bracket(env);
+    gc::last_bracket(env, deadline);
     // JVM_SHUT_DOWN's thread (often `DestroyJavaVM`, on main's reused JNIEnv) is announced
     // while the gate is still open, so the agent finds its thread and thread-local storage.
     if events::is_ready() {
         threads::ensure_current_announced(env);
     }
-    if events::close() && events::enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
+    if events::close(deadline) && events::enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
         events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, env));
     }
+    events::finish();
+    threads::release_all();
     record::finish_trace();
     report::write(None);
 }
@@ -277,10 +287,36 @@ pub fn attach(vm: *mut JavaVM, raw_options: Option<Vec<u8>>, doors: Doors) -> ji
 }
 
 /// `ProfilerExit(code)`: the JVM exits with that code (shutdown hooks and JVM_SHUT_DOWN run).
+///
+/// From any thread, attached or not, and from inside any event handler: `System.exit` runs in
+/// the calling thread, which never comes back; VM death does not wait for the events that
+/// thread is delivering, nor for a GC bracket it has open. Once the JVM is exiting already
+/// (another thread's exit runs the shutdown hooks, VM death has begun, JVM_SHUT_DOWN), the call
+/// returns at once: `System.exit` would wait for the exit under way for ever — with whatever the
+/// calling handler holds (the lock the agent's JVM_SHUT_DOWN handler then waits for), or in
+/// the very thread that is exiting. HotSpot's stubs after shutdown blocked the caller forever.
 pub fn profiler_exit(code: jint) {
+    if events::shutting_down() {
+        log::info!("ProfilerExit({code}): the JVM is already shutting down; returned");
+        return;
+    }
+    let Some(env) = jvm::attach_current() else {
+        log::info!("ProfilerExit({code}): the calling thread cannot be attached (the JVM is going away); returned");
+        return;
+    };
+    let jni = jvm::Jni::of(env);
+    if jni.shutdown_in_progress() {
+        // Another thread's exit is under way: System.exit would wait for it for ever, holding
+        // whatever the agent holds here (a handler's lock its JVM_SHUT_DOWN handler wants).
+        log::info!("ProfilerExit({code}): the JVM is already exiting; returned");
+        return;
+    }
     log::info!("ProfilerExit({code})");
-    if let Some(env) = jvm::attach_current() {
-        jvm::Jni::of(env).system_exit(code);
+    gc::leaving();
+    events::leaving(|| jni.system_exit(code));
+    if events::shutting_down() {
+        // System.exit returned because the JVM is going away already.
+        return;
     }
     // System.exit returns only if it could not run: end the process directly.
     let _ = std::io::stdout().flush();

@@ -1,9 +1,13 @@
 //! Raw monitors: `RawMonitorCreate/Enter/Exit/Wait/NotifyAll/Destroy` and the
 //! `RAW_MONITOR_CONTENDED_ENTER/ENTERED/EXIT` events.
 //!
-//! A JVMPI raw monitor is a JVMTI raw monitor plus what JVMTI does not tell: who owns it, how
-//! often it is entered, and how many threads are waiting to enter. That is enough to send the
-//! contention events JVMTI lacks: a thread that finds the monitor owned by another sends
+//! A JVMPI raw monitor is the shim's own lock (below) plus what the contention events need: who
+//! owns it, how often it is entered, and how many threads are waiting to enter. Not a JVMTI
+//! raw monitor: JVMTI's crash in a thread the JVM does not know (Enter on JDK 11, Destroy on
+//! 21 and 25, Wait on all), and agents' own pthreads use JVMPI raw monitors to share tables
+//! with their event handlers. The shim's lock works in any thread, attached or not, before
+//! JVM_INIT_DONE and after JVM_SHUT_DOWN; a Java thread blocked on it is in native code, where
+//! it never holds up a safepoint. The events are those JVMTI lacks: a thread that finds the monitor owned by another sends
 //! CONTENDED_ENTER, blocks, then sends CONTENDED_ENTERED; an owner that leaves while others wait
 //! sends CONTENDED_EXIT just before it lets go. Monitors whose name starts with `_` send no events (JVMPI spec).
 //! The handle given to the agent is a key into this room's table, so a stale or garbage handle
@@ -15,10 +19,11 @@ use dashmap::DashMap;
 use jvmti_bindings::sys::jni::jlong;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 struct RawMon {
-    jvmti: jvm::RawMonitorId,
+    lock: Lock,
     name: CString,
     quiet: bool,
     /// Shim thread number of the owner, 0 when free.
@@ -121,15 +126,8 @@ fn event(kind: i32, m: &RawMon, h: JVMPI_RawMonitor) {
 
 pub fn create(name: Option<String>) -> JVMPI_RawMonitor {
     let name = name.unwrap_or_default();
-    let id = match jvm::raw_monitor_create(&name) {
-        Ok(id) => id,
-        Err(e) => {
-            log::warn!("RawMonitorCreate({name}): {}; NULL", jvm::err_name(e));
-            return std::ptr::null_mut();
-        }
-    };
     let m = Arc::new(RawMon {
-        jvmti: id,
+        lock: Lock::default(),
         quiet: name.starts_with('_'),
         name: jvm::cstring(&name),
         owner: AtomicU64::new(0),
@@ -148,7 +146,7 @@ pub fn enter(h: JVMPI_RawMonitor) {
     let me = me();
     let owner = m.owner.load(SeqCst);
     if owner == me {
-        let _ = jvm::raw_monitor_enter(m.jvmti);
+        m.lock.enter(me);
         m.count.fetch_add(1, SeqCst);
         return;
     }
@@ -159,13 +157,9 @@ pub fn enter(h: JVMPI_RawMonitor) {
     let env = env_now();
     m.entering.fetch_add(1, SeqCst);
     queue(&m, false, env, true);
-    let r = jvm::raw_monitor_enter(m.jvmti);
+    m.lock.enter(me);
     queue(&m, false, env, false);
     m.entering.fetch_sub(1, SeqCst);
-    if let Err(e) = r {
-        log::warn!("RawMonitorEnter: {}", jvm::err_name(e));
-        return;
-    }
     m.owner_env.store(env, SeqCst);
     m.owner.store(me, SeqCst);
     m.count.store(1, SeqCst);
@@ -189,19 +183,14 @@ pub fn exit(h: JVMPI_RawMonitor) {
         m.owner.store(0, SeqCst);
         m.owner_env.store(0, SeqCst);
     }
-    let _ = jvm::raw_monitor_exit(m.jvmti);
+    m.lock.exit(me());
 }
 
 /// `RawMonitorWait(m, ms)`. As in HotSpot 1.5 (`raw_wait`: `millis <= 0` parks until notified),
-/// a zero or negative timeout waits until the monitor is notified.
+/// a zero or negative timeout waits until the monitor is notified; so it does in a thread the
+/// JVM does not know.
 pub fn wait(h: JVMPI_RawMonitor, ms: jlong) {
     let Some(m) = get(h, "RawMonitorWait") else { return };
-    if jvm::current_jni().is_none() {
-        // JVMTI's raw_wait needs a thread the JVM knows; on a native thread it crashes the JVM
-        // (HotSpot 1.5 did not support it either). Enter and exit work from such a thread.
-        log::warn!("RawMonitorWait({h:p}): the calling thread is not attached to the JVM; returned at once");
-        return;
-    }
     let me = me();
     if m.owner.load(SeqCst) != me {
         log::warn!("RawMonitorWait({h:p}): the calling thread does not own this monitor; ignored");
@@ -211,20 +200,17 @@ pub fn wait(h: JVMPI_RawMonitor, ms: jlong) {
     let env = m.owner_env.swap(0, SeqCst);
     m.owner.store(0, SeqCst);
     queue(&m, true, env, true);
-    let r = jvm::raw_monitor_wait(m.jvmti, ms.max(0));
+    m.lock.wait(me, ms);
     queue(&m, true, env, false);
     m.owner_env.store(env, SeqCst);
     m.owner.store(me, SeqCst);
     m.count.store(count, SeqCst);
-    if let Err(e) = r {
-        log::debug!("RawMonitorWait: {}", jvm::err_name(e));
-    }
 }
 
 pub fn notify_all(h: JVMPI_RawMonitor) {
     let Some(m) = get(h, "RawMonitorNotifyAll") else { return };
-    if let Err(e) = jvm::raw_monitor_notify_all(m.jvmti) {
-        log::warn!("RawMonitorNotifyAll({h:p}): {}", jvm::err_name(e));
+    if !m.lock.notify_all(me()) {
+        log::warn!("RawMonitorNotifyAll({h:p}): the calling thread does not own this monitor; ignored");
     }
 }
 
@@ -234,7 +220,165 @@ pub fn destroy(h: JVMPI_RawMonitor) {
         log::warn!("RawMonitorDestroy({h:p}): not a live raw monitor of this agent; ignored");
         return;
     };
-    if let Err(e) = jvm::raw_monitor_destroy(m.jvmti) {
-        log::warn!("RawMonitorDestroy({h:p}): {}", jvm::err_name(e));
+    // Threads still inside it keep it alive (they hold a reference) until they leave.
+    let owner = m.owner.load(SeqCst);
+    if owner != 0 && owner != me() {
+        log::warn!("RawMonitorDestroy({h:p}): destroyed while another thread owns it");
+    }
+}
+
+// ---- the lock ----------------------------------------------------------------------------------
+
+/// A re-entrant lock with wait and notify-all, in any thread. `me` is the caller's shim thread
+/// number (never 0).
+#[derive(Default)]
+struct Lock {
+    state: Mutex<LockState>,
+    /// Signalled when the lock is left.
+    free: Condvar,
+    /// Signalled by notify-all.
+    notified: Condvar,
+}
+
+#[derive(Default)]
+struct LockState {
+    /// 0 when free.
+    owner: u64,
+    count: usize,
+    /// Notify-alls so far: a waiter wakes when this changes, not on a spurious wake-up.
+    notifications: u64,
+}
+
+impl Lock {
+    fn state(&self) -> MutexGuard<'_, LockState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits on `cv` until `done` (the state lock is released while waiting).
+    fn until<'a>(&self, cv: &Condvar, mut s: MutexGuard<'a, LockState>, done: impl Fn(&LockState) -> bool) -> MutexGuard<'a, LockState> {
+        while !done(&s) {
+            s = cv.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        s
+    }
+
+    fn enter(&self, me: u64) {
+        let s = self.state();
+        if s.owner == me {
+            let mut s = s;
+            s.count += 1;
+            return;
+        }
+        let mut s = self.until(&self.free, s, |s| s.owner == 0);
+        s.owner = me;
+        s.count = 1;
+    }
+
+    /// False when `me` does not own the lock.
+    fn exit(&self, me: u64) -> bool {
+        let mut s = self.state();
+        if s.owner != me {
+            return false;
+        }
+        s.count -= 1;
+        if s.count == 0 {
+            s.owner = 0;
+            self.free.notify_one();
+        }
+        true
+    }
+
+    /// Leaves the lock, waits for a notify-all (at most `ms` milliseconds when `ms > 0`), and
+    /// enters it again with the same count. False when `me` does not own the lock.
+    fn wait(&self, me: u64, ms: jlong) -> bool {
+        let mut s = self.state();
+        if s.owner != me {
+            return false;
+        }
+        let count = std::mem::replace(&mut s.count, 0);
+        s.owner = 0;
+        self.free.notify_one();
+        let seen = s.notifications;
+        if ms > 0 {
+            let deadline = Instant::now() + Duration::from_millis(ms as u64);
+            while s.notifications == seen {
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                s = self.notified.wait_timeout(s, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+            }
+        } else {
+            s = self.until(&self.notified, s, |s| s.notifications != seen);
+        }
+        let mut s = self.until(&self.free, s, |s| s.owner == 0);
+        s.owner = me;
+        s.count = count;
+        true
+    }
+
+    /// False when `me` does not own the lock.
+    fn notify_all(&self, me: u64) -> bool {
+        let mut s = self.state();
+        if s.owner != me {
+            return false;
+        }
+        s.notifications += 1;
+        self.notified.notify_all();
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Lock;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn reentrant_and_owned() {
+        let l = Lock::default();
+        l.enter(1);
+        l.enter(1);
+        assert!(!l.exit(2), "only the owner leaves");
+        assert!(l.exit(1));
+        assert!(!l.notify_all(2));
+        assert!(l.exit(1));
+        assert!(!l.exit(1), "left twice");
+    }
+
+    #[test]
+    fn timed_wait_returns_and_keeps_the_count() {
+        let l = Lock::default();
+        l.enter(1);
+        l.enter(1);
+        let t = Instant::now();
+        assert!(l.wait(1, 20));
+        assert!(t.elapsed() >= Duration::from_millis(20));
+        assert!(l.exit(1) && l.exit(1) && !l.exit(1));
+    }
+
+    #[test]
+    fn untimed_wait_ends_at_notify_all_and_others_enter_meanwhile() {
+        let l = Arc::new(Lock::default());
+        let l2 = l.clone();
+        let waiter = std::thread::spawn(move || {
+            l2.enter(7);
+            assert!(l2.wait(7, -1));
+            assert!(l2.exit(7));
+        });
+        // The waiter left the lock while waiting: this thread gets in and notifies.
+        loop {
+            l.enter(8);
+            if l.notify_all(8) {
+                let done = waiter.is_finished();
+                assert!(l.exit(8));
+                if done {
+                    break;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        waiter.join().unwrap();
     }
 }

@@ -13,6 +13,23 @@
 //! (`java.lang.Thread.eetop`) plus the JNIEnv's offset inside it, measured on a thread whose
 //! JNIEnv is known and checked by comparing the JNI function table the computed JNIEnv points
 //! to. An agent-supplied `JNIEnv*` is only ever used as a key into this table, never followed.
+//!
+//! Suspension and the end of a thread. JVMTI suspends a thread that runs native code (such as
+//! the shim's ThreadEnd callback and the agent's THREAD_END handler) by a flag: it goes on
+//! running and stops at its next entry into the VM — here, when the callback returns. HotSpot
+//! 1.5 honoured such a request the same way and the agent's ResumeThread(env) still reached the
+//! thread. So a thread's record outlives its THREAD_END: for ten seconds its `JNIEnv*` still
+//! reaches it for ResumeThread (and only for that: the other thread functions answer as for a
+//! thread that is gone). Once THREAD_END has been delivered the thread is marked ended and no
+//! new suspension is accepted; if the agent suspended it before that mark (during or just before
+//! its THREAD_END), the shim's "JVMPI thread resumer" resumes it at once, so no thread is ever
+//! left suspended at its end, whatever the agent does afterwards (its ResumeThread is then a
+//! quiet no-op). The mark and the suspension are serialised by the record's lock, which is never
+//! held by the thread itself across a call into the VM (a suspended thread would stop there).
+//! The resumer is the shim's own thread, not a JVMPI thread: no agent can suspend it. At VM
+//! death, once JVM_SHUT_DOWN has been delivered, it resumes every thread the agent left
+//! suspended: after the VMDeath callback JVMTI can resume nothing, and the exiting thread
+//! itself may be one of them.
 
 use crate::abi::*;
 use crate::face::table::MAX_AGENTS;
@@ -29,6 +46,8 @@ pub struct ThreadRec {
     pub env: usize,
     /// JNI global reference to the java.lang.Thread.
     pub thread: usize,
+    /// The tag (object ID) of the java.lang.Thread.
+    tag: jlong,
     /// Each agent's thread-local word.
     tls: [AtomicUsize; MAX_AGENTS],
     /// The agents that heard this thread's THREAD_START (bit a = agent a).
@@ -36,12 +55,24 @@ pub struct ThreadRec {
     /// Thread CPU time at the latest JVMPI SuspendThread (-1: never suspended).
     cpu_at_suspend: AtomicI64,
     has_run: AtomicBool,
-    suspended_by_jvmpi: AtomicBool,
+    /// JVMPI's suspension of this thread, and whether its THREAD_END has been delivered.
+    suspension: Mutex<Suspension>,
+}
+
+#[derive(Default)]
+struct Suspension {
+    /// Suspended through JVMPI (SuspendThread, SuspendThreadList) and not resumed since.
+    by_jvmpi: bool,
+    /// THREAD_END has been delivered: no new suspension.
+    ended: bool,
 }
 
 impl ThreadRec {
     fn jthread(&self) -> jthread {
         self.thread as jthread
+    }
+    fn suspension(&self) -> std::sync::MutexGuard<'_, Suspension> {
+        self.suspension.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -70,6 +101,9 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
         return Some(r.clone());
     }
     let tag = ids::tag_of(thread).ok()?;
+    if tag == RESUMER_TAG.load(SeqCst) {
+        return None; // the shim's own helper: no JVMPI thread, never suspended by the agent
+    }
     let global = jni.new_global_ref(thread);
     if global.is_null() {
         return None;
@@ -77,11 +111,12 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
     let rec = Arc::new(ThreadRec {
         env,
         thread: global as usize,
+        tag,
         tls: [const { AtomicUsize::new(0) }; MAX_AGENTS],
         announced: AtomicU32::new(0),
         cpu_at_suspend: AtomicI64::new(-1),
         has_run: AtomicBool::new(true),
-        suspended_by_jvmpi: AtomicBool::new(false),
+        suspension: Mutex::new(Suspension::default()),
     });
     let entry = THREADS.entry(env).or_insert(rec.clone()).clone();
     if !Arc::ptr_eq(&entry, &rec) {
@@ -127,6 +162,9 @@ fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result
 
 /// JVMTI ThreadStart (and VMInit for the main thread): the thread is running, on this thread.
 pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
+    if jvm::temporarily_attached() {
+        return; // an agent's thread, attached for one JVMPI call: not a JVMPI thread
+    }
     let jni = jvm::Jni::of(env);
     if let Some(rec) = register(&jni, env as usize, thread) {
         if !events::is_ready() {
@@ -143,8 +181,13 @@ pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
 
 /// JVMTI ThreadEnd: sends THREAD_END (the thread's own JNIEnv is the event's env_id) and forgets
 /// the thread. If the same JNIEnv sends events later (the launcher's main thread becomes
-/// `DestroyJavaVM`), it is a new thread to the agent and is announced again first.
+/// `DestroyJavaVM`), it is a new thread to the agent and is announced again first. A thread the
+/// agent suspended before its end was marked is resumed by the resumer (see the head of this
+/// file); its record stays reachable for ResumeThread.
 pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
+    if jvm::temporarily_attached() {
+        return;
+    }
     jvm::set_announced_here(false);
     if !THREADS.contains_key(&(env as usize)) {
         return;
@@ -154,38 +197,158 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
         events::send(&mut ev);
     }
     jvm::set_announced_here(false);
-    let Some((_, rec)) = THREADS.remove(&(env as usize)) else { return };
+    let Some(rec) = THREADS.get(&(env as usize)).map(|r| r.clone()) else { return };
+    let now = Instant::now();
+    // Reachable for ResumeThread before it leaves the table of live threads.
+    ENDED.insert(env as usize, (now, rec.clone()));
+    THREADS.remove(&(env as usize));
+    // No call into the VM from here on while this thread may be suspended: it would stop.
+    let owed = {
+        let mut s = rec.suspension();
+        s.ended = true;
+        s.by_jvmpi
+    };
+    if owed {
+        resume_later(&rec);
+    }
     if let Ok(tag) = ids::tag_of(thread) {
         BY_TAG.remove(&tag);
     }
-    ENDED.insert(env as usize, Instant::now());
-    // A JVMPI call racing this end may still hold the reference: delete it a while later.
+    // A JVMPI call racing this end may still hold the reference: delete it a while later, and
+    // never while a resumption is owed.
     let jni = jvm::Jni::of(env);
     let mut grave = GRAVEYARD.lock().unwrap_or_else(|p| p.into_inner());
-    let now = Instant::now();
-    grave.retain(|&(when, r)| {
-        let old = now.duration_since(when) > Duration::from_secs(2);
+    grave.retain(|(when, r)| {
+        let old = now.duration_since(*when) > Duration::from_secs(2) && !r.suspension().by_jvmpi;
         if old {
-            jni.delete_global_ref(r as jthread);
+            jni.delete_global_ref(r.jthread());
         }
         !old
     });
-    grave.push((now, rec.thread));
-    ENDED.retain(|_, when| now.duration_since(*when) < Duration::from_secs(10));
+    grave.push((now, rec));
+    ENDED.retain(|_, (when, _)| now.duration_since(*when) < Duration::from_secs(10));
 }
 
-/// JNIEnvs of threads that ended lately: a sampler that still names one gets HotSpot's quiet
-/// answer for a thread that is gone, not a warning.
-static ENDED: LazyLock<DashMap<usize, Instant>> = LazyLock::new(DashMap::new);
+/// Records of threads that ended lately: a sampler that still names one gets HotSpot's quiet
+/// answer for a thread that is gone, not a warning, and its ResumeThread still reaches it.
+static ENDED: LazyLock<DashMap<usize, (Instant, Arc<ThreadRec>)>> = LazyLock::new(DashMap::new);
 
-/// Global references of ended threads, deleted once no call can still be using them.
-static GRAVEYARD: Mutex<Vec<(Instant, usize)>> = Mutex::new(Vec::new());
+/// Ended threads whose global references are deleted once no call can still be using them.
+static GRAVEYARD: Mutex<Vec<(Instant, Arc<ThreadRec>)>> = Mutex::new(Vec::new());
+
+// ---- the resumer -------------------------------------------------------------------------------
+
+/// Ended threads still suspended by the agent, for the resumer.
+static OWED: Mutex<Vec<Arc<ThreadRec>>> = Mutex::new(Vec::new());
+static RESUMER: OnceLock<std::thread::Thread> = OnceLock::new();
+/// The tag of the resumer's `java.lang.Thread` (it is not entered in the thread table).
+static RESUMER_TAG: AtomicI64 = AtomicI64::new(-1);
+/// Set while the resumer works on what it took from `OWED` (set under `OWED`'s lock).
+static RESUMING: AtomicBool = AtomicBool::new(false);
+/// JVMPI suspensions under way, and whether new ones are refused (VM death).
+static SUSPENDING: AtomicUsize = AtomicUsize::new(0);
+static CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Hands an ended thread that is still suspended to the resumer (no call into the VM: the
+/// calling thread may be the suspended one).
+fn resume_later(rec: &Arc<ThreadRec>) {
+    OWED.lock().unwrap_or_else(|p| p.into_inner()).push(rec.clone());
+    match RESUMER.get() {
+        Some(t) => t.unpark(),
+        None => log::warn!("a thread suspended at its end waits for the agent's ResumeThread (no resumer thread)"),
+    }
+}
+
+unsafe extern "system" fn resumer_main(_jvmti: *mut jvmti::jvmtiEnv, _env: *mut JNIEnv, _arg: *mut c_void) {
+    crate::guard("JVMPI thread resumer", (), || {
+        let _ = RESUMER.set(std::thread::current());
+        loop {
+            let owed = {
+                let mut o = OWED.lock().unwrap_or_else(|p| p.into_inner());
+                RESUMING.store(!o.is_empty(), SeqCst);
+                std::mem::take(&mut *o)
+            };
+            if owed.is_empty() {
+                std::thread::park();
+                continue;
+            }
+            for rec in owed {
+                // The flag is taken under the lock, the call made without it (this thread may be
+                // suspended in the call by the agent).
+                let owed = std::mem::take(&mut rec.suspension().by_jvmpi);
+                if owed {
+                    match jvm::resume(rec.jthread()) {
+                        Ok(()) => log::debug!("a thread suspended by the agent ({:#x}) was resumed by the shim", rec.env),
+                        Err(e) => refused("resuming a thread suspended at its end", e),
+                    }
+                }
+            }
+            RESUMING.store(false, SeqCst);
+        }
+    })
+}
+
+/// Starts the resumer thread (at VM init, from a thread with `env`). It is the shim's own: not
+/// a JVMPI thread, so no agent can suspend it.
+pub fn start(env: *mut JNIEnv) -> Result<(), String> {
+    let jni = jvm::Jni::of(env);
+    let t = jni.new_thread("JVMPI thread resumer").ok_or("cannot make the resumer thread")?;
+    if let Ok(tag) = ids::tag_of(t) {
+        RESUMER_TAG.store(tag, SeqCst);
+    }
+    let r = jvm::run_agent_thread(t, resumer_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);
+    jni.delete_local_ref(t);
+    r.map_err(jvm::err_name)
+}
+
+/// At VM death, once JVM_SHUT_DOWN has been delivered (JVMTI still live): no new JVMPI
+/// suspension is accepted, and every thread the agent left suspended is resumed — by the
+/// resumer, since the calling thread may be one of them (suspended while it ran the agent's
+/// handlers; it would stop at its first call into the VM). After this callback returns JVMTI
+/// can resume nothing, and a thread left suspended (the exiting one, a non-daemon thread) would
+/// hold up the JVM's exit for ever. Waits at most a second, without calling into the VM.
+pub fn release_all() {
+    CLOSED.store(true, SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while SUSPENDING.load(SeqCst) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let held: Vec<Arc<ThreadRec>> = THREADS
+        .iter()
+        .map(|r| r.value().clone())
+        .chain(ENDED.iter().map(|e| e.value().1.clone()))
+        .filter(|r| r.suspension().by_jvmpi)
+        .collect();
+    if held.is_empty() {
+        return;
+    }
+    let Some(resumer) = RESUMER.get() else {
+        log::warn!("{} threads suspended by the agent stay suspended at VM death (no resumer thread)", held.len());
+        return;
+    };
+    log::debug!("VM death: {} threads suspended by the agent are resumed", held.len());
+    OWED.lock().unwrap_or_else(|p| p.into_inner()).extend(held);
+    resumer.unpark();
+    loop {
+        let done = OWED.lock().unwrap_or_else(|p| p.into_inner()).is_empty() && !RESUMING.load(SeqCst);
+        if done || Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Whether the current thread has been announced to the agent (or registered, when the agent
+/// does not want THREAD_START) since it started or since its THREAD_END.
+pub fn announced_here() -> bool {
+    jvm::here() & jvm::ANNOUNCED != 0
+}
 
 /// Before an event is sent in the current thread: the thread must be registered (so that its
 /// thread-local storage works) and, if the agent wants THREAD_START, announced — once, and
 /// again after its THREAD_END if its JNIEnv is reused.
 pub fn ensure_current_announced(env: *mut JNIEnv) {
-    if env.is_null() || jvm::here() & jvm::ANNOUNCED != 0 {
+    if env.is_null() || jvm::here() & jvm::ANNOUNCED != 0 || jvm::temporarily_attached() {
         return;
     }
     if jvm::current_jni() != Some(env) {
@@ -274,12 +437,9 @@ pub fn request(id: jobjectID) -> Result<(), String> {
 
 // ---- JVMPI functions ---------------------------------------------------------------------------
 
+/// `GetThreadObject`: from the table, so it answers in any thread and after JVM_SHUT_DOWN.
 pub fn get_thread_object(env: *mut JNIEnv) -> jobjectID {
-    let Some(rec) = lookup(env, "GetThreadObject") else { return std::ptr::null_mut() };
-    ids::id_of(rec.jthread()).unwrap_or_else(|e| {
-        log::log!(events::edge_level(None), "GetThreadObject: {e}");
-        std::ptr::null_mut()
-    })
+    lookup(env, "GetThreadObject").map_or(std::ptr::null_mut(), |rec| ids::to_id(rec.tag))
 }
 
 /// `SetThreadLocalStorage` of agent `a`.
@@ -294,9 +454,31 @@ pub fn get_tls(a: usize, env: *mut JNIEnv) -> *mut c_void {
     lookup(env, "GetThreadLocalStorage").map_or(std::ptr::null_mut(), |r| r.tls[a].load(Acquire) as *mut c_void)
 }
 
-fn suspend_rec(rec: &ThreadRec) -> Result<(), jvm::Error> {
-    jvm::suspend(rec.jthread())?;
-    rec.suspended_by_jvmpi.store(true, SeqCst);
+fn suspend_rec(rec: &Arc<ThreadRec>) -> Result<(), jvm::Error> {
+    // Counted while under way, so that VM death can wait for it (see `release_all`).
+    SUSPENDING.fetch_add(1, SeqCst);
+    let r = if CLOSED.load(SeqCst) || rec.suspension().ended {
+        Err(jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE)
+    } else {
+        // No lock is held across the call: the caller may be suspended in it by another thread.
+        jvm::suspend(rec.jthread())
+    };
+    if let Err(e) = r {
+        SUSPENDING.fetch_sub(1, SeqCst);
+        return Err(e);
+    }
+    let owed = {
+        let mut s = rec.suspension();
+        s.by_jvmpi = true;
+        // The thread was marked ended while the suspension was under way: nobody else will see
+        // that it is owed a resumption.
+        s.ended
+    };
+    SUSPENDING.fetch_sub(1, SeqCst);
+    if owed {
+        resume_later(rec);
+        return Ok(());
+    }
     // ThreadHasRun: did the thread burn CPU between the previous suspension and this one?
     if let Ok(cpu) = jvm::thread_cpu_time(rec.jthread()) {
         let before = rec.cpu_at_suspend.swap(cpu, SeqCst);
@@ -306,8 +488,25 @@ fn suspend_rec(rec: &ThreadRec) -> Result<(), jvm::Error> {
 }
 
 fn resume_rec(rec: &ThreadRec) -> Result<(), jvm::Error> {
-    rec.suspended_by_jvmpi.store(false, SeqCst);
+    {
+        let mut s = rec.suspension();
+        if s.ended && !s.by_jvmpi {
+            // Ended, and resumed already (by the resumer): nothing to do.
+            return Ok(());
+        }
+        s.by_jvmpi = false;
+    }
     jvm::resume(rec.jthread())
+}
+
+/// The record a ResumeThread names: a live thread's, or one that ended in the last seconds.
+fn lookup_for_resume(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
+    if let Some((_, rec)) = ENDED.get(&(env as usize)).map(|e| e.clone()) {
+        if !THREADS.contains_key(&(env as usize)) {
+            return Some(rec);
+        }
+    }
+    lookup(env, what)
 }
 
 /// Logs a JVMTI refusal of a thread call: quietly when it is one of the shim's states (the VM
@@ -336,7 +535,7 @@ pub fn suspend(env: *mut JNIEnv) {
 }
 
 pub fn resume(env: *mut JNIEnv) {
-    if let Some(rec) = lookup(env, "ResumeThread") {
+    if let Some(rec) = lookup_for_resume(env, "ResumeThread") {
         if let Err(e) = resume_rec(&rec) {
             refused("ResumeThread", e);
         }
@@ -347,7 +546,8 @@ pub fn resume(env: *mut JNIEnv) {
 pub fn for_list(envs: &[*mut JNIEnv], results: &mut [jint], suspend: bool) {
     let what = if suspend { "SuspendThreadList" } else { "ResumeThreadList" };
     for (env, res) in envs.iter().zip(results.iter_mut()) {
-        *res = match lookup(*env, what) {
+        let rec = if suspend { lookup(*env, what) } else { lookup_for_resume(*env, what) };
+        *res = match rec {
             Some(rec) => {
                 let r = if suspend { suspend_rec(&rec) } else { resume_rec(&rec) };
                 if r.is_ok() { JVMPI_SUCCESS } else { JVMPI_FAIL }
@@ -380,7 +580,7 @@ pub fn status(env: *mut JNIEnv) -> jint {
         JVMPI_THREAD_RUNNABLE
     };
     // JVMPI: the SUSPENDED bit is java.lang.Thread.suspend's, not JVMPI SuspendThread's.
-    if st & jvmti::JVMTI_THREAD_STATE_SUSPENDED != 0 && !rec.suspended_by_jvmpi.load(SeqCst) {
+    if st & jvmti::JVMTI_THREAD_STATE_SUSPENDED != 0 && !rec.suspension().by_jvmpi {
         r |= JVMPI_THREAD_SUSPENDED;
     }
     if st & jvmti::JVMTI_THREAD_STATE_INTERRUPTED != 0 {

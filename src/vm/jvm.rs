@@ -47,6 +47,7 @@ pub struct RealVm {
     pub vm: usize,
     pub get_env: unsafe extern "system" fn(*mut JavaVM, *mut *mut c_void, jint) -> jint,
     pub attach_daemon: unsafe extern "system" fn(*mut JavaVM, *mut *mut c_void, *mut c_void) -> jint,
+    pub detach: unsafe extern "system" fn(*mut JavaVM) -> jint,
 }
 static REAL_VM: OnceLock<RealVm> = OnceLock::new();
 
@@ -77,6 +78,7 @@ pub fn connect(vm: *mut JavaVM) -> std::result::Result<(), String> {
         vm: vm as usize,
         get_env: table.GetEnv,
         attach_daemon: table.AttachCurrentThreadAsDaemon,
+        detach: table.DetachCurrentThread,
     };
     let _ = REAL_VM.set(real);
     // The early environment first: creation order is the order of retransformation-capable
@@ -234,6 +236,51 @@ pub fn attach_current() -> Option<*mut JNIEnv> {
     (rc == jni::JNI_OK && !p.is_null()).then_some(p as *mut JNIEnv)
 }
 
+thread_local! {
+    /// Set while the current thread is attached only for one JVMPI call (see [`attached`]).
+    static TEMPORARY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the current thread is attached to the JVM only for the JVMPI call it is making: an
+/// agent's thread the JVM does not know. It is no JVMPI thread (no THREAD_START, no
+/// THREAD_END) and the events it causes carry no `env_id`.
+pub fn temporarily_attached() -> bool {
+    TEMPORARY.with(|t| t.get())
+}
+
+/// Runs `f` in the current thread attached to the JVM: as it is when it is attached, otherwise
+/// attached (as a daemon) for the call and detached after it. What the JVM allocates to attach
+/// and detach the thread is the shim's own work, not reported. None if the thread cannot be
+/// attached (the VM is going away).
+pub fn attached<R>(f: impl FnOnce() -> R) -> Option<R> {
+    if current_jni().is_some() {
+        return Some(f());
+    }
+    let real = *REAL_VM.get()?;
+    struct Detach(RealVm);
+    impl Drop for Detach {
+        fn drop(&mut self) {
+            let _i = Internal::enter();
+            // SAFETY: the real DetachCurrentThread, on the thread attached below.
+            unsafe { (self.0.detach)(self.0.vm as *mut JavaVM) };
+            TEMPORARY.with(|t| t.set(false));
+        }
+    }
+    TEMPORARY.with(|t| t.set(true));
+    let mut p: *mut c_void = std::ptr::null_mut();
+    let rc = {
+        let _i = Internal::enter();
+        // SAFETY: the real AttachCurrentThreadAsDaemon with the real JavaVM; NULL args are allowed.
+        unsafe { (real.attach_daemon)(real.vm as *mut JavaVM, &mut p, std::ptr::null_mut()) }
+    };
+    if rc != jni::JNI_OK || p.is_null() {
+        TEMPORARY.with(|t| t.set(false));
+        return None;
+    }
+    let _detach = Detach(real);
+    Some(f())
+}
+
 /// A JNI view of a JNIEnv that belongs to the current thread.
 pub fn jni(env: *mut JNIEnv) -> JniEnv {
     // SAFETY: callers pass the current thread's JNIEnv (from a JVMTI callback or current_jni()).
@@ -380,8 +427,20 @@ pub fn force_gc() -> Result<()> {
 
 // ---- classes ------------------------------------------------------------------------------------
 
+/// Every loaded class, as local references of the current thread (room is made for them in its
+/// frame of local references; callers delete them or pop the frame).
 pub fn loaded_classes() -> Result<Vec<jclass>> {
-    env()?.get_loaded_classes()
+    let all = env()?.get_loaded_classes()?;
+    made_locals(all.len());
+    Ok(all)
+}
+
+/// Tells JNI that `n` local references were just made in the current thread's frame by JVMTI
+/// (which does not count them), so that `-Xcheck:jni` does not see the frame over capacity.
+fn made_locals(n: usize) {
+    if let Some(jni) = Jni::current() {
+        jni.ensure_local_capacity(n);
+    }
 }
 
 pub fn class_signature(k: jclass) -> Result<String> {
@@ -401,7 +460,11 @@ pub fn source_file(k: jclass) -> Result<String> {
 
 pub fn interface_count(k: jclass) -> Result<usize> {
     // SAFETY: facade contract.
-    unsafe { env()?.get_implemented_interfaces(k) }.map(|v| v.len())
+    let v = unsafe { env()?.get_implemented_interfaces(k) }?;
+    if let Some(jni) = Jni::current() {
+        v.iter().for_each(|&i| jni.delete_local_ref(i));
+    }
+    Ok(v.len())
 }
 
 pub fn class_methods(k: jclass) -> Result<Vec<jmethodID>> {
@@ -470,23 +533,38 @@ pub fn current_thread() -> Result<jthread> {
     env()?.get_current_thread()
 }
 
+/// Every live thread, as local references of the current thread (see [`loaded_classes`]).
 pub fn all_threads() -> Result<Vec<jthread>> {
-    env()?.get_all_threads()
+    let all = env()?.get_all_threads()?;
+    made_locals(all.len());
+    Ok(all)
 }
 
 /// (thread name, group name, parent group name).
 pub fn thread_names(t: jthread) -> Result<(String, String, String)> {
     let j = env()?;
-    // SAFETY: facade contract; the group handles come from the JVM.
+    let jni = Jni::current();
+    let delete = |r: jobject| {
+        if let Some(jni) = &jni {
+            jni.delete_local_ref(r)
+        }
+    };
+    // SAFETY: facade contract; the group handles come from the JVM (local references of this
+    // thread, deleted once read).
     unsafe {
         let info = j.get_thread_info(t)?;
+        delete(info.context_class_loader);
         let name = info.name.unwrap_or_default();
         let (mut group, mut parent) = (String::new(), String::new());
         if !info.thread_group.is_null() {
-            let g = j.get_thread_group_info(info.thread_group)?;
+            let g = j.get_thread_group_info(info.thread_group);
+            delete(info.thread_group);
+            let g = g?;
             group = g.name.unwrap_or_default();
             if !g.parent.is_null() {
-                parent = j.get_thread_group_info(g.parent)?.name.unwrap_or_default();
+                let p = j.get_thread_group_info(g.parent);
+                delete(g.parent);
+                parent = p?.name.unwrap_or_default();
             }
         }
         Ok((name, group, parent))
@@ -683,6 +761,31 @@ impl Jni {
         // SAFETY: `obj` is a global reference the shim made and drops exactly once.
         unsafe { self.0.delete_global_ref(obj) }
     }
+    /// Makes room for `n` more local references in the current frame. Asking for more than the
+    /// JVM allows (`MaxJNILocalCapacity`) makes it throw; that is cleared (the references are
+    /// there anyway, and only `-Xcheck:jni` counts).
+    pub fn ensure_local_capacity(&self, n: usize) {
+        let n = (n + 32).min(60_000) as jint;
+        if self.0.ensure_local_capacity(n).is_err() {
+            self.clear_exception();
+        }
+    }
+    /// Runs `f` in a new frame of local references: those made meanwhile in this thread (by JNI
+    /// or JVMTI) are freed when it returns. For the shim's own threads, which never return to
+    /// the JVM and so never have their references freed otherwise.
+    pub fn framed<R>(&self, f: impl FnOnce() -> R) -> R {
+        // SAFETY: the frame pushed here is popped below, on this thread, with no result.
+        let pushed = unsafe { self.0.push_local_frame_raw(32) }.is_ok();
+        if !pushed {
+            self.clear_exception();
+        }
+        let r = f();
+        if pushed {
+            // SAFETY: pops the frame pushed above.
+            unsafe { self.0.pop_local_frame_raw(std::ptr::null_mut()) };
+        }
+        r
+    }
     pub fn delete_local_ref(&self, obj: jobject) {
         if !obj.is_null() {
             // SAFETY: `obj` is a local reference of this thread that the caller no longer uses.
@@ -812,7 +915,10 @@ impl Jni {
     /// (where the JVM's own service threads are) when it can be found.
     pub fn new_thread(&self, name: &str) -> Option<jthread> {
         let _i = Internal::enter();
-        let system = env().ok().and_then(|j| j.get_top_thread_groups().ok()).and_then(|g| g.into_iter().next());
+        let system = env().ok().and_then(|j| j.get_top_thread_groups().ok()).and_then(|g| {
+            g.iter().skip(1).for_each(|&o| self.delete_local_ref(o));
+            g.into_iter().next()
+        });
         let s = self.0.new_string_utf(name)?;
         let t = match system {
             Some(g) => {
@@ -836,6 +942,41 @@ impl Jni {
             return None;
         }
         t
+    }
+    /// Whether the JVM's shutdown has begun (its shutdown hooks run, or have): then
+    /// `Runtime.removeShutdownHook` throws IllegalStateException. A `System.exit` now would wait
+    /// for the exit under way for ever.
+    pub fn shutdown_in_progress(&self) -> bool {
+        let _i = Internal::enter();
+        let Some((k, get)) = self.method("java/lang/Runtime", "getRuntime", "()Ljava/lang/Runtime;", true) else {
+            return false;
+        };
+        let remove = self.method_id_in(k, "removeShutdownHook", "(Ljava/lang/Thread;)Z", false);
+        let ise = self.0.find_class("java/lang/IllegalStateException");
+        let me = current_thread().ok().filter(|t| !t.is_null());
+        let mut in_progress = false;
+        if let (Some(remove), Some(ise), Some(me)) = (remove, ise, me) {
+            // SAFETY: Runtime.getRuntime(), then removeShutdownHook(the current thread, which is
+            // no hook: false, or IllegalStateException once shutdown has begun).
+            unsafe {
+                let rt = self.0.call_static_object_method(k, get, &[]);
+                if !rt.is_null() && !self.0.exception_check() {
+                    self.0.call_boolean_method(rt, remove, &[jni::jvalue { l: me }]);
+                    if let Some(t) = self.0.exception_occurred() {
+                        self.0.exception_clear();
+                        in_progress = self.0.is_instance_of(t, ise);
+                        self.delete_local_ref(t);
+                    }
+                }
+                self.delete_local_ref(rt);
+            }
+        }
+        self.clear_exception();
+        for r in [ise, me].into_iter().flatten() {
+            self.delete_local_ref(r);
+        }
+        self.delete_local_ref(k);
+        in_progress
     }
     /// `System.exit(code)`; returns only if it could not be called.
     pub fn system_exit(&self, code: jint) {

@@ -2,7 +2,10 @@
 //!
 //! Errors (an agent that cannot load, a bad ID handed to a JVMPI function, a JVMPI request the
 //! shim cannot honour) are always printed once per kind of mistake; `log=info` or `log=debug`
-//! in the shim's options show more. Repeated warnings with the same text are printed once.
+//! in the shim's options show more. A warning is printed once per kind: its text with the
+//! addresses (`0x…`) taken out, so a sampler naming a new stale `JNIEnv*` each millisecond, or a
+//! thread calling with a new garbage handle each time, costs one line, and the set of kinds
+//! seen stays small.
 
 use dashmap::DashSet;
 use log::{Level, LevelFilter, Log, Metadata, Record};
@@ -22,8 +25,8 @@ impl Log for StderrLog {
             return;
         }
         let msg = r.args().to_string();
-        // Warnings are about the agent's calls; one line per distinct message is enough.
-        if r.level() == Level::Warn && !self.seen.insert(msg.clone()) {
+        // Warnings are about the agent's calls; one line per kind of message is enough.
+        if r.level() == Level::Warn && (self.seen.len() >= MAX_KINDS || !self.seen.insert(kind(&msg))) {
             return;
         }
         let tag = match r.level() {
@@ -36,6 +39,23 @@ impl Log for StderrLog {
     fn flush(&self) {}
 }
 
+/// Kinds of warnings remembered; past that many, further new kinds are not printed.
+const MAX_KINDS: usize = 4096;
+
+/// A message with its hexadecimal numbers (addresses, handles, IDs) replaced by `0x…`.
+fn kind(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(i) = rest.find("0x") {
+        out.push_str(&rest[..i]);
+        out.push_str("0x…");
+        let digits = rest[i + 2..].bytes().take_while(u8::is_ascii_hexdigit).count();
+        rest = &rest[i + 2 + digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
 static LOGGER: OnceLock<StderrLog> = OnceLock::new();
 
 /// Installs the logger (idempotent) at the given level.
@@ -43,4 +63,15 @@ pub fn init(level: LevelFilter) {
     let l = LOGGER.get_or_init(|| StderrLog { seen: DashSet::new() });
     let _ = log::set_logger(l);
     log::set_max_level(level);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn kinds_ignore_addresses() {
+        assert_eq!(super::kind("RawMonitorEnter(0x7f12ab): not live"), "RawMonitorEnter(0x…): not live");
+        assert_eq!(super::kind("a 0x1 b 0xdeadBEEF c"), "a 0x… b 0x… c");
+        assert_eq!(super::kind("EnableEvent(event 999)"), "EnableEvent(event 999)");
+        assert_eq!(super::kind("ends in 0x"), "ends in 0x…");
+    }
 }
