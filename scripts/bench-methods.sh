@@ -5,7 +5,9 @@
 #       (tests/agents/methodagent.c, option `bench`): bytecode instrumentation, the default,
 #   (c) the same with the JVMTI MethodEntry/MethodExit path forced (`methods=jvmti`),
 #   (d) with the shim and the agent enabling METHOD_ENTRY/EXIT and disabling them again in
-#       JVM_OnLoad (classes instrumented, then restored),
+#       JVM_OnLoad (nothing retransformed: the shim defers that to the gate's opening),
+#   (e) the JNI floor, no agent: the same fib calling two empty static natives per call
+#       (benches/FibFloor.java, benches/fib_floor.c), what any JNI-based emulation pays,
 # RUNS interleaved rounds; medians of the timed loop (ns per fib call) and of wall time.
 # (c) runs fewer calls (it is two orders of magnitude slower); ratios compare ns per call, and
 # the wall-time ratio of (c) is scaled to the same number of calls.
@@ -30,7 +32,8 @@ out=target/bench
 mkdir -p "$out/classes"
 cargo build --release --quiet
 gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libmethodagent.so" tests/agents/methodagent.c -lpthread
-javac -d "$out/classes" --release 11 benches/FibBench.java
+gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libfibfloor.so" benches/fib_floor.c
+javac -d "$out/classes" --release 11 benches/FibBench.java benches/FibFloor.java
 shim=target/release/libjvmpi_shim.so
 
 declare -A agentopt=(
@@ -38,21 +41,24 @@ declare -A agentopt=(
     [b]="-agentpath:$shim=agent=$out/libmethodagent.so:enable=entry+exit,bench"
     [c]="-agentpath:$shim=methods=jvmti,agent=$out/libmethodagent.so:enable=entry+exit,bench"
     [d]="-agentpath:$shim=agent=$out/libmethodagent.so:enable=entry+exit,bench,off-again"
+    [e]=""
 )
 declare -A label=(
     [a]="no agent"
     [b]="shim + JVMPI agent counting METHOD_ENTRY/EXIT (instrumentation)"
     [c]="same, methods=jvmti (JVMTI MethodEntry/MethodExit)"
     [d]="shim, METHOD_ENTRY/EXIT enabled then disabled"
+    [e]="JNI floor: two empty static natives per call, no agent"
 )
 declare -A nsl wall counts calls
 echo "JDK $feature ($("$java" -version 2>&1 | head -1)); fib($n) x $reps (c: x $slow_reps); RUNS=$runs"
 for ((r = 0; r < runs; r++)); do
-    for k in a b c d; do
+    for k in a b c d e; do
         rp=$reps; [ "$k" = c ] && rp=$slow_reps
+        main=(FibBench "$n" "$rp"); [ "$k" = e ] && main=(FibFloor "$n" "$rp" "$PWD/$out/libfibfloor.so")
         # shellcheck disable=SC2086
         s=$(date +%s%N)
-        o=$("$java" ${agentopt[$k]} -cp "$out/classes" FibBench "$n" "$rp" 2>"$out/err.$k")
+        o=$("$java" ${agentopt[$k]} -cp "$out/classes" "${main[@]}" 2>"$out/err.$k")
         e=$(date +%s%N)
         nsl[$k]+="$(sed -n 's/.*ns_per_call \([0-9.]*\).*/\1/p' <<<"$o") "
         wall[$k]+="$(( (e - s) / 1000000 )) "
@@ -62,12 +68,12 @@ for ((r = 0; r < runs; r++)); do
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 declare -A m w
-for k in a b c d; do
+for k in a b c d e; do
     m[$k]=$(median <<<"${nsl[$k]}")
     w[$k]=$(median <<<"${wall[$k]}")
     printf '(%s) %-62s %8s ns/call  wall %6s ms  fib calls %s  agent: %s\n' "$k" "${label[$k]}" "${m[$k]}" "${w[$k]}" "${calls[$k]}" "${counts[$k]}"
 done
-awk -v a="${m[a]}" -v b="${m[b]}" -v c="${m[c]}" -v d="${m[d]}" -v wa="${w[a]}" -v wb="${w[b]}" -v wc="${w[c]}" -v wd="${w[d]}" -v f="$((reps / slow_reps))" 'BEGIN {
-    printf "loop: (b)/(a) %.1f  (c)/(a) %.1f  (d)/(a) %.3f\n", b / a, c / a, d / a
+awk -v a="${m[a]}" -v b="${m[b]}" -v c="${m[c]}" -v d="${m[d]}" -v e="${m[e]}" -v wa="${w[a]}" -v wb="${w[b]}" -v wc="${w[c]}" -v wd="${w[d]}" -v f="$((reps / slow_reps))" 'BEGIN {
+    printf "loop: (b)/(a) %.1f  (c)/(a) %.1f  (d)/(a) %.3f  (e)/(a) %.1f (the JNI floor)  (b)/(e) %.2f\n", b / a, c / a, d / a, e / a, b / e
     printf "wall: (b)/(a) %.1f  (c)/(a) %.1f (scaled to the same calls)  (d)/(a) %.3f\n", wb / wa, wc * f / wa, wd / wa
 }'

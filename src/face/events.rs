@@ -258,6 +258,37 @@ pub fn send_to(mask: u32, ev: &mut JVMPI_Event) -> bool {
     sent
 }
 
+/// The hot path of [`send`], for events sent from Java code many times a second (method
+/// events): the caller has read the current thread's flags with [`jvm::here`] and found it
+/// announced and not inside the shim's own JNI call, so nothing is left to do but the gate's
+/// checks and the call. With more than one agent listening, the general path.
+#[inline]
+pub fn send_here(ev: &mut JVMPI_Event) -> bool {
+    let mask = listeners(ev.event_type);
+    if !mask.is_power_of_two() {
+        return send_to(mask, ev);
+    }
+    let a = mask.trailing_zeros() as usize;
+    IN_FLIGHT.fetch_add(1, SeqCst);
+    let sent = match (!DEAD.load(SeqCst) && READY.load(SeqCst), table::notify_event(a)) {
+        (true, Some(f)) => {
+            if record::on() {
+                let t = Instant::now();
+                // SAFETY: as in `deliver`; the thread is not inside the shim's JNI call.
+                table::within(a, || unsafe { f(ev) });
+                record::event(ev, t.elapsed().as_nanos() as u64);
+            } else {
+                // SAFETY: as above.
+                table::within(a, || unsafe { f(ev) });
+            }
+            true
+        }
+        _ => false,
+    };
+    IN_FLIGHT.fetch_sub(1, SeqCst);
+    sent
+}
+
 /// Sends an event an agent requested with `RequestEvent` (flag set here), to that agent only.
 pub fn send_requested(ev: &mut JVMPI_Event) -> bool {
     ev.event_type |= JVMPI_REQUESTED_EVENT;

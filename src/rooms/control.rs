@@ -276,6 +276,7 @@ pub fn request(event: jint, arg: *mut c_void) -> jint {
 /// Opens the gate: the legacy `JVM_OnLoad` has returned. Replays the defining events of what
 /// already exists for the events the agent enabled.
 pub fn open_gate() {
+    methods::gate_opening();
     events::open();
     // Threads first: every later event comes from a thread the agent has heard of.
     if events::enabled(JVMPI_EVENT_THREAD_START) {

@@ -32,6 +32,15 @@
 //! code in the interpreter (80–290× slower). INSTRUCTION_START always uses instrumentation.
 //!
 //! Disabling the last of these events retransforms every class back: nothing stays behind.
+//! Switches made inside the agent's `JVM_OnLoad` (the gate is not open yet, no event can be
+//! sent) only change what classes get as they load; the classes already loaded are
+//! retransformed once, when the gate opens, and not at all if the events are off again by then.
+//!
+//! **Per event** (the tracker's natives, many million times a second): one relaxed load of the
+//! event's bit, one thread-local read (the thread's flags: inside the shim's own JNI call?
+//! announced to the agent?), an array index from the method number to its `jmethodID`, and
+//! the gate's hot path (`events::send_here`). No allocation, no map lookup, no `GetEnv`. The
+//! rest of the cost is the JNI call itself: two Java→native transitions per Java call.
 
 use crate::abi::*;
 use crate::{alloc, bci, calltrace, classes, events, ids, jvm};
@@ -149,13 +158,53 @@ pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
         jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK).map_err(jvm::err_name)?;
     }
     PLAN.store(plan, SeqCst);
+    if !events::is_ready() && !events::is_dead() {
+        // Inside the agent's JVM_OnLoad: no event can be sent before it returns, so the classes
+        // already loaded are retransformed once, when the gate opens ([`gate_opening`]), and
+        // not at all if the events are off again by then. Classes loading meanwhile get the
+        // plan as they load.
+        DEFERRED.store(true, SeqCst);
+        if plan == 0 {
+            jvm::unwant(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
+        }
+        log::debug!("method hooks {:?} for classes loading from now on; loaded classes wait for the gate", describe(plan));
+        return Ok(());
+    }
+    retransform(plan);
+    Ok(())
+}
+
+fn retransform(plan: u8) {
     let t = std::time::Instant::now();
     let n = jvm::retransform_all();
     if plan == 0 {
         jvm::unwant(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
     }
+    DIRTY.store(false, SeqCst);
     log::info!("method hooks {:?}: {n} loaded classes retransformed in {:?}", describe(plan), t.elapsed());
-    Ok(())
+}
+
+/// A switch happened before the gate opened; its retransformation waits for [`gate_opening`].
+static DEFERRED: AtomicBool = AtomicBool::new(false);
+/// A class was rewritten with method hooks that retransformation has not undone since.
+static DIRTY: AtomicBool = AtomicBool::new(false);
+
+/// Just before the gate opens (the agent's JVM_OnLoad has returned): the retransformation the
+/// switches inside JVM_OnLoad deferred, once, with the plan in force now. Nothing happens when
+/// the events were switched on and off again and no class was rewritten meanwhile.
+pub fn gate_opening() {
+    if !DEFERRED.swap(false, SeqCst) {
+        return;
+    }
+    let _g = SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    let plan = PLAN.load(SeqCst);
+    if plan != 0 || DIRTY.load(SeqCst) {
+        if plan == 0 {
+            // Undo the classes rewritten meanwhile (`retransform` gives the hook back).
+            let _ = jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
+        }
+        retransform(plan);
+    }
 }
 
 fn describe(plan: u8) -> &'static str {
@@ -230,6 +279,9 @@ pub fn transform(class_file: &[u8]) -> Option<Vec<u8>> {
         Ok(out) => {
             if out.is_some() {
                 REWRITTEN.fetch_add(1, Relaxed);
+                if plan != 0 && !DIRTY.load(Relaxed) {
+                    DIRTY.store(true, SeqCst);
+                }
             }
             out
         }
@@ -257,11 +309,32 @@ fn live() -> bool {
     events::is_ready() && !jvm::shim_internal()
 }
 
-fn send_entry(env: *mut JNIEnv, m: jmethodID, receiver: Option<jobject>) {
+/// Sends an event from the current thread. `here` is the thread's flags ([`jvm::here`], read
+/// once per native call): a thread the agent knows takes the gate's hot path; the first event
+/// of a thread goes the full way (the thread is announced first).
+#[inline]
+fn post(here: u8, ev: &mut JVMPI_Event) {
+    if here & jvm::ANNOUNCED != 0 {
+        events::send_here(ev);
+    } else {
+        events::send(ev);
+    }
+}
+
+/// The current thread's flags if method events may be sent in it now: the gate is open and
+/// the thread is not inside the shim's own JNI call.
+#[inline]
+fn here_if_live() -> Option<u8> {
+    let h = jvm::here();
+    (h & jvm::INTERNAL == 0 && events::is_ready()).then_some(h)
+}
+
+#[inline]
+fn send_entry(here: u8, env: *mut JNIEnv, m: jmethodID, receiver: Option<jobject>) {
     if events::enabled(JVMPI_EVENT_METHOD_ENTRY) {
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_METHOD_ENTRY, env);
         ev.u.method = Method { method_id: m };
-        events::send(&mut ev);
+        post(here, &mut ev);
     }
     if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) {
         let obj_id = match receiver {
@@ -270,56 +343,59 @@ fn send_entry(env: *mut JNIEnv, m: jmethodID, receiver: Option<jobject>) {
         };
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_METHOD_ENTRY2, env);
         ev.u.method_entry2 = MethodEntry2 { method_id: m, obj_id };
-        events::send(&mut ev);
+        post(here, &mut ev);
     }
 }
 
-fn send_exit(env: *mut JNIEnv, m: jmethodID) {
-    if events::enabled(JVMPI_EVENT_METHOD_EXIT) {
-        let mut ev = JVMPI_Event::new(JVMPI_EVENT_METHOD_EXIT, env);
-        ev.u.method = Method { method_id: m };
-        events::send(&mut ev);
+#[inline]
+fn send_exit(here: u8, env: *mut JNIEnv, m: jmethodID) {
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_METHOD_EXIT, env);
+    ev.u.method = Method { method_id: m };
+    post(here, &mut ev);
+}
+
+/// The natives `enter`, `enterThis`: one relaxed load when neither entry event is on; else
+/// one thread-local read, an array index (the method's `jmethodID`) and the gate's hot path.
+#[inline]
+fn on_enter(env: *mut JNIEnv, index: jint, receiver: Option<jobject>) {
+    if !events::enabled(JVMPI_EVENT_METHOD_ENTRY) && !events::enabled(JVMPI_EVENT_METHOD_ENTRY2) {
+        return;
+    }
+    let Some(h) = here_if_live() else { return };
+    if let Some(m) = method_of(index) {
+        send_entry(h, env, m, receiver)
     }
 }
 
 unsafe extern "system" fn enter(env: *mut JNIEnv, _k: jclass, index: jint) {
-    crate::guard("JvmpiShimMethods.enter", (), || {
-        if live() {
-            if let Some(m) = method_of(index) {
-                send_entry(env, m, None)
-            }
-        }
-    })
+    crate::guard("JvmpiShimMethods.enter", (), || on_enter(env, index, None))
 }
 
 unsafe extern "system" fn enter_this(env: *mut JNIEnv, _k: jclass, this: jobject, index: jint) {
-    crate::guard("JvmpiShimMethods.enterThis", (), || {
-        if live() {
-            if let Some(m) = method_of(index) {
-                send_entry(env, m, Some(this))
-            }
-        }
-    })
+    crate::guard("JvmpiShimMethods.enterThis", (), || on_enter(env, index, Some(this)))
 }
 
 unsafe extern "system" fn exit(env: *mut JNIEnv, _k: jclass, index: jint) {
     crate::guard("JvmpiShimMethods.exit", (), || {
-        if live() {
-            if let Some(m) = method_of(index) {
-                send_exit(env, m)
-            }
+        if !events::enabled(JVMPI_EVENT_METHOD_EXIT) {
+            return;
+        }
+        let Some(h) = here_if_live() else { return };
+        if let Some(m) = method_of(index) {
+            send_exit(h, env, m)
         }
     })
 }
 
 fn send_insn(env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) {
-    if !live() || !events::enabled(JVMPI_EVENT_INSTRUCTION_START) {
+    if !events::enabled(JVMPI_EVENT_INSTRUCTION_START) {
         return;
     }
+    let Some(h) = here_if_live() else { return };
     let Some(m) = method_of(index) else { return };
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_INSTRUCTION_START, env);
     ev.u.instruction = Instruction { method_id: m, offset, u };
-    events::send(&mut ev);
+    post(h, &mut ev);
 }
 
 fn if_info(taken: bool) -> InstructionInfo {
@@ -385,7 +461,7 @@ pub fn on_jvmti_entry(env: *mut JNIEnv, thread: jthread, m: jmethodID) {
     }
     classes::note_method(m);
     let receiver = if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) { jvm::frame_receiver(thread, 0) } else { None };
-    send_entry(env, m, receiver);
+    send_entry(0, env, m, receiver);
     if let Some(r) = receiver {
         jvm::Jni::of(env).delete_local_ref(r);
     }
@@ -393,8 +469,8 @@ pub fn on_jvmti_entry(env: *mut JNIEnv, thread: jthread, m: jmethodID) {
 
 /// JVMTI MethodExit (`methods=jvmti`).
 pub fn on_jvmti_exit(env: *mut JNIEnv, m: jmethodID) {
-    if !live() || !JVMTI_ON.load(Relaxed) {
+    if !live() || !JVMTI_ON.load(Relaxed) || !events::enabled(JVMPI_EVENT_METHOD_EXIT) {
         return;
     }
-    send_exit(env, m);
+    send_exit(0, env, m);
 }

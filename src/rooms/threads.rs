@@ -37,7 +37,6 @@ use crate::{events, ids, jvm, table};
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti;
-use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering::*};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
@@ -80,11 +79,6 @@ impl ThreadRec {
 static THREADS: LazyLock<DashMap<usize, Arc<ThreadRec>>> = LazyLock::new(DashMap::new);
 /// thread object tag → JNIEnv
 static BY_TAG: LazyLock<DashMap<jlong, usize>> = LazyLock::new(DashMap::new);
-
-thread_local! {
-    /// Whether the current thread's THREAD_START has been delivered (a fast path for `send`).
-    static ANNOUNCED_HERE: Cell<bool> = const { Cell::new(false) };
-}
 
 fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
     let r = THREADS.get(&(env as usize)).map(|r| r.clone());
@@ -176,7 +170,7 @@ pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
         if !events::is_ready() {
             return; // announced by the catch-up when the gate opens
         }
-        ANNOUNCED_HERE.with(|a| a.set(true));
+        jvm::set_announced_here(true);
         if events::enabled(JVMPI_EVENT_THREAD_START) {
             if let Err(e) = announce(&rec, env, false) {
                 log::debug!("THREAD_START: {e}");
@@ -194,7 +188,7 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
     if jvm::temporarily_attached() {
         return;
     }
-    ANNOUNCED_HERE.with(|a| a.set(false));
+    jvm::set_announced_here(false);
     if !THREADS.contains_key(&(env as usize)) {
         return;
     }
@@ -202,7 +196,7 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_THREAD_END, env);
         events::send(&mut ev);
     }
-    ANNOUNCED_HERE.with(|a| a.set(false));
+    jvm::set_announced_here(false);
     let Some(rec) = THREADS.get(&(env as usize)).map(|r| r.clone()) else { return };
     let now = Instant::now();
     // Reachable for ResumeThread before it leaves the table of live threads.
@@ -347,14 +341,14 @@ pub fn release_all() {
 /// Whether the current thread has been announced to the agent (or registered, when the agent
 /// does not want THREAD_START) since it started or since its THREAD_END.
 pub fn announced_here() -> bool {
-    ANNOUNCED_HERE.with(|a| a.get())
+    jvm::here() & jvm::ANNOUNCED != 0
 }
 
 /// Before an event is sent in the current thread: the thread must be registered (so that its
 /// thread-local storage works) and, if the agent wants THREAD_START, announced — once, and
 /// again after its THREAD_END if its JNIEnv is reused.
 pub fn ensure_current_announced(env: *mut JNIEnv) {
-    if env.is_null() || ANNOUNCED_HERE.with(|a| a.get()) || jvm::temporarily_attached() {
+    if env.is_null() || jvm::here() & jvm::ANNOUNCED != 0 || jvm::temporarily_attached() {
         return;
     }
     if jvm::current_jni() != Some(env) {
@@ -371,7 +365,7 @@ pub fn ensure_current_announced(env: *mut JNIEnv) {
         }),
     };
     if let Some(rec) = rec {
-        ANNOUNCED_HERE.with(|a| a.set(true));
+        jvm::set_announced_here(true);
         ENDED.remove(&(env as usize));
         if events::enabled(JVMPI_EVENT_THREAD_START) {
             let _ = announce(&rec, env, false);

@@ -667,7 +667,34 @@ pub fn object_size(obj: jobject) -> Result<jlong> {
 // ---- JNI, in the current thread ---------------------------------------------------------------
 
 thread_local! {
-    static INTERNAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The current thread's flags, in one thread-local word so that an event's hot path reads
+    /// it once: [`INTERNAL`] and [`ANNOUNCED`].
+    static HERE: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
+
+/// The thread is inside a JNI call the shim makes for itself.
+pub const INTERNAL: u8 = 1;
+/// The thread has been registered and (if the agent wants it) announced to the agent: events
+/// sent in it need no THREAD_START first (kept by the threads room).
+pub const ANNOUNCED: u8 = 2;
+
+/// The current thread's flags ([`INTERNAL`], [`ANNOUNCED`]): one thread-local read.
+#[inline]
+pub fn here() -> u8 {
+    HERE.with(|h| h.get())
+}
+
+/// Sets or clears the current thread's [`ANNOUNCED`] flag.
+pub fn set_announced_here(on: bool) {
+    HERE.with(|h| h.set(if on { h.get() | ANNOUNCED } else { h.get() & !ANNOUNCED }));
+}
+
+fn set_internal(on: bool) -> bool {
+    HERE.with(|h| {
+        let old = h.get();
+        h.set(if on { old | INTERNAL } else { old & !INTERNAL });
+        old & INTERNAL != 0
+    })
 }
 
 /// Marks JNI calls the shim makes for itself, so that neither the JNI hooks nor the allocation
@@ -675,12 +702,12 @@ thread_local! {
 struct Internal(bool);
 impl Internal {
     fn enter() -> Internal {
-        Internal(INTERNAL.with(|i| i.replace(true)))
+        Internal(set_internal(true))
     }
 }
 impl Drop for Internal {
     fn drop(&mut self) {
-        INTERNAL.with(|i| i.set(self.0));
+        set_internal(self.0);
     }
 }
 
@@ -688,15 +715,17 @@ impl Drop for Internal {
 /// event from inside one of its JNI calls (a class linked by the shim posts ClassPrepare):
 /// what the agent's handler allocates is reported as usual.
 pub fn as_agent<R>(f: impl FnOnce() -> R) -> R {
-    let saved = INTERNAL.with(|i| i.replace(false));
+    let saved = set_internal(false);
     let r = f();
-    INTERNAL.with(|i| i.set(saved));
+    if saved {
+        set_internal(true);
+    }
     r
 }
 
 /// Whether the current thread is inside a JNI call the shim makes for itself.
 pub fn shim_internal() -> bool {
-    INTERNAL.with(|i| i.get())
+    here() & INTERNAL != 0
 }
 
 /// JNI calls made by the shim in the current thread. Built from the current thread's JNIEnv;

@@ -133,28 +133,30 @@ pub fn plan_method(
     let is_static = info.access & ACC_STATIC != 0;
     let is_init = info.name == "<init>";
     let pool = ce.pool();
-    let mut r = |name: &str| -> Result<u16, BciError> {
-        let d = TRACKER_METHODS.iter().find(|m| m.0 == name).expect("a tracker method").1;
-        pool.method_ref(hooks.tracker, name, d)
+    // Only the tracker methods this method calls go into the constant pool (a class that
+    // is only hooked for entry and exit gets two or three, not all ten).
+    let mut refs: [Option<u16>; TRACKER_METHODS.len()] = [None; TRACKER_METHODS.len()];
+    let mut r = |pool: &mut Pool<'_>, name: &str| -> Result<u16, BciError> {
+        let k = TRACKER_METHODS.iter().position(|m| m.0 == name).expect("a tracker method");
+        if let Some(i) = refs[k] {
+            return Ok(i);
+        }
+        let i = pool.method_ref(hooks.tracker, name, TRACKER_METHODS[k].1)?;
+        refs[k] = Some(i);
+        Ok(i)
     };
-    let enter = r("enter")?;
-    let enter_this = r("enterThis")?;
-    let exit = r("exit")?;
-    let insn = r("insn")?;
-    let if_int = r("ifInt")?;
-    let if_cmp = r("ifCmp")?;
-    let if_ref = r("ifRef")?;
-    let if_acmp = r("ifAcmp")?;
-    let table_switch = r("tableSwitch")?;
-    let lookup_switch = r("lookupSwitch")?;
     let idx = push_int(pool, index)?;
+    // A method whose whole code is one return instruction (`Object.<init>`, empty methods)
+    // cannot be left by an exception: it gets no catch-all handler. (JDK 11's C2 crashes
+    // compiling `Object.<init>` with one.)
+    let only_returns = ed.instructions().len() == 1 && is_return(&ed.instructions()[0]);
     if hooks.entry_exit {
         // A constructor's `this` cannot be passed before `super(…)`: constructors enter with
         // the plain hook (METHOD_ENTRY2 reports no receiver for them).
         let code = if is_static || is_init {
-            vec![idx.clone(), I::Invokestatic(enter)]
+            vec![idx.clone(), I::Invokestatic(r(pool, "enter")?)]
         } else {
-            vec![I::Aload_0, idx.clone(), I::Invokestatic(enter_this)]
+            vec![I::Aload_0, idx.clone(), I::Invokestatic(r(pool, "enterThis")?)]
         };
         ed.insert_before(0, &code)?;
     }
@@ -170,29 +172,31 @@ pub fn plan_method(
                     off_i,
                     push_int(pool, s.low)?,
                     push_int(pool, s.high)?,
-                    I::Invokestatic(table_switch),
+                    I::Invokestatic(r(pool, "tableSwitch")?),
                 ],
-                I::Lookupswitch(_) => vec![I::Dup, idx.clone(), off_i, I::Invokestatic(lookup_switch)],
+                I::Lookupswitch(_) => vec![I::Dup, idx.clone(), off_i, I::Invokestatic(r(pool, "lookupSwitch")?)],
                 _ => match opcode(i) {
-                    Some(op @ 0x99..=0x9e) => vec![I::Dup, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(if_int)],
+                    Some(op @ 0x99..=0x9e) => {
+                        vec![I::Dup, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(r(pool, "ifInt")?)]
+                    }
                     Some(op @ 0x9f..=0xa4) => {
-                        vec![I::Dup2, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(if_cmp)]
+                        vec![I::Dup2, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(r(pool, "ifCmp")?)]
                     }
                     Some(op @ 0xa5..=0xa6) => {
-                        vec![I::Dup2, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(if_acmp)]
+                        vec![I::Dup2, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(r(pool, "ifAcmp")?)]
                     }
-                    Some(op) => vec![I::Dup, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(if_ref)],
-                    None => vec![idx.clone(), off_i, I::Invokestatic(insn)],
+                    Some(op) => vec![I::Dup, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(r(pool, "ifRef")?)],
+                    None => vec![idx.clone(), off_i, I::Invokestatic(r(pool, "insn")?)],
                 },
             };
             ed.insert_before(k, &code)?;
         }
         if hooks.entry_exit && is_return(i) {
-            ed.insert_before(k, &[idx.clone(), I::Invokestatic(exit)])?;
+            ed.insert_before(k, &[idx.clone(), I::Invokestatic(r(pool, "exit")?)])?;
         }
     }
-    if hooks.entry_exit {
-        ed.catch_all(&[idx, I::Invokestatic(exit)])?;
+    if hooks.entry_exit && !only_returns {
+        ed.catch_all(&[idx, I::Invokestatic(r(pool, "exit")?)])?;
     }
     Ok(())
 }
