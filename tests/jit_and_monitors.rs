@@ -124,3 +124,26 @@ fn data_reset_request_on_sigusr1() {
         assert_eq!(r.count("DUMP"), 0, "{}", r.describe());
     });
 }
+
+/// A thread that ends is not announced again when it contends for its own Thread object's lock
+/// after its THREAD_END, and a new thread given an ended thread's JNIEnv is a new thread: each
+/// thread's events carry its own name.
+#[test]
+fn reused_jnienv_is_a_new_thread() {
+    for_each_jdk(|jdk| {
+        let mut ev = vec![THREAD_START, CLASS_LOAD, JVM_SHUT_DOWN];
+        ev.extend(MONITOR_EVENTS);
+        let r = run(jdk, &opts(&ev), "ThreadChurn", &["150"], &[]);
+        no_violations(&r);
+        let waits: Vec<&str> = r.lines_with("MON WAIT ").into_iter().filter(|l| l.contains("ChurnLock")).collect();
+        assert_eq!(waits.len(), 150, "{}", r.describe());
+        for l in waits {
+            let t: i64 = field(l, "t").parse().unwrap();
+            assert_eq!(field(l, "thread"), format!("w{}", t - 100000), "{l}\n{}", r.describe());
+        }
+        // Contention on an ended thread's own Thread object comes from that thread, by its name.
+        for l in r.lines_with("MON ENTER ").into_iter().filter(|l| l.contains("obj=java.lang.Thread")) {
+            assert!(field(l, "thread").starts_with('w') || field(l, "thread") == "main", "{l}\n{}", r.describe());
+        }
+    });
+}

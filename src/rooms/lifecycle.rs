@@ -189,7 +189,7 @@ pub fn vm_death(env: *mut JNIEnv) {
     // JVM_SHUT_DOWN's thread (often `DestroyJavaVM`, on main's reused JNIEnv) is announced
     // while the gate is still open, so the agent finds its thread and thread-local storage.
     if events::is_ready() {
-        threads::ensure_current_announced(env);
+        threads::announce_for_shutdown(env);
     }
     if events::close(deadline) && events::enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
         events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, env));

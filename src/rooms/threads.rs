@@ -96,11 +96,21 @@ fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
 
 /// Enters a thread in the table (idempotent). `jni` is the current thread's JNI, used only to
 /// make the global reference; `env` is the subject thread's JNIEnv.
+/// A JNIEnv is the address of a HotSpot JavaThread, and a new thread may be given the address of
+/// one that has ended: an entry for `env` that belongs to another thread object is stale and is
+/// replaced.
 fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec>> {
-    if let Some(r) = THREADS.get(&env) {
-        return Some(r.clone());
-    }
     let tag = ids::tag_of(thread).ok()?;
+    if let Some(r) = THREADS.get(&env).map(|r| r.clone()) {
+        if r.tag == tag {
+            return Some(r);
+        }
+        if THREADS.remove_if(&env, |_, cur| Arc::ptr_eq(cur, &r)).is_some() {
+            log::debug!("JNIEnv {env:#x} now belongs to a new thread; the old record is retired");
+            BY_TAG.remove_if(&r.tag, |_, e| *e == env);
+            GRAVEYARD.lock().unwrap_or_else(|p| p.into_inner()).push((Instant::now(), r));
+        }
+    }
     if tag == RESUMER_TAG.load(SeqCst) {
         return None; // the shim's own helper: no JVMPI thread, never suspended by the agent
     }
@@ -181,7 +191,8 @@ pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
 
 /// JVMTI ThreadEnd: sends THREAD_END (the thread's own JNIEnv is the event's env_id) and forgets
 /// the thread. If the same JNIEnv sends events later (the launcher's main thread becomes
-/// `DestroyJavaVM`), it is a new thread to the agent and is announced again first. A thread the
+/// `DestroyJavaVM`), it is a new thread to the agent and is announced again first; the events the
+/// ending thread itself still sends (it wakes its joiners) go out with no new THREAD_START. A thread the
 /// agent suspended before its end was marked is resumed by the resumer (see the head of this
 /// file); its record stays reachable for ResumeThread.
 pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
@@ -348,6 +359,18 @@ pub fn announced_here() -> bool {
 /// thread-local storage works) and, if the agent wants THREAD_START, announced — once, and
 /// again after its THREAD_END if its JNIEnv is reused.
 pub fn ensure_current_announced(env: *mut JNIEnv) {
+    ensure_announced(env, false)
+}
+
+/// [`ensure_current_announced`] for JVM_SHUT_DOWN: VM death comes in the `DestroyJavaVM` thread
+/// right after its own THREAD_END (JDK 11+ posts ThreadEnd first), and the agent must find that
+/// thread and its storage, so it is announced again. HotSpot 1.5 sent JVM_SHUT_DOWN before that
+/// thread's end.
+pub fn announce_for_shutdown(env: *mut JNIEnv) {
+    ensure_announced(env, true)
+}
+
+fn ensure_announced(env: *mut JNIEnv, even_after_end: bool) {
     if env.is_null() || jvm::here() & jvm::ANNOUNCED != 0 || jvm::temporarily_attached() {
         return;
     }
@@ -358,6 +381,13 @@ pub fn ensure_current_announced(env: *mut JNIEnv) {
         Some(r) => Some(r),
         None => jvm::current_thread().ok().filter(|t| !t.is_null()).and_then(|t| {
             let jni = jvm::Jni::of(env);
+            // The thread is finishing after its THREAD_END (it takes its own Thread object's lock
+            // to wake its joiners): HotSpot 1.5 sent such events with no new THREAD_START.
+            let ended = ENDED.get(&(env as usize)).map(|e| e.1.tag);
+            if !even_after_end && ended.is_some() && ended == ids::tag_of(t).ok() {
+                jni.delete_local_ref(t);
+                return None;
+            }
             // A virtual thread borrows its carrier's JNIEnv: it is not a JVMPI thread.
             let rec = if jni.is_virtual_thread(t) { None } else { register(&jni, env as usize, t) };
             jni.delete_local_ref(t);
