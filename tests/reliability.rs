@@ -239,7 +239,6 @@ fn system_exit_and_halt_during_activity() {
 /// runs the handler) and resumes them only after it: JVMTI can resume nothing once VM death is
 /// over, so the shim resumes them before it returns, and the JVM exits.
 #[test]
-#[ignore = "intermittent: about one run in ten still hangs at exit when every thread, the exiting one included, is suspended during JVM_SHUT_DOWN (open in issue 10); run with --ignored"]
 fn threads_suspended_at_shutdown_do_not_hold_up_the_exit() {
     for_each_jdk(|jdk| {
         for end in ["normal", "exit"] {

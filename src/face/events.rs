@@ -145,6 +145,9 @@ static DEAD: AtomicBool = AtomicBool::new(false);
 static SHUTTING: AtomicBool = AtomicBool::new(false);
 static OVER: AtomicBool = AtomicBool::new(false);
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// Events whose handler has returned (and other steps of the shim's own work, see
+/// [`progressed`]): what VM death's patience measures.
+static PROGRESS: AtomicU64 = AtomicU64::new(0);
 /// Events in flight in threads that are leaving the JVM from inside a handler (ProfilerExit):
 /// they never return, so VM death does not wait for them.
 static PARKED: AtomicUsize = AtomicUsize::new(0);
@@ -229,6 +232,7 @@ fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
     };
     IN_FLIGHT_HERE.with(|n| n.set(n.get() - 1));
     IN_FLIGHT.fetch_sub(1, SeqCst);
+    PROGRESS.fetch_add(1, Relaxed);
     sent
 }
 
@@ -306,23 +310,69 @@ pub fn open() {
     READY.store(true, SeqCst);
 }
 
-/// Closes the gate for good and waits (until `deadline`) for events inside the agent to
+/// Marks a step of the shim's own work during which no event is delivered (a heap walk), so
+/// that VM death's [`Patience`] does not take it for a handler that does not return.
+pub fn progressed() {
+    PROGRESS.fetch_add(1, Relaxed);
+}
+
+/// How long VM death waits for the agent: as long as events keep being delivered (a long last
+/// GC bracket, handlers that finish one after the other), but never more than [`IDLE`] without
+/// any progress nor [`CAP`] in all. A handler that does not return stops nothing for longer.
+pub struct Patience {
+    seen: u64,
+    since: Instant,
+    cap: Instant,
+}
+
+/// Time without any event delivered after which VM death stops waiting.
+pub const IDLE: Duration = Duration::from_secs(2);
+/// The most VM death waits in all.
+pub const CAP: Duration = Duration::from_secs(30);
+
+impl Patience {
+    pub fn new() -> Patience {
+        let now = Instant::now();
+        Patience { seen: PROGRESS.load(Relaxed), since: now, cap: now + CAP }
+    }
+    /// Whether to stop waiting now.
+    pub fn exhausted(&mut self) -> bool {
+        let now = Instant::now();
+        let p = PROGRESS.load(Relaxed);
+        if p != self.seen {
+            self.seen = p;
+            self.since = now;
+        }
+        now >= self.cap || now.duration_since(self.since) >= IDLE
+    }
+}
+
+impl Default for Patience {
+    fn default() -> Self {
+        Patience::new()
+    }
+}
+
+/// Closes the gate for good and waits (with `patience`) for events inside the agent to
 /// return. Returns false if it was closed already.
 ///
 /// VM death may come from inside an event handler (ProfilerExit or System.exit called there):
 /// then the events this thread is delivering cannot return before it does, so they are not
 /// waited for, nor are those of threads stuck in an exit of their own ([`leaving`]).
-pub fn close(deadline: Instant) -> bool {
+pub fn close(patience: &mut Patience) -> bool {
     if DEAD.swap(true, SeqCst) {
         return false;
     }
     let mine = IN_FLIGHT_HERE.with(|n| n.get());
     let others = || IN_FLIGHT.load(SeqCst).saturating_sub(mine + PARKED.load(SeqCst));
-    while others() > 0 && Instant::now() < deadline {
+    while others() > 0 && !patience.exhausted() {
         std::thread::sleep(Duration::from_millis(1));
     }
     if others() > 0 {
-        log::warn!("an event handler of the agent did not return within 2 s of VM death; sending JVM_SHUT_DOWN anyway");
+        log::warn!(
+            "an event handler of the agent did not return within 2 s of the last event delivered during VM death; \
+             sending JVM_SHUT_DOWN anyway"
+        );
     }
     true
 }

@@ -31,7 +31,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
 use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 static FINISHED: AtomicU64 = AtomicU64::new(0);
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -116,6 +116,7 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
     // posted yet). Without GC_FINISH no walk: late deaths come with the next bracket.
     let finish = events::enabled(JVMPI_EVENT_GC_FINISH);
     let (objects, bytes) = if finish { jvm::count_heap().unwrap_or((0, 0)) } else { (0, 0) };
+    events::progressed();
     // The queue's memory goes with the batch, so it is given back after each bracket.
     let dead = std::mem::replace(&mut *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()), DeadQueue::new());
     for tag in dead.into_tags() {
@@ -175,11 +176,11 @@ pub fn start(env: *mut JNIEnv) -> Result<(), String> {
 /// late) are reported in a last bracket, so every tracked object that died gets its
 /// OBJECT_FREE and every unloaded class its CLASS_UNLOAD.
 ///
-/// A bracket under way is waited for until `deadline`. There is no last bracket when the JVM
+/// A bracket under way is waited for with VM death's `patience` (while it delivers events). There is no last bracket when the JVM
 /// is ending from inside one (ProfilerExit or System.exit in a GC_START..GC_FINISH handler, on
 /// this thread or another): that bracket is never finished, and the deaths still owed are not
 /// reported.
-pub fn last_bracket(env: *mut JNIEnv, deadline: Instant) {
+pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
     let wants_deaths = events::enabled(JVMPI_EVENT_OBJECT_FREE) || events::enabled(JVMPI_EVENT_CLASS_UNLOAD);
     if !wants_deaths || !events::is_ready() {
         return;
@@ -197,8 +198,8 @@ pub fn last_bracket(env: *mut JNIEnv, deadline: Instant) {
                 log::info!("{open}");
                 return;
             }
-            Err(TryLockError::WouldBlock) if Instant::now() >= deadline => {
-                log::warn!("the GC bracket under way did not end within 2 s of VM death: no last bracket");
+            Err(TryLockError::WouldBlock) if patience.exhausted() => {
+                log::warn!("the GC bracket under way made no progress for 2 s during VM death: no last bracket");
                 return;
             }
             Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_millis(1)),

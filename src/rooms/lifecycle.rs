@@ -175,23 +175,24 @@ fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), String> {
 /// linked, deaths in a last GC bracket, the sending thread's announcement), then the gate closes
 /// for good, events in flight finish, and JVM_SHUT_DOWN is the last event.
 ///
-/// Every wait here (the last GC bracket, handlers in flight) shares one deadline of 2 s; VM
+/// Every wait here (the last GC bracket, handlers in flight) shares one patience (2 s without
+/// any event delivered, 30 s in all); VM
 /// death from inside a handler (ProfilerExit, System.exit) waits for neither its own thread's
 /// events nor a bracket that thread has open.
 pub fn vm_death(env: *mut JNIEnv) {
     if events::is_dead() || !events::begin_shutdown() {
         return;
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let mut patience = events::Patience::new();
     gc::stop();
     classes::flush_pending(env, std::time::Duration::ZERO);
-    gc::last_bracket(env, deadline);
+    gc::last_bracket(env, &mut patience);
     // JVM_SHUT_DOWN's thread (often `DestroyJavaVM`, on main's reused JNIEnv) is announced
     // while the gate is still open, so the agent finds its thread and thread-local storage.
     if events::is_ready() {
         threads::announce_for_shutdown(env);
     }
-    if events::close(deadline) && events::enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
+    if events::close(&mut patience) && events::enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
         events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, env));
     }
     events::finish();

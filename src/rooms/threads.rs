@@ -317,10 +317,11 @@ pub fn start(env: *mut JNIEnv) -> Result<(), String> {
 /// resumer, since the calling thread may be one of them (suspended while it ran the agent's
 /// handlers; it would stop at its first call into the VM). After this callback returns JVMTI
 /// can resume nothing, and a thread left suspended (the exiting one, a non-daemon thread) would
-/// hold up the JVM's exit for ever. Waits at most a second, without calling into the VM.
+/// hold up the JVM's exit for ever. Waits (at most 5 s, on a loaded machine) without calling
+/// into the VM; when nothing is suspended it returns at once.
 pub fn release_all() {
     CLOSED.store(true, SeqCst);
-    let deadline = Instant::now() + Duration::from_secs(1);
+    let deadline = Instant::now() + Duration::from_secs(5);
     while SUSPENDING.load(SeqCst) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -500,9 +501,9 @@ fn suspend_rec(rec: &Arc<ThreadRec>) -> Result<(), jvm::Error> {
     let owed = {
         let mut s = rec.suspension();
         s.by_jvmpi = true;
-        // The thread was marked ended while the suspension was under way: nobody else will see
-        // that it is owed a resumption.
-        s.ended
+        // The thread was marked ended, or VM death closed suspensions, while this one was under
+        // way: nobody else will see that it is owed a resumption.
+        s.ended || CLOSED.load(SeqCst)
     };
     SUSPENDING.fetch_sub(1, SeqCst);
     if owed {
