@@ -184,14 +184,15 @@ pub fn vm_death(env: *mut JNIEnv) {
         return;
     }
     let mut patience = events::Patience::new();
-    gc::stop();
-    classes::flush_pending(env, std::time::Duration::ZERO);
-    gc::last_bracket(env, &mut patience);
-    // JVM_SHUT_DOWN's thread (often `DestroyJavaVM`, on main's reused JNIEnv) is announced
-    // while the gate is still open, so the agent finds its thread and thread-local storage.
+    // The dying thread has had its THREAD_END already (JDK 11+ posts ThreadEnd first); it sends
+    // what follows (classes owed, the last bracket, JVM_SHUT_DOWN), so it is announced again
+    // while the gate is open, and the agent finds its thread and thread-local storage.
     if events::is_ready() {
         threads::announce_for_shutdown(env);
     }
+    gc::stop();
+    classes::flush_pending(env, std::time::Duration::ZERO);
+    gc::last_bracket(env, &mut patience);
     if events::close(&mut patience) && events::enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
         events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, env));
     }
