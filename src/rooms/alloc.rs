@@ -236,6 +236,15 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
         if !matches!(jvm::get_tag(obj), Ok(0)) {
             return;
         }
+        // The thread's own object may still be waiting for its `Object.<init>` (the arguments
+        // of its constructor, such as its "Thread-<n>" name, are evaluated first): it is tagged
+        // now, so its constructor must not report it under a second ID.
+        if let Ok(me) = jvm::current_thread() {
+            if !me.is_null() {
+                remember_vm_made(&jni, me);
+                jni.delete_local_ref(me);
+            }
+        }
     }
     // Tagged only now: a tag with the DEFINED bit always belongs to a reported object.
     let tag = ids::fresh_defined_tag();

@@ -92,6 +92,9 @@ thread_local! {
 
 fn deliver_bracket(env: *mut JNIEnv) {
     let one = BRACKET.lock().unwrap_or_else(|p| p.into_inner());
+    if STOP.load(SeqCst) {
+        return; // the JVM is going down: what is owed goes in the last bracket
+    }
     bracket(env, one);
 }
 
@@ -217,6 +220,30 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
 pub fn leaving() {
     if IN_BRACKET.with(|b| b.get()) {
         ABANDONED.store(true, SeqCst);
+    }
+}
+
+/// The current thread is taking the JVM down (its THREAD_END comes just before VM death): no
+/// bracket starts from now on, and one under way in another thread is waited for (2 s at most),
+/// so that no heap walk of the shim's requests a safepoint while VM death flushes the ObjectFree
+/// events the JVM still owes. On JDK 20+ a safepoint requested during that flush deadlocks
+/// HotSpot: the flushing thread, back from the ObjectFree callback, waits for the safepoint,
+/// which waits for the Service Thread, which waits for the flush without a safepoint check.
+pub fn quiesce_for_exit() {
+    stop();
+    if IN_BRACKET.with(|b| b.get()) || ABANDONED.load(SeqCst) {
+        return; // leaving from inside a bracket: it is never finished
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        match BRACKET.try_lock() {
+            Ok(_) | Err(TryLockError::Poisoned(_)) => return,
+            Err(TryLockError::WouldBlock) if std::time::Instant::now() >= deadline => {
+                log::info!("a GC bracket is still under way as the JVM goes down");
+                return;
+            }
+            Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_millis(1)),
+        }
     }
 }
 

@@ -171,6 +171,25 @@ fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), String> {
     Ok(())
 }
 
+/// JVMTI ThreadEnd. JDK 11+ posts it also for the thread that takes the JVM down
+/// (`System.exit`, `Runtime.halt`, `DestroyJavaVM`), just before VM death: then the GC room
+/// starts no more heap walks (see [`gc::quiesce_for_exit`]) before the thread ends for the agent.
+pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
+    if takes_the_jvm_down(thread) {
+        gc::quiesce_for_exit();
+    }
+    threads::on_thread_end(env, thread);
+}
+
+/// A thread that ends with Java frames on its stack is in `Shutdown.halt0` (a normal end comes
+/// after `run` has returned, a detach with none); `DestroyJavaVM` ends only with the JVM.
+fn takes_the_jvm_down(thread: jthread) -> bool {
+    if jvm::stack_trace(thread, 1).is_ok_and(|s| !s.is_empty()) {
+        return true;
+    }
+    jvm::thread_names(thread).is_ok_and(|(name, _, _)| name == "DestroyJavaVM")
+}
+
 /// JVMTI VMDeath: what is still owed is reported while the gate is open (classes nothing
 /// linked, deaths in a last GC bracket, the sending thread's announcement), then the gate closes
 /// for good, events in flight finish, and JVM_SHUT_DOWN is the last event.

@@ -59,7 +59,7 @@ unsafe extern "system" fn thread_start(_j: *mut jvmtiEnv, env: *mut JNIEnv, thre
 }
 
 unsafe extern "system" fn thread_end(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread) {
-    guard("ThreadEnd", (), || threads::on_thread_end(env, thread))
+    guard("ThreadEnd", (), || lifecycle::on_thread_end(env, thread))
 }
 
 unsafe extern "system" fn class_load(_j: *mut jvmtiEnv, env: *mut JNIEnv, _t: jthread, k: jclass) {
