@@ -3,7 +3,8 @@
 //! A class ID is the ID (tag) of its `java.lang.Class` object. The table `ANNOUNCED` holds the
 //! classes the agent has been told about, with their method IDs; a class is entered the moment
 //! its `CLASS_LOAD` is claimed, so it is announced exactly once however many threads race to
-//! name it. `CLASS_LOAD` is built at JVMTI `ClassPrepare` (the first moment methods and fields
+//! name it, and a thread that names a class another thread is still announcing waits for that
+//! CLASS_LOAD to be delivered. `CLASS_LOAD` is built at JVMTI `ClassPrepare` (the first moment methods and fields
 //! can be listed); classes that were prepared before the agent enabled the event are announced
 //! by `announce_all` (the catch-up), and array classes when an event first names them.
 //! A class unload is the death of its tagged `Class` object, which the GC room reports inside
@@ -24,14 +25,41 @@ use std::time::{Duration, Instant};
 
 struct ClassRec {
     methods: Vec<usize>,
-    /// The agents that heard this class's CLASS_LOAD (bit a = agent a).
+    /// The agents whose CLASS_LOAD for this class has been claimed by a thread (bit a = agent a).
     told: AtomicU32,
+    /// The agents whose CLASS_LOAD has been delivered (the claimer's handler returned).
+    sent: AtomicU32,
 }
 
-/// Whether every agent that wants CLASS_LOAD now has heard of class `tag`.
+thread_local! {
+    /// Classes whose CLASS_LOAD this thread is delivering.
+    static SENDING: std::cell::RefCell<Vec<jlong>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Whether every agent that wants CLASS_LOAD now has heard of class `tag`. A class another
+/// thread has claimed but whose CLASS_LOAD is still in the agent's handler is waited for (2 s at
+/// most), as threads waited for a class being defined on HotSpot 1.5: an event naming the class
+/// must not reach the agent before its CLASS_LOAD.
 fn all_told(tag: jlong) -> bool {
     let want = events::listeners(JVMPI_EVENT_CLASS_LOAD);
-    ANNOUNCED.get(&tag).is_some_and(|r| r.told.load(SeqCst) & want == want)
+    let (told, sent) = match ANNOUNCED.get(&tag) {
+        Some(r) => (r.told.load(SeqCst), r.sent.load(SeqCst)),
+        None => return false,
+    };
+    if told & want != want {
+        return false;
+    }
+    if sent & want != want && !SENDING.with(|s| s.borrow().contains(&tag)) {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while ANNOUNCED.get(&tag).is_some_and(|r| r.sent.load(SeqCst) & want != want) {
+            if Instant::now() >= deadline {
+                log::debug!("a CLASS_LOAD handler of another thread has not returned within 2 s; going on");
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+    true
 }
 
 static ANNOUNCED: LazyLock<DashMap<jlong, ClassRec>> = LazyLock::new(DashMap::new);
@@ -154,9 +182,16 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
     if !requested {
         // Claim: for each agent, only the thread that claims the class sends its CLASS_LOAD.
         let want = events::listeners(JVMPI_EVENT_CLASS_LOAD);
-        let told = ANNOUNCED.entry(tag).or_insert_with(|| ClassRec { methods, told: AtomicU32::new(0) }).told.fetch_or(want, SeqCst);
+        let told = ANNOUNCED
+            .entry(tag)
+            .or_insert_with(|| ClassRec { methods, told: AtomicU32::new(0), sent: AtomicU32::new(0) })
+            .told
+            .fetch_or(want, SeqCst);
         to = want & !told;
         if to == 0 {
+            // Claimed by another thread: its CLASS_LOAD must be delivered before this thread
+            // goes on to name the class.
+            all_told(tag);
             return Ok(ids::to_id(tag));
         }
     }
@@ -164,6 +199,18 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
     if requested {
         events::send_requested(&mut ev);
     } else {
+        /// Marks the delivery done however it ends.
+        struct Sending(jlong, u32);
+        impl Drop for Sending {
+            fn drop(&mut self) {
+                SENDING.with(|s| s.borrow_mut().retain(|&t| t != self.0));
+                if let Some(r) = ANNOUNCED.get(&self.0) {
+                    r.sent.fetch_or(self.1, SeqCst);
+                }
+            }
+        }
+        SENDING.with(|s| s.borrow_mut().push(tag));
+        let _sending = Sending(tag, to);
         events::send_to(to, &mut ev);
     }
     drop(info.method_strings);
