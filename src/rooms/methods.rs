@@ -367,17 +367,45 @@ fn on_enter(env: *mut JNIEnv, index: jint, receiver: Option<jobject>) {
     }
 }
 
+/// The hottest path of the natives: the event alone takes [`events::send_fast`] and the thread
+/// is announced and not inside the shim's JNI call. One relaxed load, one thread-local read,
+/// the method's slot, the gate. False: take the general path.
+#[inline(always)]
+fn fast(env: *mut JNIEnv, event: jint, index: jint) -> bool {
+    if !events::fast(event) {
+        return false;
+    }
+    let (h, counter) = jvm::here_and_counter();
+    if h & (jvm::INTERNAL | jvm::ANNOUNCED) != jvm::ANNOUNCED {
+        return false;
+    }
+    let Some(counter) = counter.or_else(events::take_counter) else { return false };
+    let Some(m) = method_of(index) else { return true };
+    let mut ev = JVMPI_Event::new(event, env);
+    ev.u.method = Method { method_id: m };
+    events::send_fast(&mut ev, counter);
+    true
+}
+
 unsafe extern "system" fn enter(env: *mut JNIEnv, _k: jclass, index: jint) {
-    crate::guard("JvmpiShimMethods.enter", (), || on_enter(env, index, None))
+    crate::guard("JvmpiShimMethods.enter", (), || {
+        if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) || !fast(env, JVMPI_EVENT_METHOD_ENTRY, index) {
+            on_enter(env, index, None)
+        }
+    })
 }
 
 unsafe extern "system" fn enter_this(env: *mut JNIEnv, _k: jclass, this: jobject, index: jint) {
-    crate::guard("JvmpiShimMethods.enterThis", (), || on_enter(env, index, Some(this)))
+    crate::guard("JvmpiShimMethods.enterThis", (), || {
+        if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) || !fast(env, JVMPI_EVENT_METHOD_ENTRY, index) {
+            on_enter(env, index, Some(this))
+        }
+    })
 }
 
 unsafe extern "system" fn exit(env: *mut JNIEnv, _k: jclass, index: jint) {
     crate::guard("JvmpiShimMethods.exit", (), || {
-        if !events::enabled(JVMPI_EVENT_METHOD_EXIT) {
+        if fast(env, JVMPI_EVENT_METHOD_EXIT, index) || !events::enabled(JVMPI_EVENT_METHOD_EXIT) {
             return;
         }
         let Some(h) = here_if_live() else { return };
