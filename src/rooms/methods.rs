@@ -120,8 +120,31 @@ pub fn set_up(jvmti_path: bool) -> Result<(), String> {
     if jvmti_path {
         jvm::add_method_event_capabilities().map_err(|e| format!("methods=jvmti: {}", jvm::err_name(e)))?;
         JVMTI_PATH.store(true, SeqCst);
+    } else {
+        match jvm::set_native_method_prefix(bci::NATIVE_PREFIX) {
+            Ok(()) => PREFIXED.store(true, SeqCst),
+            Err(e) => log::info!("SetNativeMethodPrefix: {}; native methods get no method events", jvm::err_name(e)),
+        }
     }
     Ok(())
+}
+
+/// The JVM binds renamed natives (`SetNativeMethodPrefix` succeeded): native methods may be wrapped.
+static PREFIXED: AtomicBool = AtomicBool::new(false);
+/// Some class got wrappers: from then on the class-file hook stays on (every retransformation of
+/// such a class, whoever asks for it, must add the same wrappers again: it cannot remove methods).
+static WRAPPING: AtomicBool = AtomicBool::new(false);
+
+/// The native methods of a loaded class that the shim wrapped when the class was defined
+/// (name, descriptor), from the renamed natives it has; None if none.
+fn wrapped_natives_of(k: jclass) -> Option<Vec<(String, String)>> {
+    let v: Vec<(String, String)> = jvm::class_methods(k)
+        .ok()?
+        .into_iter()
+        .filter_map(|m| jvm::method_name(m).ok())
+        .filter_map(|(n, d)| n.strip_prefix(bci::NATIVE_PREFIX).map(|n| (n.to_string(), d)))
+        .collect();
+    (!v.is_empty()).then_some(v)
 }
 
 /// EnableEvent / DisableEvent of METHOD_ENTRY, METHOD_ENTRY2, METHOD_EXIT, INSTRUCTION_START
@@ -251,11 +274,24 @@ fn define_tracker() -> Result<(), String> {
 }
 
 /// Rewrites a class file with every active plan (allocation and methods) in one pass. None:
-/// unchanged. Called from the shim's class-file hook.
-pub fn transform(class_file: &[u8]) -> Option<Vec<u8>> {
+/// unchanged. Called from the shim's class-file hook, with the class being redefined or
+/// retransformed (None: a class being defined) and whether the boot loader defines it.
+///
+/// Native methods: a class defined (not redefined) while METHOD_ENTRY, METHOD_ENTRY2 or
+/// METHOD_EXIT is on, by a loader other than the boot loader, gets a Java wrapper for each of
+/// its native methods (the native itself renamed with [`bci::NATIVE_PREFIX`]), hooked like any
+/// method. Methods cannot be added or removed later, so every retransformation of that class
+/// wraps the same natives again — with hooks while the events are on, as plain forwarding calls
+/// while they are off — and no other class ever gets wrappers.
+pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Option<Vec<u8>> {
     let alloc = alloc::plan();
     let plan = PLAN.load(SeqCst);
-    if alloc.is_none() && plan == 0 {
+    let rewrap = match redefined {
+        Some(k) if WRAPPING.load(SeqCst) => wrapped_natives_of(k),
+        _ => None,
+    };
+    let wrap_new = redefined.is_none() && !boot && plan & ENTRY_EXIT != 0 && PREFIXED.load(Relaxed);
+    if alloc.is_none() && plan == 0 && rewrap.is_none() {
         return None;
     }
     let hooks = bci::MethodHooks {
@@ -272,11 +308,25 @@ pub fn transform(class_file: &[u8]) -> Option<Vec<u8>> {
         i
     };
     let methods = (plan != 0).then_some((&hooks, &mut next as &mut dyn FnMut(&str, &str, &[bci::Lookup]) -> i32));
+    let all = |_: &str, _: &str| true;
+    let listed = |n: &str, d: &str| rewrap.as_ref().is_some_and(|v| v.iter().any(|(a, b)| a == n && b == d));
+    let wrap = if rewrap.is_some() {
+        Some(bci::NativeWrap { prefix: bci::NATIVE_PREFIX, choose: &listed })
+    } else if wrap_new {
+        Some(bci::NativeWrap { prefix: bci::NATIVE_PREFIX, choose: &all })
+    } else {
+        None
+    };
     let t = std::time::Instant::now();
-    let r = bci::instrument_class(class_file, alloc.as_ref(), methods);
+    let r = bci::instrument_class_wrapping(class_file, alloc.as_ref(), methods, wrap.as_ref());
     REWRITE_NANOS.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
     match r {
-        Ok(out) => {
+        Ok((out, wrapped)) => {
+            if wrapped > 0 && !WRAPPING.swap(true, SeqCst) {
+                // Kept for good (see above); traces start hiding the renamed natives.
+                let _ = jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
+                calltrace::natives_wrapped();
+            }
             if out.is_some() {
                 REWRITTEN.fetch_add(1, Relaxed);
                 if plan != 0 && !DIRTY.load(Relaxed) {

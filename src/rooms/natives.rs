@@ -184,11 +184,13 @@ impl Agent {
             return None;
         }
         let (name, sig) = jvm::method_name(m).ok()?;
-        let short = short_name(class, &name)?;
+        // A native the shim wrapped (renamed with the prefix) is implemented under its own name.
+        let own = name.strip_prefix(crate::bci::NATIVE_PREFIX).unwrap_or(&name);
+        let short = short_name(class, own)?;
         let (sym, f) = match self.lookup(&short) {
             Some(f) => (short, f),
             None => {
-                let long = long_name(class, &name, &sig)?;
+                let long = long_name(class, own, &sig)?;
                 let f = self.lookup(&long)?;
                 (long, f)
             }

@@ -320,6 +320,7 @@ pub fn add_capabilities() -> std::result::Result<(), String> {
         can_get_constant_pool => set_can_get_constant_pool,
         can_generate_compiled_method_load_events => set_can_generate_compiled_method_load_events,
         can_generate_monitor_events => set_can_generate_monitor_events,
+        can_set_native_method_prefix => set_can_set_native_method_prefix,
     );
     j.add_capabilities(&c).map_err(err_name)
 }
@@ -1327,6 +1328,12 @@ pub fn frame_receiver(thread: jthread, depth: jint) -> Option<jobject> {
 /// The capabilities of the JVMTI path for method events (`methods=jvmti`): MethodEntry and
 /// MethodExit, and the receiver of a frame. Asked for only with that option: possessing them
 /// can slow the JVM down even while the events are off.
+/// Sets the prefix of the renamed native methods that the shim wraps (JVMTI
+/// `SetNativeMethodPrefix`): the JVM then binds `<prefix>foo` to the implementation of `foo`.
+pub fn set_native_method_prefix(prefix: &str) -> Result<()> {
+    env()?.set_native_method_prefix(prefix)
+}
+
 pub fn add_method_event_capabilities() -> Result<()> {
     let j = env()?;
     let mut c = jvmti::jvmtiCapabilities::default();
