@@ -23,24 +23,31 @@
 //! * constructors: METHOD_ENTRY2 carries a NULL receiver (the object cannot be passed to a
 //!   method before `super(…)` has run); an exception thrown by the `super(…)`/`this(…)` call
 //!   itself leaves the constructor without METHOD_EXIT (no handler may cover that call);
-//! * native methods, and methods of classes that cannot be rewritten (the trackers; a class
-//!   whose code would pass 64 KiB — logged at info level): no events on this path;
+//! * native methods have no code: those of a class defined while an entry/exit event is on, by
+//!   any loader but the boot loader, are wrapped when it is defined (see [`transform`]); the
+//!   others — the boot loader's, those of classes defined while the events were off — and the
+//!   methods of classes that cannot be rewritten (the trackers; a class whose code would pass
+//!   64 KiB — logged at info level) get no events on this path;
 //! * activations that began before the events were switched on run their old code to the end.
 //!
 //! **JVMTI MethodEntry / MethodExit** (`methods=jvmti` in the shim's options): every method,
 //! native ones and constructors (with their receiver) included, at the cost of running all
 //! code in the interpreter (80–290× slower). INSTRUCTION_START always uses instrumentation.
 //!
-//! Disabling the last of these events retransforms every class back: nothing stays behind.
+//! Disabling the last of these events retransforms every class back: nothing stays behind but
+//! the wrappers of native methods, as plain forwarding calls.
 //! Switches made inside the agent's `JVM_OnLoad` (the gate is not open yet, no event can be
 //! sent) only change what classes get as they load; the classes already loaded are
 //! retransformed once, when the gate opens, and not at all if the events are off again by then.
 //!
-//! **Per event** (the tracker's natives, many million times a second): one relaxed load of the
-//! event's bit, one thread-local read (the thread's flags: inside the shim's own JNI call?
-//! announced to the agent?), an array index from the method number to its `jmethodID`, and
-//! the gate's hot path (`events::send_here`). No allocation, no map lookup, no `GetEnv`. The
-//! rest of the cost is the JNI call itself: two Java→native transitions per Java call.
+//! **Per event** (the tracker's natives, many million times a second), with one agent and no
+//! trace or report: one relaxed load of the events open to the hot path, one thread-local read
+//! (the thread's flags — inside the shim's own JNI call? announced to the agent? — and its
+//! in-flight counter), two loads from the method number to its `jmethodID`, and
+//! `events::send_fast` (a plain store to the thread's counter, a compiler fence, the closed
+//! check, the call). No allocation, no map lookup, no lock, no locked instruction, no
+//! `GetEnv`. Otherwise the general path (`events::send_here` / `events::send`). The rest of the
+//! cost is the JNI call itself: two Java→native transitions per Java call.
 
 use crate::abi::*;
 use crate::{alloc, bci, calltrace, classes, events, ids, jvm};

@@ -161,7 +161,11 @@ impl Agent {
         if found.is_empty() {
             return;
         }
-        let list = found.iter().map(|(n, s, sym, _)| format!("{n}{s} → {sym}")).collect::<Vec<_>>().join(", ");
+        let list = found
+            .iter()
+            .map(|(n, s, sym, _)| format!("{}{s} → {sym}", n.strip_prefix(crate::bci::NATIVE_PREFIX).unwrap_or(n)))
+            .collect::<Vec<_>>()
+            .join(", ");
         let natives: Vec<(CString, CString, *mut c_void)> =
             found.iter().map(|(n, s, _, f)| (mutf8::encode_cstring(n), mutf8::encode_cstring(s), *f)).collect();
         let name = classes::jvmpi_name(&sig);
