@@ -99,16 +99,29 @@ fn new_index() -> Option<i32> {
     Some(i as i32)
 }
 
-/// The method of number `index`, resolved from the calling frame the first time.
-#[inline]
-fn method_of(index: jint) -> Option<jmethodID> {
+/// The slot of method number `index`.
+#[inline(always)]
+fn slot_of(index: jint) -> Option<&'static AtomicUsize> {
     let i = usize::try_from(index).ok()?;
     let chunk = SLOTS.get(i >> CHUNK_BITS)?.load(Acquire);
     if chunk.is_null() {
         return None;
     }
     // SAFETY: chunks are allocated once and never freed.
-    let slot = unsafe { &(*chunk)[i & (CHUNK - 1)] };
+    Some(unsafe { &(*chunk)[i & (CHUNK - 1)] })
+}
+
+/// The method of number `index` if it has been resolved already (loads only).
+#[inline(always)]
+fn method_known(index: jint) -> Option<jmethodID> {
+    let m = slot_of(index)?.load(Relaxed);
+    (m != 0).then_some(m as jmethodID)
+}
+
+/// The method of number `index`, resolved from the calling frame the first time.
+#[inline]
+fn method_of(index: jint) -> Option<jmethodID> {
+    let slot = slot_of(index)?;
     let m = slot.load(Relaxed);
     if m != 0 {
         return Some(m as jmethodID);
@@ -372,6 +385,10 @@ fn live() -> bool {
 #[inline]
 fn post(here: u8, ev: &mut JVMPI_Event) {
     if here & jvm::ANNOUNCED != 0 {
+        if events::fast(ev.event_type) && jvm::here_and_counter().1.is_none() {
+            // The next events of this thread take the hot path ([`fast`]).
+            let _ = events::take_counter();
+        }
         events::send_here(ev);
     } else {
         events::send(ev);
@@ -436,33 +453,37 @@ fn fast(env: *mut JNIEnv, event: jint, index: jint) -> bool {
     if h & (jvm::INTERNAL | jvm::ANNOUNCED) != jvm::ANNOUNCED {
         return false;
     }
-    let Some(counter) = counter.or_else(events::take_counter) else { return false };
-    let Some(m) = method_of(index) else { return true };
+    // A thread's first event takes the general path, which gives it its counter.
+    let Some(counter) = counter else { return false };
+    // A method's first event takes the general path, which resolves it.
+    let Some(m) = method_known(index) else { return false };
     let mut ev = JVMPI_Event::new(event, env);
     ev.u.method = Method { method_id: m };
     events::send_fast(&mut ev, counter);
     true
 }
 
+// The natives run the hot path ([`fast`]) unguarded: it cannot panic (no allocation, no lock,
+// no unwrap, no indexing that can fail); everything else runs inside `guard`.
+
 unsafe extern "system" fn enter(env: *mut JNIEnv, _k: jclass, index: jint) {
-    crate::guard("JvmpiShimMethods.enter", (), || {
-        if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) || !fast(env, JVMPI_EVENT_METHOD_ENTRY, index) {
-            on_enter(env, index, None)
-        }
-    })
+    if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) || !fast(env, JVMPI_EVENT_METHOD_ENTRY, index) {
+        crate::guard("JvmpiShimMethods.enter", (), || on_enter(env, index, None))
+    }
 }
 
 unsafe extern "system" fn enter_this(env: *mut JNIEnv, _k: jclass, this: jobject, index: jint) {
-    crate::guard("JvmpiShimMethods.enterThis", (), || {
-        if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) || !fast(env, JVMPI_EVENT_METHOD_ENTRY, index) {
-            on_enter(env, index, Some(this))
-        }
-    })
+    if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) || !fast(env, JVMPI_EVENT_METHOD_ENTRY, index) {
+        crate::guard("JvmpiShimMethods.enterThis", (), || on_enter(env, index, Some(this)))
+    }
 }
 
 unsafe extern "system" fn exit(env: *mut JNIEnv, _k: jclass, index: jint) {
+    if fast(env, JVMPI_EVENT_METHOD_EXIT, index) {
+        return;
+    }
     crate::guard("JvmpiShimMethods.exit", (), || {
-        if fast(env, JVMPI_EVENT_METHOD_EXIT, index) || !events::enabled(JVMPI_EVENT_METHOD_EXIT) {
+        if !events::enabled(JVMPI_EVENT_METHOD_EXIT) {
             return;
         }
         let Some(h) = here_if_live() else { return };
