@@ -211,7 +211,9 @@ fn instruction_start_outcomes() {
 #[test]
 fn coverage_agent_counts() {
     for_each_jdk(|jdk| {
-        let r = run_prog(jdk, "", "enable=entry+insn,count", "calls");
+        let r = run_prog(jdk, "log=info,", "enable=entry+insn,count", "calls");
+        // Only entries are wanted: no exit hooks, one native call per Java call.
+        assert_eq!(r.stderr_lines_with("jvmpi-shim: method hooks \"entry + instructions\": ").len(), 1, "{}", r.describe());
         let count = |m: &str| {
             r.lines_with(&format!("COUNT MethodsProg.{m} "))
                 .first()

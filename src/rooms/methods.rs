@@ -8,6 +8,10 @@
 //!
 //! * at entry, `enter(index)` (static methods and constructors) or `enterThis(this, index)`;
 //! * before every return instruction, and in a catch-all handler that rethrows, `exit(index)`;
+//! * each only while its events are on: the entry hook while METHOD_ENTRY or METHOD_ENTRY2 is,
+//!   the exit hooks while METHOD_EXIT is (an agent that wants only entries, as coverage tools
+//!   did, pays one native call per Java call, not two; switching the other one on
+//!   retransforms);
 //! * with INSTRUCTION_START, before every instruction `insn(index, offset)`, or for `if*` and
 //!   the switches a variant that also passes the operands, so that the event carries the
 //!   outcome (`is_true`, `key`/`low`/`hi`, `chosen_pair_index`/`pairs_total`) as HotSpot 1.5
@@ -60,10 +64,14 @@ use std::sync::{LazyLock, Mutex};
 
 pub const TRACKER: &str = "JvmpiShimMethods";
 
-const ENTRY_EXIT: u8 = 1;
+/// Entry hooks (METHOD_ENTRY or METHOD_ENTRY2 is on).
+const ENTRY: u8 = 1;
+/// Exit hooks (METHOD_EXIT is on): an agent that wants only entries (coverage tools) gets one
+/// native call per Java call, not two.
+const EXIT: u8 = 4;
 const INSTRUCTIONS: u8 = 2;
 
-/// Which hooks classes get now (ENTRY_EXIT | INSTRUCTIONS).
+/// Which hooks classes get now (ENTRY | EXIT | INSTRUCTIONS).
 static PLAN: AtomicU8 = AtomicU8::new(0);
 static TRACKER_CLASS: AtomicUsize = AtomicUsize::new(0);
 static SWITCH: Mutex<()> = Mutex::new(());
@@ -184,8 +192,13 @@ pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
         JVMTI_ON.store(calls, SeqCst);
     }
     let mut plan = 0;
-    if calls && !jvmti_path {
-        plan |= ENTRY_EXIT;
+    if !jvmti_path {
+        if events::enabled(JVMPI_EVENT_METHOD_ENTRY) || events::enabled(JVMPI_EVENT_METHOD_ENTRY2) {
+            plan |= ENTRY;
+        }
+        if events::enabled(JVMPI_EVENT_METHOD_EXIT) {
+            plan |= EXIT;
+        }
     }
     if events::enabled(JVMPI_EVENT_INSTRUCTION_START) {
         plan |= INSTRUCTIONS;
@@ -253,8 +266,12 @@ pub fn gate_opening() {
 fn describe(plan: u8) -> &'static str {
     match plan {
         0 => "off",
-        ENTRY_EXIT => "entry/exit",
+        ENTRY => "entry",
+        EXIT => "exit",
+        x if x == ENTRY | EXIT => "entry/exit",
         INSTRUCTIONS => "instructions",
+        x if x == ENTRY | INSTRUCTIONS => "entry + instructions",
+        x if x == EXIT | INSTRUCTIONS => "exit + instructions",
         _ => "entry/exit + instructions",
     }
 }
@@ -310,14 +327,15 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
         Some(k) if WRAPPING.load(SeqCst) => wrapped_natives_of(k),
         _ => None,
     };
-    let wrap_new = redefined.is_none() && !boot && plan & ENTRY_EXIT != 0 && PREFIXED.load(Relaxed);
+    let wrap_new = redefined.is_none() && !boot && plan & (ENTRY | EXIT) != 0 && PREFIXED.load(Relaxed);
     if alloc.is_none() && plan == 0 && rewrap.is_none() {
         return None;
     }
     let hooks = bci::MethodHooks {
         tracker: TRACKER,
         also_skip: alloc::TRACKER,
-        entry_exit: plan & ENTRY_EXIT != 0,
+        entry: plan & ENTRY != 0,
+        exit: plan & EXIT != 0,
         instructions: plan & INSTRUCTIONS != 0,
     };
     let mut next = |_: &str, _: &str, lookups: &[bci::Lookup]| -> i32 {

@@ -22,8 +22,10 @@ pub struct MethodHooks<'a> {
     pub tracker: &'a str,
     /// Another class never to hook (e.g. the allocation tracker).
     pub also_skip: &'a str,
-    /// Entry, returns and exceptional exit.
-    pub entry_exit: bool,
+    /// The entry hook.
+    pub entry: bool,
+    /// Before every return, and the catch-all for the exceptional exit.
+    pub exit: bool,
     /// Every instruction.
     pub instructions: bool,
 }
@@ -150,7 +152,7 @@ pub fn plan_method(
     // cannot be left by an exception: it gets no catch-all handler. (JDK 11's C2 crashes
     // compiling `Object.<init>` with one.)
     let only_returns = ed.instructions().len() == 1 && is_return(&ed.instructions()[0]);
-    if hooks.entry_exit {
+    if hooks.entry {
         // A constructor's `this` cannot be passed before `super(…)`: constructors enter with
         // the plain hook (METHOD_ENTRY2 reports no receiver for them).
         let code = if is_static || is_init {
@@ -191,11 +193,11 @@ pub fn plan_method(
             };
             ed.insert_before(k, &code)?;
         }
-        if hooks.entry_exit && is_return(i) {
+        if hooks.exit && is_return(i) {
             ed.insert_before(k, &[idx.clone(), I::Invokestatic(r(pool, "exit")?)])?;
         }
     }
-    if hooks.entry_exit && !only_returns {
+    if hooks.exit && !only_returns {
         ed.catch_all(&[idx, I::Invokestatic(r(pool, "exit")?)])?;
     }
     Ok(())
@@ -287,7 +289,7 @@ pub fn instrument_class_wrapping(
             let is_wrapper = wrapped.iter().any(|(n, d)| *n == info.name && *d == info.descriptor);
             let wrapper_hooks = MethodHooks { instructions: false, ..**hooks };
             let hooks = if is_wrapper { &wrapper_hooks } else { *hooks };
-            if hooks.entry_exit || hooks.instructions {
+            if hooks.entry || hooks.exit || hooks.instructions {
                 let probe = plan_probe(&ed, hooks);
                 let index = next_index(&info.name, &info.descriptor, &probe);
                 plan_method(&mut ce, m, &mut ed, hooks, index)?;
