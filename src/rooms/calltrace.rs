@@ -133,6 +133,25 @@ fn visible(frames: &[(jmethodID, jlong)], at_object_init: bool) -> Vec<(jmethodI
     v
 }
 
+/// The frames of a JVMTI stack trace as traces show them — without the shim's own frames and
+/// the renamed natives, a wrapped native at line -3 — and the (top-based) indices of the frames
+/// left out. For the per-thread traces of dumps, whose roots name frames by depth.
+pub fn shown_frames(frames: &[(jmethodID, jlong)]) -> (Vec<JVMPI_CallFrame>, Vec<usize>) {
+    let wrapping = WRAPPING.load(Relaxed);
+    let mut shown = Vec::with_capacity(frames.len());
+    let mut left_out = Vec::new();
+    for (i, &(m, loc)) in frames.iter().enumerate() {
+        let k = if wrapping { kind(m) } else { Kind::Plain };
+        if k == Kind::Renamed || HIDDEN.contains(&(m as usize)) {
+            left_out.push(i);
+            continue;
+        }
+        let lineno = if k == Kind::Wrapper { LINE_NATIVE } else { lines::line_of(m, loc) };
+        shown.push(JVMPI_CallFrame { lineno, method_id: m });
+    }
+    (shown, left_out)
+}
+
 /// Fills `frames` (at most its length) and returns how many were written.
 pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint {
     // The current thread is named NULL: inside a virtual thread that is the virtual thread,

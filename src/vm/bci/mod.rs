@@ -13,6 +13,8 @@
 //!   type annotations, and the StackMapTable — frame positions and the `Uninitialized(offset)`
 //!   of every `new` — all follow their instructions; branches that no longer reach are widened;
 //!   `max_stack` is recomputed; code over 65535 bytes is refused.
+//! * [`ClassEditor::wrap_natives`] turns native methods into Java wrappers of renamed natives
+//!   (for JVMTI native method prefixes; a new class file, parsed again for the other plans).
 //! * [`instrument_allocations`] is the allocation plan; [`tracker_class`] generates the class
 //!   it calls (and [`tracker_class_counting`] a pure-Java variant for tests).
 //!
