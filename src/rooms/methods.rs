@@ -6,7 +6,8 @@
 //! defines in the boot loader, `JvmpiShimMethods`, whose methods are all `static native` and
 //! bound here with `RegisterNatives`:
 //!
-//! * at entry, `enter(index)` (static methods and constructors) or `enterThis(this, index)`;
+//! * at entry, `enterThis(this, index)` for instance methods while METHOD_ENTRY2 is on, else
+//!   `enter(index)` (static methods, constructors, and all methods while only METHOD_ENTRY is);
 //! * before every return instruction, and in a catch-all handler that rethrows, `exit(index)`;
 //! * each only while its events are on: the entry hook while METHOD_ENTRY or METHOD_ENTRY2 is,
 //!   the exit hooks while METHOD_EXIT is (an agent that wants only entries, as coverage tools
@@ -69,6 +70,9 @@ const ENTRY: u8 = 1;
 /// Exit hooks (METHOD_EXIT is on): an agent that wants only entries (coverage tools) gets one
 /// native call per Java call, not two.
 const EXIT: u8 = 4;
+/// Entry hooks of instance methods pass the receiver (METHOD_ENTRY2 is on): otherwise they
+/// make the cheaper call of static methods, with no object to hand to JNI.
+const RECEIVER: u8 = 8;
 const INSTRUCTIONS: u8 = 2;
 
 /// Which hooks classes get now (ENTRY | EXIT | INSTRUCTIONS).
@@ -196,6 +200,9 @@ pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
         if events::enabled(JVMPI_EVENT_METHOD_ENTRY) || events::enabled(JVMPI_EVENT_METHOD_ENTRY2) {
             plan |= ENTRY;
         }
+        if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) {
+            plan |= RECEIVER;
+        }
         if events::enabled(JVMPI_EVENT_METHOD_EXIT) {
             plan |= EXIT;
         }
@@ -264,7 +271,7 @@ pub fn gate_opening() {
 }
 
 fn describe(plan: u8) -> &'static str {
-    match plan {
+    match plan & !RECEIVER {
         0 => "off",
         ENTRY => "entry",
         EXIT => "exit",
@@ -335,6 +342,7 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
         tracker: TRACKER,
         also_skip: alloc::TRACKER,
         entry: plan & ENTRY != 0,
+        receiver: plan & RECEIVER != 0,
         exit: plan & EXIT != 0,
         instructions: plan & INSTRUCTIONS != 0,
     };

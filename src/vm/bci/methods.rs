@@ -24,6 +24,9 @@ pub struct MethodHooks<'a> {
     pub also_skip: &'a str,
     /// The entry hook.
     pub entry: bool,
+    /// The entry hook of instance methods passes `this` (`enterThis`; METHOD_ENTRY2 is on),
+    /// else `enter` as for static methods.
+    pub receiver: bool,
     /// Before every return, and the catch-all for the exceptional exit.
     pub exit: bool,
     /// Every instruction.
@@ -155,7 +158,7 @@ pub fn plan_method(
     if hooks.entry {
         // A constructor's `this` cannot be passed before `super(…)`: constructors enter with
         // the plain hook (METHOD_ENTRY2 reports no receiver for them).
-        let code = if is_static || is_init {
+        let code = if is_static || is_init || !hooks.receiver {
             vec![idx.clone(), I::Invokestatic(r(pool, "enter")?)]
         } else {
             vec![I::Aload_0, idx.clone(), I::Invokestatic(r(pool, "enterThis")?)]

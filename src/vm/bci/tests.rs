@@ -1065,7 +1065,7 @@ fn method_plan_entry_exit_exceptions_and_instructions() {
     let tmp = TempDir::new("methods");
     let orig = javac(&tmp, &[("Calls.java", CALLS), ("MTracker.java", METHODS_TRACKER)]);
     let names = std::cell::RefCell::new(Vec::<String>::new());
-    let hooks = |instructions| MethodHooks { tracker: "MTracker", also_skip: "", entry: true, exit: true, instructions };
+    let hooks = |instructions| MethodHooks { tracker: "MTracker", also_skip: "", entry: true, receiver: true, exit: true, instructions };
     for instructions in [false, true] {
         names.borrow_mut().clear();
         let dir = rewrite_dir(&tmp, &orig, if instructions { "insn" } else { "calls" }, &|f, bytes| {
@@ -1138,7 +1138,7 @@ fn catch_all_covers_the_code_after_the_entry_hook() {
     let m = ce2.find_method("thrower", "(I)I").unwrap();
     let mut ed = ce2.method_editor(m).unwrap().unwrap();
     let n = ed.len();
-    plan_method(&mut ce2, m, &mut ed, &MethodHooks { tracker: "MTracker", also_skip: "", entry: true, exit: true, instructions: false }, 7).unwrap();
+    plan_method(&mut ce2, m, &mut ed, &MethodHooks { tracker: "MTracker", also_skip: "", entry: true, receiver: true, exit: true, instructions: false }, 7).unwrap();
     ce2.commit(ed).unwrap();
     let bytes = ce2.to_bytes().unwrap();
     let new = ClassEditor::parse(&bytes).unwrap();
@@ -1191,7 +1191,7 @@ fn native_wrappers_pass_every_argument_and_exit_by_exception() {
     let wrap = NativeWrap { prefix: "jvmpiShim$", choose: &all };
     for hooked in [false, true] {
         let names = std::cell::RefCell::new(Vec::<String>::new());
-        let hooks = MethodHooks { tracker: "MTracker", also_skip: "", entry: true, exit: true, instructions: true };
+        let hooks = MethodHooks { tracker: "MTracker", also_skip: "", entry: true, receiver: true, exit: true, instructions: true };
         let dir = rewrite_dir(&tmp, &orig, if hooked { "hooked" } else { "plain" }, &|f, bytes| {
             if !f.starts_with("Nat") {
                 return None;
