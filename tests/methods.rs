@@ -91,8 +91,9 @@ fn entry_exit_and_receivers_by_instrumentation() {
     for_each_jdk(|jdk| {
         let r = run_prog(jdk, "", "enable=entry+entry2+exit,trace", "calls");
         assert!(r.stdout.contains("result 8"), "{}", r.describe());
-        assert_eq!(calls(&r), expected_calls(false), "{}", r.describe());
-        assert_eq!(r.count("TRACE ok"), expected_calls(false).len() / 2, "{}", r.describe());
+        // The native `mark` (implemented by the agent library) is wrapped: it is in the tree.
+        assert_eq!(calls(&r), expected_calls(true), "{}", r.describe());
+        assert_eq!(r.count("TRACE ok"), expected_calls(true).len() / 2, "{}", r.describe());
         let rec = receivers(&r);
         let mark = marked(&r);
         assert_ne!(mark, "(nil)");
@@ -100,6 +101,48 @@ fn entry_exit_and_receivers_by_instrumentation() {
         assert!(rec.contains(&("fib(I)I".to_string(), "(nil)".to_string())), "static: NULL");
         // Constructors: no receiver before super() (documented).
         assert!(rec.contains(&("<init>(I)V".to_string(), "(nil)".to_string())), "{rec:?}");
+    });
+}
+
+/// Native methods of the program's own library on the default path (wrapped with a JVMTI
+/// native method prefix): one bound by its JNI name, one registered with RegisterNatives, one
+/// that throws; two call back into Java. Exact calls in order, nesting, the exit by exception,
+/// the receiver, and GetCallTrace inside METHOD_ENTRY (the native on top, line -3, shown once).
+#[test]
+fn native_methods_by_instrumentation() {
+    let lib = agent("methodnatives");
+    for_each_jdk(|jdk| {
+        let opts = format!("agent={}:log={{log}},only=MethodsProg,enable=entry+entry2+exit,trace", method_agent());
+        let r = run(jdk, &opts, "MethodsProg", &["natives"], &[&format!("-Dnatives.lib={}", lib.display())]);
+        r.assert_ok();
+        assert!(!r.log.contains("VIOLATION"), "{}", r.describe());
+        assert!(r.stdout.contains("result 110"), "{}", r.describe());
+        let mut v = vec!["ENTRY main([Ljava/lang/String;)V".to_string(), "ENTRY nativeFib(I)I".into()];
+        fib_calls(3, &mut v);
+        v.push("EXIT nativeFib(I)I".into());
+        for m in ["<init>(I)V", "mark(Ljava/lang/Object;)V"] {
+            v.push(format!("ENTRY {m}"));
+            v.push(format!("EXIT {m}"));
+        }
+        for m in ["ENTRY nativeTwice()I", "ENTRY twice()I", "EXIT twice()I", "EXIT nativeTwice()I"] {
+            v.push(m.into());
+        }
+        // Left by the exception the native threw.
+        v.push("ENTRY nativeThrow(I)I".into());
+        v.push("EXIT nativeThrow(I)I".into());
+        v.push("EXIT main([Ljava/lang/String;)V".into());
+        assert_eq!(calls(&r), v, "{}", r.describe());
+        assert_eq!(r.count("TRACE ok"), v.len() / 2, "{}", r.describe());
+        // A native method is one frame, at line -3, under what it calls back; main calls it.
+        let caller = |m: &str| r.lines_with(&format!("CALLER MethodsProg.{m} ")).first().map(|l| l.to_string()).unwrap_or_default();
+        assert_eq!(caller("fib(I)I"), "CALLER MethodsProg.fib(I)I MethodsProg.nativeFib(I)I -3", "{}", r.describe());
+        assert_eq!(caller("twice()I"), "CALLER MethodsProg.twice()I MethodsProg.nativeTwice()I -3", "{}", r.describe());
+        assert!(caller("nativeThrow(I)I").starts_with("CALLER MethodsProg.nativeThrow(I)I MethodsProg.main([Ljava/lang/String;)V "), "{}", r.describe());
+        // The renamed natives are no methods of the class to the agent.
+        assert!(!r.log.contains("jvmpiShim$"), "{}", r.describe());
+        let rec = receivers(&r);
+        assert!(rec.contains(&("nativeTwice()I".to_string(), marked(&r))), "{rec:?}\n{}", r.describe());
+        assert!(rec.contains(&("nativeFib(I)I".to_string(), "(nil)".to_string())), "static: NULL");
     });
 }
 
@@ -168,7 +211,9 @@ fn instruction_start_outcomes() {
 #[test]
 fn coverage_agent_counts() {
     for_each_jdk(|jdk| {
-        let r = run_prog(jdk, "", "enable=entry+insn,count", "calls");
+        let r = run_prog(jdk, "log=info,", "enable=entry+insn,count", "calls");
+        // Only entries are wanted: no exit hooks, one native call per Java call.
+        assert_eq!(r.stderr_lines_with("jvmpi-shim: method hooks \"entry + instructions\": ").len(), 1, "{}", r.describe());
         let count = |m: &str| {
             r.lines_with(&format!("COUNT MethodsProg.{m} "))
                 .first()
@@ -194,8 +239,12 @@ fn enable_disable_at_run_time() {
         let r = run_prog(jdk, "log=info,", "enable=entry+exit", "toggle");
         assert!(r.stdout.contains("result 15"), "{}", r.describe());
         // main was entered while the events were on; its exit came after they were switched off.
-        let mut v = vec!["ENTRY main([Ljava/lang/String;)V".to_string()];
+        // The native `toggle` is wrapped (the class was defined while the events were on): the
+        // calls that switch off are entered, their exits come after the switch; the call that
+        // switches on began in the plain wrapper and runs it to the end (no exit).
+        let mut v = vec!["ENTRY main([Ljava/lang/String;)V".to_string(), "ENTRY toggle(Z)V".into()];
         fib_calls(3, &mut v);
+        v.push("ENTRY toggle(Z)V".into());
         assert_eq!(calls(&r), v, "{}", r.describe());
         assert_eq!(r.stderr_lines_with("jvmpi-shim: method hooks \"off\"").len(), 2, "{}", r.describe());
     });

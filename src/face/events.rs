@@ -22,7 +22,7 @@ use crate::face::record;
 use crate::jvm;
 use jvmti_bindings::sys::jni::{jint, JNIEnv};
 use jvmti_bindings::sys::jvmti;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::cell::Cell;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -52,7 +52,24 @@ pub fn set_enabled(a: usize, event: jint, on: bool) {
             ENABLED[a].fetch_and(!(1 << event), SeqCst);
         }
         ANY.store(ENABLED.iter().fold(0, |m, e| m | e.load(SeqCst)), SeqCst);
+        refresh_fast();
     }
+}
+
+/// The events whose hot path ([`send_fast`]) is open: those enabled while exactly one agent
+/// runs, the gate is open and no trace or report records deliveries. Zero otherwise.
+static FAST: AtomicU64 = AtomicU64::new(0);
+
+/// Recomputes [`FAST`] (after a switch, when the gate opens or closes).
+fn refresh_fast() {
+    let on = READY.load(SeqCst) && !DEAD.load(SeqCst) && table::count() == 1 && !record::on();
+    FAST.store(if on { ANY.load(SeqCst) } else { 0 }, SeqCst);
+}
+
+/// Whether `event` (0..64) may take [`send_fast`]: one relaxed load.
+#[inline(always)]
+pub fn fast(event: jint) -> bool {
+    FAST.load(Relaxed) & (1u64 << (event & 63)) != 0
 }
 
 thread_local! {
@@ -195,7 +212,7 @@ pub fn is_over() -> bool {
 /// may never return: meanwhile VM death does not wait for the events this thread is
 /// delivering (one of their handlers is the caller).
 pub fn leaving<R>(f: impl FnOnce() -> R) -> R {
-    let mine = IN_FLIGHT_HERE.with(|n| n.get());
+    let mine = mine();
     PARKED.fetch_add(mine, SeqCst);
     let r = f();
     PARKED.fetch_sub(mine, SeqCst);
@@ -293,6 +310,96 @@ pub fn send_here(ev: &mut JVMPI_Event) -> bool {
     sent
 }
 
+/// The hottest path, for method events: [`fast`] said yes for the event (one agent listens, the
+/// gate is open, nothing records), and the caller has read the current thread's flags and
+/// found it announced and not inside the shim's own JNI call. With one agent there is no
+/// restriction ([`only`]) and no agent switch ([`table::within`]) to make: what is left is the
+/// in-flight count that VM death waits for, the gate's last check and the call.
+#[inline]
+pub fn send_fast(ev: &mut JVMPI_Event, counter: &AtomicUsize) -> bool {
+    // The thread's own counter, written with plain stores: VM death ([`close`]) first closes
+    // the gate and then makes every thread pass a full barrier (`membarrier`), so either this
+    // thread sees DEAD below or `close` sees the count. Without `membarrier`, a fence here.
+    let n = counter.load(Relaxed);
+    counter.store(n + 1, Relaxed);
+    if ASYMMETRIC.load(Relaxed) {
+        compiler_fence(SeqCst);
+    } else {
+        fence(SeqCst);
+    }
+    let sent = match (DEAD.load(Relaxed), table::notify_first()) {
+        (false, Some(f)) => {
+            // SAFETY: as in `deliver`; the thread is not inside the shim's JNI call, and with
+            // one agent the thread already runs on its behalf.
+            unsafe { f(ev) };
+            true
+        }
+        _ => false,
+    };
+    counter.store(n, Release);
+    sent
+}
+
+/// In-flight counters of [`send_fast`], one per thread that sends there (leaked, one cache
+/// line each, handed to the next thread when their thread ends): VM death sums them.
+#[repr(align(64))]
+struct Counter(AtomicUsize);
+
+/// (every counter, the free ones).
+static COUNTERS: Mutex<(Vec<&'static Counter>, Vec<&'static Counter>)> = Mutex::new((Vec::new(), Vec::new()));
+/// `membarrier` is registered: the hot path needs only a compiler fence.
+static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
+
+/// Gives a thread's counter back when the thread ends.
+struct Owner(Cell<Option<&'static Counter>>);
+impl Drop for Owner {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            jvm::set_counter_here(None);
+            COUNTERS.lock().unwrap_or_else(|p| p.into_inner()).1.push(c);
+        }
+    }
+}
+
+thread_local! {
+    static OWNER: Owner = const { Owner(Cell::new(None)) };
+}
+
+/// The current thread's counter for [`send_fast`], given to it now (once per thread; the
+/// caller found none in [`jvm::here_and_counter`]). None while the thread is ending.
+pub fn take_counter() -> Option<&'static AtomicUsize> {
+    OWNER
+        .try_with(|o| {
+            let c = match o.0.get() {
+                Some(c) => c,
+                None => {
+                    let mut g = COUNTERS.lock().unwrap_or_else(|p| p.into_inner());
+                    let c = g.1.pop().unwrap_or_else(|| {
+                        let c: &'static Counter = Box::leak(Box::new(Counter(AtomicUsize::new(0))));
+                        g.0.push(c);
+                        c
+                    });
+                    o.0.set(Some(c));
+                    c
+                }
+            };
+            jvm::set_counter_here(Some(&c.0));
+            &c.0
+        })
+        .ok()
+}
+
+/// Events being delivered by this thread, on every path.
+fn mine() -> usize {
+    IN_FLIGHT_HERE.with(|n| n.get()) + jvm::here_and_counter().1.map_or(0, |c| c.load(Relaxed))
+}
+
+/// Events being delivered by every thread, on every path.
+fn in_flight() -> usize {
+    let g = COUNTERS.lock().unwrap_or_else(|p| p.into_inner());
+    IN_FLIGHT.load(SeqCst) + g.0.iter().map(|c| c.0.load(SeqCst)).sum::<usize>()
+}
+
 /// Sends an event an agent requested with `RequestEvent` (flag set here), to that agent only.
 pub fn send_requested(ev: &mut JVMPI_Event) -> bool {
     ev.event_type |= JVMPI_REQUESTED_EVENT;
@@ -307,7 +414,12 @@ static ANNOUNCER: OnceLock<fn(*mut JNIEnv)> = OnceLock::new();
 
 /// Opens the gate: the legacy `JVM_OnLoad` has returned.
 pub fn open() {
+    if !ASYMMETRIC.load(SeqCst) && jvm::register_heavy_barrier() {
+        ASYMMETRIC.store(true, SeqCst);
+    }
     READY.store(true, SeqCst);
+    let _g = UNION.lock().unwrap_or_else(|p| p.into_inner());
+    refresh_fast();
 }
 
 /// Marks a step of the shim's own work during which no event is delivered (a heap walk), so
@@ -360,11 +472,16 @@ impl Default for Patience {
 /// then the events this thread is delivering cannot return before it does, so they are not
 /// waited for, nor are those of threads stuck in an exit of their own ([`leaving`]).
 pub fn close(patience: &mut Patience) -> bool {
+    FAST.store(0, SeqCst);
     if DEAD.swap(true, SeqCst) {
         return false;
     }
-    let mine = IN_FLIGHT_HERE.with(|n| n.get());
-    let others = || IN_FLIGHT.load(SeqCst).saturating_sub(mine + PARKED.load(SeqCst));
+    if ASYMMETRIC.load(SeqCst) && !jvm::heavy_barrier() {
+        // Cannot happen once registered; the hot path's counts may then be seen late.
+        log::debug!("membarrier failed at VM death");
+    }
+    let mine = mine();
+    let others = || in_flight().saturating_sub(mine + PARKED.load(SeqCst));
     while others() > 0 && !patience.exhausted() {
         std::thread::sleep(Duration::from_millis(1));
     }

@@ -15,13 +15,13 @@
 //!   code as compilers emit it). A constructor frame belongs to the chain when its caller is a
 //!   constructor stopped at a `super(…)`/`this(…)` call (`lines::is_chaining_call`).
 
-use crate::abi::{JVMPI_CallFrame, JVMPI_CallTrace, JVMPI_EVENT_CLASS_LOAD};
-use crate::jvm;
+use crate::abi::{JVMPI_CallFrame, JVMPI_CallTrace, JVMPI_EVENT_CLASS_LOAD, LINE_NATIVE};
+use crate::{bci, jvm};
 use crate::{classes, lines, threads};
-use dashmap::DashSet;
+use dashmap::{DashMap, DashSet};
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::LazyLock;
 
 /// Methods whose frames no trace shows.
@@ -32,6 +32,59 @@ static OBJECT_INIT: AtomicUsize = AtomicUsize::new(0);
 thread_local! {
     /// Set while this thread reports an allocation seen in `Object.<init>`.
     static AT_OBJECT_INIT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// What a method is to traces, once the shim wraps native methods ([`natives_wrapped`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Plain,
+    /// A native renamed with `bci::NATIVE_PREFIX`: never shown.
+    Renamed,
+    /// The Java wrapper the shim put in place of a native method: shown as that native method
+    /// (line -3, as native frames are).
+    Wrapper,
+}
+
+static WRAPPING: AtomicBool = AtomicBool::new(false);
+static KINDS: LazyLock<DashMap<usize, Kind>> = LazyLock::new(DashMap::new);
+
+/// Some class has native methods wrapped: traces look for renamed natives and wrappers.
+pub fn natives_wrapped() {
+    WRAPPING.store(true, Relaxed);
+}
+
+/// What `m` is, looked up once per class (all its methods at once) and kept.
+fn kind(m: jmethodID) -> Kind {
+    if !WRAPPING.load(Relaxed) {
+        return Kind::Plain;
+    }
+    if let Some(k) = KINDS.get(&(m as usize)) {
+        return *k;
+    }
+    let Ok(class) = jvm::method_class(m) else { return Kind::Plain };
+    let methods: Vec<(jmethodID, String, String)> = jvm::class_methods(class)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|x| jvm::method_name(x).ok().map(|(n, d)| (x, n, d)))
+        .collect();
+    if let Some(jni) = jvm::Jni::current() {
+        jni.delete_local_ref(class);
+    }
+    let mut mine = Kind::Plain;
+    for (x, n, d) in &methods {
+        let k = if n.starts_with(bci::NATIVE_PREFIX) {
+            Kind::Renamed
+        } else if methods.iter().any(|(_, n2, d2)| d2 == d && n2.strip_prefix(bci::NATIVE_PREFIX) == Some(n.as_str())) {
+            Kind::Wrapper
+        } else {
+            Kind::Plain
+        };
+        KINDS.insert(*x as usize, k);
+        if *x == m {
+            mine = k;
+        }
+    }
+    mine
 }
 
 /// Registers methods of the shim's own (e.g. the allocation tracker's) that traces never show.
@@ -57,10 +110,15 @@ pub fn at_object_init<R>(f: impl FnOnce() -> R) -> R {
 
 /// The frames a trace shows, from the JVM's frames (callee first).
 fn visible(frames: &[(jmethodID, jlong)], at_object_init: bool) -> Vec<(jmethodID, jlong)> {
-    let mut v: Vec<_> = if HIDDEN.is_empty() {
+    let wrapping = WRAPPING.load(Relaxed);
+    let mut v: Vec<_> = if HIDDEN.is_empty() && !wrapping {
         frames.to_vec()
     } else {
-        frames.iter().copied().filter(|(m, _)| !HIDDEN.contains(&(*m as usize))).collect()
+        frames
+            .iter()
+            .copied()
+            .filter(|(m, _)| !HIDDEN.contains(&(*m as usize)) && (!wrapping || kind(*m) != Kind::Renamed))
+            .collect()
     };
     let init = OBJECT_INIT.load(Relaxed);
     if at_object_init && init != 0 && v.first().is_some_and(|(m, _)| *m as usize == init) {
@@ -73,6 +131,25 @@ fn visible(frames: &[(jmethodID, jlong)], at_object_init: bool) -> Vec<(jmethodI
         v.drain(..=i);
     }
     v
+}
+
+/// The frames of a JVMTI stack trace as traces show them — without the shim's own frames and
+/// the renamed natives, a wrapped native at line -3 — and the (top-based) indices of the frames
+/// left out. For the per-thread traces of dumps, whose roots name frames by depth.
+pub fn shown_frames(frames: &[(jmethodID, jlong)]) -> (Vec<JVMPI_CallFrame>, Vec<usize>) {
+    let wrapping = WRAPPING.load(Relaxed);
+    let mut shown = Vec::with_capacity(frames.len());
+    let mut left_out = Vec::new();
+    for (i, &(m, loc)) in frames.iter().enumerate() {
+        let k = if wrapping { kind(m) } else { Kind::Plain };
+        if k == Kind::Renamed || HIDDEN.contains(&(m as usize)) {
+            left_out.push(i);
+            continue;
+        }
+        let lineno = if k == Kind::Wrapper { LINE_NATIVE } else { lines::line_of(m, loc) };
+        shown.push(JVMPI_CallFrame { lineno, method_id: m });
+    }
+    (shown, left_out)
 }
 
 /// Fills `frames` (at most its length) and returns how many were written.
@@ -114,7 +191,8 @@ pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint
                     break;
                 }
                 classes::note_method(*m);
-                *slot = JVMPI_CallFrame { lineno: lines::line_of(*m, *loc), method_id: *m };
+                let lineno = if kind(*m) == Kind::Wrapper { LINE_NATIVE } else { lines::line_of(*m, *loc) };
+                *slot = JVMPI_CallFrame { lineno, method_id: *m };
                 n += 1;
             }
             return n;

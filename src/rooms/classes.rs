@@ -103,6 +103,11 @@ impl ClassInfo {
         let mut methods = Vec::with_capacity(mids.len());
         for &m in &mids {
             let (n, s) = jvm::method_name(m).map_err(e)?;
+            if n.starts_with(crate::bci::NATIVE_PREFIX) {
+                // A native the shim renamed when it wrapped it: the agent knows the method by
+                // its wrapper, which has the native's name.
+                continue;
+            }
             method_strings.push((jvm::cstring(&n), jvm::cstring(&s)));
             let (lo, hi) = lines::range_of(m);
             let (n, s) = method_strings.last().map(|(n, s)| (n.as_ptr(), s.as_ptr())).unwrap_or_default();

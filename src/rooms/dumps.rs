@@ -49,7 +49,7 @@
 //! the lengths of arrays seen but not yet visited by the walk. Nothing else per object.
 
 use crate::abi::*;
-use crate::{classes, events, ids, jvm, lines, threads};
+use crate::{calltrace, classes, events, ids, jvm, threads};
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, jvalue, JNIEnv};
 use jvmti_bindings::sys::jvmti::{self, jvmtiHeapReferenceInfo, jvmtiHeapReferenceKind, jvmtiPrimitiveType};
@@ -276,8 +276,11 @@ struct State {
     lengths: HashMap<jlong, jint>,
     /// The record being filled: (object tag, start of its value area).
     cur: (jlong, usize),
-    /// thread tag → (JNIEnv, number of frames).
+    /// thread tag → (JNIEnv, number of frames shown).
     threads: HashMap<jlong, (usize, jint)>,
+    /// thread tag → top-based indices of the JVM's frames that traces leave out (the shim's
+    /// own, renamed natives), in order.
+    left_out: HashMap<jlong, Vec<usize>>,
     unknown_classes: usize,
     /// Class objects named by the walk that are no loaded class (primitive types' classes,
     /// classes archived by CDS and not loaded yet): JVMTI reports nothing about them.
@@ -318,6 +321,10 @@ impl State {
         }
         let frame = |st: &State, thread_tag: jlong, depth: jint| -> (usize, u32) {
             let (env, n) = st.thread(thread_tag);
+            // The depth among the frames shown: a root in a frame left out (a renamed native's
+            // JNI locals) belongs to the frame below it (its wrapper).
+            let above = st.left_out.get(&thread_tag).map_or(0, |v| v.iter().filter(|&&i| (i as jint) < depth).count());
+            let depth = depth - above as jint;
             let num = if n <= 0 { -1 } else { (n - depth).max(1) };
             (env, num as u32)
         };
@@ -808,7 +815,8 @@ fn resume(jni: &jvm::Jni, s: Suspended) {
 }
 
 /// Reads the stacks of all threads: (thread tag → (JNIEnv, frames)), and the traces.
-type Stacks = (HashMap<jlong, (usize, jint)>, Vec<JVMPI_CallTrace>, Vec<Vec<JVMPI_CallFrame>>, Vec<jlong>);
+type Stacks =
+    (HashMap<jlong, (usize, jint)>, Vec<JVMPI_CallTrace>, Vec<Vec<JVMPI_CallFrame>>, Vec<jlong>, HashMap<jlong, Vec<usize>>);
 
 /// Reads the stacks of all threads: (thread tag → (JNIEnv, frames)), the traces of the threads
 /// the shim knows, their frames, and their thread tags (in the order of the traces).
@@ -817,19 +825,20 @@ fn stacks(jni: &jvm::Jni, with_traces: bool) -> Stacks {
     let mut traces = Vec::new();
     let mut frames = Vec::new();
     let mut tags = Vec::new();
+    let mut left_out = HashMap::default();
     for t in jvm::all_threads().unwrap_or_default() {
         let tag = ids::tag_of(t).unwrap_or(0);
         let env = threads::env_by_tag(tag).unwrap_or(0);
         let st = jvm::stack_trace(t, MAX_FRAMES).unwrap_or_default();
-        map.insert(tag, (env, if st.is_empty() { -1 } else { st.len() as jint }));
-        if with_traces && env != 0 {
-            let fs: Vec<JVMPI_CallFrame> =
-                st.iter().map(|&(m, loc)| JVMPI_CallFrame { lineno: lines::line_of(m, loc), method_id: m }).collect();
-            frames.push(fs);
+        let (fs, out) = calltrace::shown_frames(&st);
+        map.insert(tag, (env, if st.is_empty() { -1 } else { fs.len() as jint }));
+        if !out.is_empty() {
+            left_out.insert(tag, out);
         }
         if with_traces && env != 0 {
-            traces.push((env, st.len()));
+            traces.push((env, fs.len()));
             tags.push(tag);
+            frames.push(fs);
         }
         jni.delete_local_ref(t);
     }
@@ -838,7 +847,7 @@ fn stacks(jni: &jvm::Jni, with_traces: bool) -> Stacks {
         .zip(frames.iter_mut())
         .map(|((env, n), fs)| JVMPI_CallTrace { env_id: env as *mut JNIEnv, num_frames: n as jint, frames: fs.as_mut_ptr() })
         .collect();
-    (map, traces, frames, tags)
+    (map, traces, frames, tags, left_out)
 }
 
 fn walk(st: &mut State, initial: jobject) -> Result<(), String> {
@@ -863,6 +872,7 @@ fn new_state(jni: &jvm::Jni, level: jint, single: bool) -> Result<State, String>
         lengths: HashMap::default(),
         cur: (0, usize::MAX),
         threads: HashMap::default(),
+        left_out: HashMap::default(),
         unknown_classes: 0,
         mirrors: Default::default(),
     })
@@ -891,8 +901,9 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
     let last = LAST_SIZE.load(std::sync::atomic::Ordering::Relaxed);
     st.out.reserve(last + last / 8);
     let suspended = suspend_others(&jni);
-    let (map, traces, frames, _) = stacks(&jni, level != JVMPI_DUMP_LEVEL_0);
+    let (map, traces, frames, _, left_out) = stacks(&jni, level != JVMPI_DUMP_LEVEL_0);
     st.threads = map;
+    st.left_out = left_out;
     let r = walk(&mut st, std::ptr::null_mut());
     resume(&jni, suspended);
     r?;
@@ -1091,7 +1102,7 @@ pub fn request_monitor_dump() -> Result<(), String> {
     let ours: Vec<jlong> = suspended.0.iter().filter_map(|&t| ids::tag_of(t).ok()).collect();
     let java = java_monitors(&jni);
     let raw = crate::monitors::snapshot();
-    let (_, mut traces, frames, tags) = stacks(&jni, true);
+    let (_, mut traces, frames, tags, _) = stacks(&jni, true);
     let mut status: Vec<jint> = traces
         .iter()
         .zip(&tags)

@@ -6,8 +6,13 @@
 //! defines in the boot loader, `JvmpiShimMethods`, whose methods are all `static native` and
 //! bound here with `RegisterNatives`:
 //!
-//! * at entry, `enter(index)` (static methods and constructors) or `enterThis(this, index)`;
+//! * at entry, `enterThis(this, index)` for instance methods while METHOD_ENTRY2 is on, else
+//!   `enter(index)` (static methods, constructors, and all methods while only METHOD_ENTRY is);
 //! * before every return instruction, and in a catch-all handler that rethrows, `exit(index)`;
+//! * each only while its events are on: the entry hook while METHOD_ENTRY or METHOD_ENTRY2 is,
+//!   the exit hooks while METHOD_EXIT is (an agent that wants only entries, as coverage tools
+//!   did, pays one native call per Java call, not two; switching the other one on
+//!   retransforms);
 //! * with INSTRUCTION_START, before every instruction `insn(index, offset)`, or for `if*` and
 //!   the switches a variant that also passes the operands, so that the event carries the
 //!   outcome (`is_true`, `key`/`low`/`hi`, `chosen_pair_index`/`pairs_total`) as HotSpot 1.5
@@ -23,24 +28,31 @@
 //! * constructors: METHOD_ENTRY2 carries a NULL receiver (the object cannot be passed to a
 //!   method before `super(…)` has run); an exception thrown by the `super(…)`/`this(…)` call
 //!   itself leaves the constructor without METHOD_EXIT (no handler may cover that call);
-//! * native methods, and methods of classes that cannot be rewritten (the trackers; a class
-//!   whose code would pass 64 KiB — logged at info level): no events on this path;
+//! * native methods have no code: those of a class defined while an entry/exit event is on, by
+//!   any loader but the boot loader, are wrapped when it is defined (see [`transform`]); the
+//!   others — the boot loader's, those of classes defined while the events were off — and the
+//!   methods of classes that cannot be rewritten (the trackers; a class whose code would pass
+//!   64 KiB — logged at info level) get no events on this path;
 //! * activations that began before the events were switched on run their old code to the end.
 //!
 //! **JVMTI MethodEntry / MethodExit** (`methods=jvmti` in the shim's options): every method,
 //! native ones and constructors (with their receiver) included, at the cost of running all
 //! code in the interpreter (80–290× slower). INSTRUCTION_START always uses instrumentation.
 //!
-//! Disabling the last of these events retransforms every class back: nothing stays behind.
+//! Disabling the last of these events retransforms every class back: nothing stays behind but
+//! the wrappers of native methods, as plain forwarding calls.
 //! Switches made inside the agent's `JVM_OnLoad` (the gate is not open yet, no event can be
 //! sent) only change what classes get as they load; the classes already loaded are
 //! retransformed once, when the gate opens, and not at all if the events are off again by then.
 //!
-//! **Per event** (the tracker's natives, many million times a second): one relaxed load of the
-//! event's bit, one thread-local read (the thread's flags: inside the shim's own JNI call?
-//! announced to the agent?), an array index from the method number to its `jmethodID`, and
-//! the gate's hot path (`events::send_here`). No allocation, no map lookup, no `GetEnv`. The
-//! rest of the cost is the JNI call itself: two Java→native transitions per Java call.
+//! **Per event** (the tracker's natives, many million times a second), with one agent and no
+//! trace or report: one relaxed load of the events open to the hot path, one thread-local read
+//! (the thread's flags — inside the shim's own JNI call? announced to the agent? — and its
+//! in-flight counter), two loads from the method number to its `jmethodID`, and
+//! `events::send_fast` (a plain store to the thread's counter, a compiler fence, the closed
+//! check, the call). No allocation, no map lookup, no lock, no locked instruction, no
+//! `GetEnv`. Otherwise the general path (`events::send_here` / `events::send`). The rest of the
+//! cost is the JNI call itself: two Java→native transitions per Java call.
 
 use crate::abi::*;
 use crate::{alloc, bci, calltrace, classes, events, ids, jvm};
@@ -53,10 +65,17 @@ use std::sync::{LazyLock, Mutex};
 
 pub const TRACKER: &str = "JvmpiShimMethods";
 
-const ENTRY_EXIT: u8 = 1;
+/// Entry hooks (METHOD_ENTRY or METHOD_ENTRY2 is on).
+const ENTRY: u8 = 1;
+/// Exit hooks (METHOD_EXIT is on): an agent that wants only entries (coverage tools) gets one
+/// native call per Java call, not two.
+const EXIT: u8 = 4;
+/// Entry hooks of instance methods pass the receiver (METHOD_ENTRY2 is on): otherwise they
+/// make the cheaper call of static methods, with no object to hand to JNI.
+const RECEIVER: u8 = 8;
 const INSTRUCTIONS: u8 = 2;
 
-/// Which hooks classes get now (ENTRY_EXIT | INSTRUCTIONS).
+/// Which hooks classes get now (ENTRY | EXIT | INSTRUCTIONS).
 static PLAN: AtomicU8 = AtomicU8::new(0);
 static TRACKER_CLASS: AtomicUsize = AtomicUsize::new(0);
 static SWITCH: Mutex<()> = Mutex::new(());
@@ -92,16 +111,29 @@ fn new_index() -> Option<i32> {
     Some(i as i32)
 }
 
-/// The method of number `index`, resolved from the calling frame the first time.
-#[inline]
-fn method_of(index: jint) -> Option<jmethodID> {
+/// The slot of method number `index`.
+#[inline(always)]
+fn slot_of(index: jint) -> Option<&'static AtomicUsize> {
     let i = usize::try_from(index).ok()?;
     let chunk = SLOTS.get(i >> CHUNK_BITS)?.load(Acquire);
     if chunk.is_null() {
         return None;
     }
     // SAFETY: chunks are allocated once and never freed.
-    let slot = unsafe { &(*chunk)[i & (CHUNK - 1)] };
+    Some(unsafe { &(*chunk)[i & (CHUNK - 1)] })
+}
+
+/// The method of number `index` if it has been resolved already (loads only).
+#[inline(always)]
+fn method_known(index: jint) -> Option<jmethodID> {
+    let m = slot_of(index)?.load(Relaxed);
+    (m != 0).then_some(m as jmethodID)
+}
+
+/// The method of number `index`, resolved from the calling frame the first time.
+#[inline]
+fn method_of(index: jint) -> Option<jmethodID> {
+    let slot = slot_of(index)?;
     let m = slot.load(Relaxed);
     if m != 0 {
         return Some(m as jmethodID);
@@ -120,8 +152,31 @@ pub fn set_up(jvmti_path: bool) -> Result<(), String> {
     if jvmti_path {
         jvm::add_method_event_capabilities().map_err(|e| format!("methods=jvmti: {}", jvm::err_name(e)))?;
         JVMTI_PATH.store(true, SeqCst);
+    } else {
+        match jvm::set_native_method_prefix(bci::NATIVE_PREFIX) {
+            Ok(()) => PREFIXED.store(true, SeqCst),
+            Err(e) => log::info!("SetNativeMethodPrefix: {}; native methods get no method events", jvm::err_name(e)),
+        }
     }
     Ok(())
+}
+
+/// The JVM binds renamed natives (`SetNativeMethodPrefix` succeeded): native methods may be wrapped.
+static PREFIXED: AtomicBool = AtomicBool::new(false);
+/// Some class got wrappers: from then on the class-file hook stays on (every retransformation of
+/// such a class, whoever asks for it, must add the same wrappers again: it cannot remove methods).
+static WRAPPING: AtomicBool = AtomicBool::new(false);
+
+/// The native methods of a loaded class that the shim wrapped when the class was defined
+/// (name, descriptor), from the renamed natives it has; None if none.
+fn wrapped_natives_of(k: jclass) -> Option<Vec<(String, String)>> {
+    let v: Vec<(String, String)> = jvm::class_methods(k)
+        .ok()?
+        .into_iter()
+        .filter_map(|m| jvm::method_name(m).ok())
+        .filter_map(|(n, d)| n.strip_prefix(bci::NATIVE_PREFIX).map(|n| (n.to_string(), d)))
+        .collect();
+    (!v.is_empty()).then_some(v)
 }
 
 /// EnableEvent / DisableEvent of METHOD_ENTRY, METHOD_ENTRY2, METHOD_EXIT, INSTRUCTION_START
@@ -141,8 +196,16 @@ pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
         JVMTI_ON.store(calls, SeqCst);
     }
     let mut plan = 0;
-    if calls && !jvmti_path {
-        plan |= ENTRY_EXIT;
+    if !jvmti_path {
+        if events::enabled(JVMPI_EVENT_METHOD_ENTRY) || events::enabled(JVMPI_EVENT_METHOD_ENTRY2) {
+            plan |= ENTRY;
+        }
+        if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) {
+            plan |= RECEIVER;
+        }
+        if events::enabled(JVMPI_EVENT_METHOD_EXIT) {
+            plan |= EXIT;
+        }
     }
     if events::enabled(JVMPI_EVENT_INSTRUCTION_START) {
         plan |= INSTRUCTIONS;
@@ -208,10 +271,14 @@ pub fn gate_opening() {
 }
 
 fn describe(plan: u8) -> &'static str {
-    match plan {
+    match plan & !RECEIVER {
         0 => "off",
-        ENTRY_EXIT => "entry/exit",
+        ENTRY => "entry",
+        EXIT => "exit",
+        x if x == ENTRY | EXIT => "entry/exit",
         INSTRUCTIONS => "instructions",
+        x if x == ENTRY | INSTRUCTIONS => "entry + instructions",
+        x if x == EXIT | INSTRUCTIONS => "exit + instructions",
         _ => "entry/exit + instructions",
     }
 }
@@ -251,17 +318,32 @@ fn define_tracker() -> Result<(), String> {
 }
 
 /// Rewrites a class file with every active plan (allocation and methods) in one pass. None:
-/// unchanged. Called from the shim's class-file hook.
-pub fn transform(class_file: &[u8]) -> Option<Vec<u8>> {
+/// unchanged. Called from the shim's class-file hook, with the class being redefined or
+/// retransformed (None: a class being defined) and whether the boot loader defines it.
+///
+/// Native methods: a class defined (not redefined) while METHOD_ENTRY, METHOD_ENTRY2 or
+/// METHOD_EXIT is on, by a loader other than the boot loader, gets a Java wrapper for each of
+/// its native methods (the native itself renamed with [`bci::NATIVE_PREFIX`]), hooked like any
+/// method. Methods cannot be added or removed later, so every retransformation of that class
+/// wraps the same natives again — with hooks while the events are on, as plain forwarding calls
+/// while they are off — and no other class ever gets wrappers.
+pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Option<Vec<u8>> {
     let alloc = alloc::plan();
     let plan = PLAN.load(SeqCst);
-    if alloc.is_none() && plan == 0 {
+    let rewrap = match redefined {
+        Some(k) if WRAPPING.load(SeqCst) => wrapped_natives_of(k),
+        _ => None,
+    };
+    let wrap_new = redefined.is_none() && !boot && plan & (ENTRY | EXIT) != 0 && PREFIXED.load(Relaxed);
+    if alloc.is_none() && plan == 0 && rewrap.is_none() {
         return None;
     }
     let hooks = bci::MethodHooks {
         tracker: TRACKER,
         also_skip: alloc::TRACKER,
-        entry_exit: plan & ENTRY_EXIT != 0,
+        entry: plan & ENTRY != 0,
+        receiver: plan & RECEIVER != 0,
+        exit: plan & EXIT != 0,
         instructions: plan & INSTRUCTIONS != 0,
     };
     let mut next = |_: &str, _: &str, lookups: &[bci::Lookup]| -> i32 {
@@ -272,11 +354,25 @@ pub fn transform(class_file: &[u8]) -> Option<Vec<u8>> {
         i
     };
     let methods = (plan != 0).then_some((&hooks, &mut next as &mut dyn FnMut(&str, &str, &[bci::Lookup]) -> i32));
+    let all = |_: &str, _: &str| true;
+    let listed = |n: &str, d: &str| rewrap.as_ref().is_some_and(|v| v.iter().any(|(a, b)| a == n && b == d));
+    let wrap = if rewrap.is_some() {
+        Some(bci::NativeWrap { prefix: bci::NATIVE_PREFIX, choose: &listed })
+    } else if wrap_new {
+        Some(bci::NativeWrap { prefix: bci::NATIVE_PREFIX, choose: &all })
+    } else {
+        None
+    };
     let t = std::time::Instant::now();
-    let r = bci::instrument_class(class_file, alloc.as_ref(), methods);
+    let r = bci::instrument_class_wrapping(class_file, alloc.as_ref(), methods, wrap.as_ref());
     REWRITE_NANOS.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
     match r {
-        Ok(out) => {
+        Ok((out, wrapped)) => {
+            if wrapped > 0 && !WRAPPING.swap(true, SeqCst) {
+                // Kept for good (see above); traces start hiding the renamed natives.
+                let _ = jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
+                calltrace::natives_wrapped();
+            }
             if out.is_some() {
                 REWRITTEN.fetch_add(1, Relaxed);
                 if plan != 0 && !DIRTY.load(Relaxed) {
@@ -315,6 +411,10 @@ fn live() -> bool {
 #[inline]
 fn post(here: u8, ev: &mut JVMPI_Event) {
     if here & jvm::ANNOUNCED != 0 {
+        if events::fast(ev.event_type) && jvm::here_and_counter().1.is_none() {
+            // The next events of this thread take the hot path ([`fast`]).
+            let _ = events::take_counter();
+        }
         events::send_here(ev);
     } else {
         events::send(ev);
@@ -367,15 +467,47 @@ fn on_enter(env: *mut JNIEnv, index: jint, receiver: Option<jobject>) {
     }
 }
 
+/// The hottest path of the natives: the event alone takes [`events::send_fast`] and the thread
+/// is announced and not inside the shim's JNI call. One relaxed load, one thread-local read,
+/// the method's slot, the gate. False: take the general path.
+#[inline(always)]
+fn fast(env: *mut JNIEnv, event: jint, index: jint) -> bool {
+    if !events::fast(event) {
+        return false;
+    }
+    let (h, counter) = jvm::here_and_counter();
+    if h & (jvm::INTERNAL | jvm::ANNOUNCED) != jvm::ANNOUNCED {
+        return false;
+    }
+    // A thread's first event takes the general path, which gives it its counter.
+    let Some(counter) = counter else { return false };
+    // A method's first event takes the general path, which resolves it.
+    let Some(m) = method_known(index) else { return false };
+    let mut ev = JVMPI_Event::new(event, env);
+    ev.u.method = Method { method_id: m };
+    events::send_fast(&mut ev, counter);
+    true
+}
+
+// The natives run the hot path ([`fast`]) unguarded: it cannot panic (no allocation, no lock,
+// no unwrap, no indexing that can fail); everything else runs inside `guard`.
+
 unsafe extern "system" fn enter(env: *mut JNIEnv, _k: jclass, index: jint) {
-    crate::guard("JvmpiShimMethods.enter", (), || on_enter(env, index, None))
+    if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) || !fast(env, JVMPI_EVENT_METHOD_ENTRY, index) {
+        crate::guard("JvmpiShimMethods.enter", (), || on_enter(env, index, None))
+    }
 }
 
 unsafe extern "system" fn enter_this(env: *mut JNIEnv, _k: jclass, this: jobject, index: jint) {
-    crate::guard("JvmpiShimMethods.enterThis", (), || on_enter(env, index, Some(this)))
+    if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) || !fast(env, JVMPI_EVENT_METHOD_ENTRY, index) {
+        crate::guard("JvmpiShimMethods.enterThis", (), || on_enter(env, index, Some(this)))
+    }
 }
 
 unsafe extern "system" fn exit(env: *mut JNIEnv, _k: jclass, index: jint) {
+    if fast(env, JVMPI_EVENT_METHOD_EXIT, index) {
+        return;
+    }
     crate::guard("JvmpiShimMethods.exit", (), || {
         if !events::enabled(JVMPI_EVENT_METHOD_EXIT) {
             return;

@@ -161,7 +161,11 @@ impl Agent {
         if found.is_empty() {
             return;
         }
-        let list = found.iter().map(|(n, s, sym, _)| format!("{n}{s} → {sym}")).collect::<Vec<_>>().join(", ");
+        let list = found
+            .iter()
+            .map(|(n, s, sym, _)| format!("{}{s} → {sym}", n.strip_prefix(crate::bci::NATIVE_PREFIX).unwrap_or(n)))
+            .collect::<Vec<_>>()
+            .join(", ");
         let natives: Vec<(CString, CString, *mut c_void)> =
             found.iter().map(|(n, s, _, f)| (mutf8::encode_cstring(n), mutf8::encode_cstring(s), *f)).collect();
         let name = classes::jvmpi_name(&sig);
@@ -184,11 +188,13 @@ impl Agent {
             return None;
         }
         let (name, sig) = jvm::method_name(m).ok()?;
-        let short = short_name(class, &name)?;
+        // A native the shim wrapped (renamed with the prefix) is implemented under its own name.
+        let own = name.strip_prefix(crate::bci::NATIVE_PREFIX).unwrap_or(&name);
+        let short = short_name(class, own)?;
         let (sym, f) = match self.lookup(&short) {
             Some(f) => (short, f),
             None => {
-                let long = long_name(class, &name, &sig)?;
+                let long = long_name(class, own, &sig)?;
                 let f = self.lookup(&long)?;
                 (long, f)
             }

@@ -77,7 +77,7 @@ unsafe extern "system" fn class_file_load_hook(
     _j: *mut jvmtiEnv,
     _env: *mut JNIEnv,
     redefined: jclass,
-    _loader: jobject,
+    loader: jobject,
     _name: *const c_char,
     _pd: jobject,
     len: jint,
@@ -91,7 +91,7 @@ unsafe extern "system" fn class_file_load_hook(
         if let Some(k) = redefined {
             classes::on_redefine(k);
         }
-        if let Some(out) = methods::transform(bytes) {
+        if let Some(out) = methods::transform(bytes, redefined, loader.is_null()) {
             if let Ok(p) = jvm::jvmti_copy(&out) {
                 // SAFETY: JVMTI's out-parameters; `p` is JVMTI-allocated memory of `out.len()` bytes.
                 unsafe {

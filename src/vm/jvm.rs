@@ -16,7 +16,7 @@ use jvmti_bindings::sys::jni::{self, jclass, jint, jlong, jmethodID, jobject, jt
 use jvmti_bindings::sys::jvmti::{self, jvmtiError, jvmtiEvent};
 use jvmti_bindings::env::{JniEnv, Jvmti};
 use std::ffi::{c_void, CStr, CString};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// The shim's JVMTI environment. JVMTI environments may be used from any thread.
@@ -320,6 +320,7 @@ pub fn add_capabilities() -> std::result::Result<(), String> {
         can_get_constant_pool => set_can_get_constant_pool,
         can_generate_compiled_method_load_events => set_can_generate_compiled_method_load_events,
         can_generate_monitor_events => set_can_generate_monitor_events,
+        can_set_native_method_prefix => set_can_set_native_method_prefix,
     );
     j.add_capabilities(&c).map_err(err_name)
 }
@@ -666,10 +667,56 @@ pub fn object_size(obj: jobject) -> Result<jlong> {
 
 // ---- JNI, in the current thread ---------------------------------------------------------------
 
+/// The current thread's state that an event's hot path needs, in one thread-local (one
+/// address computation): its flags ([`INTERNAL`], [`ANNOUNCED`]) and its in-flight counter.
+struct Here {
+    flags: std::cell::Cell<u8>,
+    counter: std::cell::Cell<*const AtomicUsize>,
+}
+
 thread_local! {
-    /// The current thread's flags, in one thread-local word so that an event's hot path reads
-    /// it once: [`INTERNAL`] and [`ANNOUNCED`].
-    static HERE: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+    static HERE: Here = const { Here { flags: std::cell::Cell::new(0), counter: std::cell::Cell::new(std::ptr::null()) } };
+}
+
+/// The current thread's flags and its counter (see [`set_counter_here`]; None until set):
+/// one thread-local read.
+#[inline]
+pub fn here_and_counter() -> (u8, Option<&'static AtomicUsize>) {
+    HERE.with(|h| {
+        let c = h.counter.get();
+        // SAFETY: only `&'static` counters are ever stored (see `set_counter_here`).
+        (h.flags.get(), unsafe { c.as_ref() })
+    })
+}
+
+/// Gives the current thread a counter of its own (the gate's count of the events it is
+/// delivering, see `events::send_fast`), or takes it away (None).
+pub fn set_counter_here(c: Option<&'static AtomicUsize>) {
+    HERE.with(|h| h.counter.set(c.map_or(std::ptr::null(), |c| c as *const AtomicUsize)));
+}
+
+/// Registers the process for [`heavy_barrier`] (Linux `membarrier`, private expedited). False
+/// when the kernel does not offer it.
+pub fn register_heavy_barrier() -> bool {
+    const QUERY: libc::c_int = 0;
+    const PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+    const REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+    // SAFETY: the membarrier system call with plain integer arguments; it touches no memory.
+    unsafe {
+        let cmds = libc::syscall(libc::SYS_membarrier, QUERY, 0);
+        cmds >= 0
+            && cmds & PRIVATE_EXPEDITED as libc::c_long != 0
+            && libc::syscall(libc::SYS_membarrier, REGISTER_PRIVATE_EXPEDITED, 0) == 0
+    }
+}
+
+/// A full memory barrier in every running thread of the process (after
+/// [`register_heavy_barrier`] said true): the other half of the compiler-only fences on the
+/// event hot path. False if it failed.
+pub fn heavy_barrier() -> bool {
+    const PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+    // SAFETY: as in `register_heavy_barrier`.
+    unsafe { libc::syscall(libc::SYS_membarrier, PRIVATE_EXPEDITED, 0) == 0 }
 }
 
 /// The thread is inside a JNI call the shim makes for itself.
@@ -681,18 +728,18 @@ pub const ANNOUNCED: u8 = 2;
 /// The current thread's flags ([`INTERNAL`], [`ANNOUNCED`]): one thread-local read.
 #[inline]
 pub fn here() -> u8 {
-    HERE.with(|h| h.get())
+    HERE.with(|h| h.flags.get())
 }
 
 /// Sets or clears the current thread's [`ANNOUNCED`] flag.
 pub fn set_announced_here(on: bool) {
-    HERE.with(|h| h.set(if on { h.get() | ANNOUNCED } else { h.get() & !ANNOUNCED }));
+    HERE.with(|h| h.flags.set(if on { h.flags.get() | ANNOUNCED } else { h.flags.get() & !ANNOUNCED }));
 }
 
 fn set_internal(on: bool) -> bool {
     HERE.with(|h| {
-        let old = h.get();
-        h.set(if on { old | INTERNAL } else { old & !INTERNAL });
+        let old = h.flags.get();
+        h.flags.set(if on { old | INTERNAL } else { old & !INTERNAL });
         old & INTERNAL != 0
     })
 }
@@ -1281,6 +1328,12 @@ pub fn frame_receiver(thread: jthread, depth: jint) -> Option<jobject> {
 /// The capabilities of the JVMTI path for method events (`methods=jvmti`): MethodEntry and
 /// MethodExit, and the receiver of a frame. Asked for only with that option: possessing them
 /// can slow the JVM down even while the events are off.
+/// Sets the prefix of the renamed native methods that the shim wraps (JVMTI
+/// `SetNativeMethodPrefix`): the JVM then binds `<prefix>foo` to the implementation of `foo`.
+pub fn set_native_method_prefix(prefix: &str) -> Result<()> {
+    env()?.set_native_method_prefix(prefix)
+}
+
 pub fn add_method_event_capabilities() -> Result<()> {
     let j = env()?;
     let mut c = jvmti::jvmtiCapabilities::default();

@@ -10,7 +10,7 @@
  * Options (comma-separated): log=PATH, enable=entry+entry2+exit+insn, only=PREFIX (log the
  * events of classes whose name starts with PREFIX; default: count everything, log nothing),
  * trace (in METHOD_ENTRY of a logged method, check GetCallTrace: the entered method on top, at
- * its first line), count (print per-method entry counts at JVM_SHUT_DOWN instead of logging
+ * its first line; and log its caller with the caller's line), count (print per-method entry counts at JVM_SHUT_DOWN instead of logging
  * each event), bench (count METHOD_ENTRY and METHOD_EXIT only, print the totals at shutdown),
  * off-again (disable the events again at the end of JVM_OnLoad).
  * The program's natives `MethodsProg.mark(Object)` and `MethodsProg.toggle(boolean)` are
@@ -101,8 +101,12 @@ static void check_trace(JNIEnv *env, struct meth *m) {
         line("VIOLATION trace in entry of %s: top is %p", m->name, t.num_frames ? (void *)frames[0].method_id : NULL);
     else if (frames[0].lineno != m->start_line && frames[0].lineno != -3 /* native */)
         line("VIOLATION trace in entry of %s: line %d, first line %d", m->name, (int)frames[0].lineno, m->start_line);
-    else
+    else {
         line("TRACE ok %s", m->name);
+        /* The caller as the trace shows it (a native method appears once, at line -3). */
+        struct meth *c = t.num_frames > 1 ? method(frames[1].method_id) : NULL;
+        line("CALLER %s %s %d", m->name, c && c->name ? c->name : "-", t.num_frames > 1 ? (int)frames[1].lineno : 0);
+    }
 }
 
 static void notify(JVMPI_Event *e) {

@@ -1,4 +1,4 @@
-/** The program of tests/methods.rs: a known call tree, exceptions, a native method, receivers,
+/** The program of tests/methods.rs: a known call tree, exceptions, native methods, receivers,
  *  every kind of conditional branch and switch, and events switched on and off at run time. */
 public class MethodsProg {
     final int v;
@@ -12,6 +12,16 @@ public class MethodsProg {
 
     /** Implemented by the agent: enables (true) or disables its events. */
     static native void toggle(boolean on);
+
+    /** Implemented by the program's own library (tests/agents/methodnatives.c, mode "natives"):
+     *  found by its JNI name; calls fib(n) back through JNI. */
+    static native int nativeFib(int n);
+
+    /** Registered with RegisterNatives by that library's JNI_OnLoad: calls this.twice() back. */
+    native int nativeTwice();
+
+    /** Throws IllegalStateException. */
+    static native int nativeThrow(int n);
 
     int twice() {
         return 2 * v;
@@ -79,6 +89,18 @@ public class MethodsProg {
         } else if (mode.equals("branches")) {
             Object x = new Object();
             System.out.println("result " + branches(3, 7, x, null) + " " + branches(0, 1000, null, null) + " " + branches(9, 5, x, x));
+        } else if (mode.equals("natives")) {
+            System.load(System.getProperty("natives.lib"));
+            int r = nativeFib(3);
+            MethodsProg p = new MethodsProg(4);
+            mark(p);
+            r += p.nativeTwice();
+            try {
+                r += nativeThrow(1);
+            } catch (IllegalStateException e) {
+                r += 100;
+            }
+            System.out.println("result " + r);
         } else if (mode.equals("toggle")) {
             toggle(false);
             int r = fib(5);

@@ -43,6 +43,8 @@ pub(crate) struct RawCode {
 
 #[derive(Clone, Debug)]
 pub(crate) struct RawMethod {
+    /// Byte range of the whole `method_info` in the class file.
+    pub span: Range<usize>,
     pub access: u16,
     pub name_index: u16,
     pub descriptor_index: u16,
@@ -275,6 +277,8 @@ pub struct ClassEditor<'a> {
     this_class: u16,
     class_name: String,
     methods: Vec<RawMethod>,
+    /// Position of `methods_count` in the class file.
+    methods_count_at: usize,
     /// New `Code` attribute (header included) per committed method.
     replaced: Vec<Option<Vec<u8>>>,
 }
@@ -308,9 +312,11 @@ impl<'a> ClassEditor<'a> {
             read_attrs(&mut r, "field attributes")?;
         }
         let code_name = |pool: &Pool<'_>, i: u16| pool.get_utf8(i).map(|s| s.as_bytes() == b"Code").unwrap_or(false);
+        let methods_count_at = r.position();
         let nm = rd(r.read_u16(), "methods")?;
         let mut methods = Vec::with_capacity(usize::from(nm));
         for _ in 0..nm {
+            let start = r.position();
             let access = rd(r.read_u16(), "method")?;
             let name_index = rd(r.read_u16(), "method")?;
             let descriptor_index = rd(r.read_u16(), "method")?;
@@ -325,7 +331,7 @@ impl<'a> ClassEditor<'a> {
                 }
                 code = Some(parse_code(raw, name, info)?);
             }
-            methods.push(RawMethod { access, name_index, descriptor_index, code });
+            methods.push(RawMethod { span: start..r.position(), access, name_index, descriptor_index, code });
         }
         read_attrs(&mut r, "class attributes")?;
         if r.position() != raw.len() {
@@ -333,7 +339,7 @@ impl<'a> ClassEditor<'a> {
         }
         let class_name = pool.get_class_name(this_class)?.to_str_lossy().into_owned();
         let n = methods.len();
-        Ok(ClassEditor { raw, pool, cp_range, major, this_class, class_name, methods, replaced: vec![None; n] })
+        Ok(ClassEditor { raw, pool, cp_range, major, this_class, class_name, methods, methods_count_at, replaced: vec![None; n] })
     }
 
     /// Internal name of the class (`java/lang/Object`).
@@ -454,6 +460,172 @@ impl<'a> ClassEditor<'a> {
             }
         }
         out.extend_from_slice(&self.raw[pos..]);
+        Ok(out)
+    }
+}
+
+const ACC_PUBLIC: u16 = 0x0001;
+const ACC_PRIVATE: u16 = 0x0002;
+const ACC_PROTECTED: u16 = 0x0004;
+const ACC_FINAL: u16 = 0x0010;
+const ACC_SYNCHRONIZED: u16 = 0x0020;
+const ACC_BRIDGE: u16 = 0x0040;
+const ACC_VARARGS: u16 = 0x0080;
+pub const ACC_NATIVE: u16 = 0x0100;
+pub const ACC_ABSTRACT: u16 = 0x0400;
+const ACC_SYNTHETIC: u16 = 0x1000;
+
+/// The local-variable slots of a method's arguments (`this` included when not static) and of
+/// its return value, from its descriptor; with each argument's kind (`I`, `J`, `F`, `D`, `A`).
+fn descriptor_slots(descriptor: &str, is_static: bool) -> Result<(Vec<u8>, u16, u16), BciError> {
+    let bad = || BciError::Malformed(format!("method descriptor {descriptor}"));
+    let b = descriptor.as_bytes();
+    if b.first() != Some(&b'(') {
+        return Err(bad());
+    }
+    let mut kinds = Vec::new();
+    if !is_static {
+        kinds.push(b'A');
+    }
+    let mut i = 1;
+    let one = |i: &mut usize| -> Result<u8, BciError> {
+        let mut array = false;
+        while b.get(*i) == Some(&b'[') {
+            array = true;
+            *i += 1;
+        }
+        let c = *b.get(*i).ok_or_else(bad)?;
+        *i += 1;
+        if c == b'L' {
+            while b.get(*i).ok_or_else(bad)? != &b';' {
+                *i += 1;
+            }
+            *i += 1;
+        }
+        Ok(match (array, c) {
+            (true, _) | (_, b'L') => b'A',
+            (_, b'B' | b'C' | b'I' | b'S' | b'Z') => b'I',
+            (_, b'J' | b'F' | b'D' | b'V') => c,
+            _ => return Err(bad()),
+        })
+    };
+    while b.get(i) != Some(&b')') {
+        kinds.push(one(&mut i)?);
+    }
+    i += 1;
+    let ret = one(&mut i)?;
+    let size = |k: u8| if matches!(k, b'J' | b'D') { 2 } else if k == b'V' { 0 } else { 1 };
+    let args: u16 = kinds.iter().map(|&k| size(k)).sum();
+    Ok((kinds, args, size(ret).max(args).max(1)))
+}
+
+impl ClassEditor<'_> {
+    /// Native method wrapping (JVMTI native method prefixes): each native method `i` of
+    /// `natives` becomes a Java method of the same name, descriptor, access (less `native`)
+    /// and attributes, whose code passes its arguments on to a new method `<prefix><name>`: the
+    /// native itself, private (and never synchronized: the wrapper holds the monitor), that
+    /// the JVM binds to the implementation of `<name>` once the prefix is set. The wrapper's
+    /// code is plain (load every argument, call, return), for the method plan to hook like any
+    /// other; it has no line table. The result is a new class file, to be parsed again; no
+    /// other edit may have been made to this editor.
+    pub fn wrap_natives(&mut self, natives: &[usize], prefix: &str) -> Result<Vec<u8>, BciError> {
+        if self.is_modified() {
+            return Err(BciError::InvalidEdit("wrap_natives on an edited class".into()));
+        }
+        let code_name = self.pool.utf8("Code")?;
+        let class_name = self.class_name.clone();
+        // method index → (new access, new Code attribute); and the new natives' method_info.
+        let mut wrappers: HashMap<usize, (u16, Vec<u8>)> = HashMap::new();
+        let mut added = Vec::new();
+        for &i in natives {
+            let info = self.method(i)?;
+            if info.access & ACC_NATIVE == 0 || info.access & ACC_ABSTRACT != 0 {
+                return Err(BciError::InvalidEdit(format!("{}.{}{} is not a native method", class_name, info.name, info.descriptor)));
+            }
+            let is_static = info.access & ACC_STATIC != 0;
+            let (kinds, arg_slots, max_stack) = descriptor_slots(&info.descriptor, is_static)?;
+            let renamed = format!("{prefix}{}", info.name);
+            let name_index = self.pool.utf8(&renamed)?;
+            let target = self.pool.method_ref(&class_name, &renamed, &info.descriptor)?;
+            let mut code = Vec::new();
+            let mut slot: u16 = 0;
+            for &k in &kinds {
+                let (short, long) = match k {
+                    b'I' => (0x1a, 0x15),
+                    b'J' => (0x1e, 0x16),
+                    b'F' => (0x22, 0x17),
+                    b'D' => (0x26, 0x18),
+                    _ => (0x2a, 0x19),
+                };
+                match slot {
+                    0..=3 => code.push(short + slot as u8),
+                    4..=255 => code.extend_from_slice(&[long, slot as u8]),
+                    _ => {
+                        code.extend_from_slice(&[0xc4, long]);
+                        code.extend_from_slice(&slot.to_be_bytes());
+                    }
+                }
+                slot += if matches!(k, b'J' | b'D') { 2 } else { 1 };
+            }
+            code.push(if is_static { 0xb8 } else { 0xb7 });
+            code.extend_from_slice(&target.to_be_bytes());
+            let ret = info.descriptor.rsplit(')').next().unwrap_or("V").as_bytes().first().copied().unwrap_or(b'V');
+            code.push(match ret {
+                b'V' => 0xb1,
+                b'J' => 0xad,
+                b'F' => 0xae,
+                b'D' => 0xaf,
+                b'L' | b'[' => 0xb0,
+                _ => 0xac,
+            });
+            let mut attr = Vec::with_capacity(code.len() + 18);
+            attr.extend_from_slice(&code_name.to_be_bytes());
+            attr.extend_from_slice(&(12 + code.len() as u32).to_be_bytes());
+            attr.extend_from_slice(&max_stack.to_be_bytes());
+            attr.extend_from_slice(&arg_slots.to_be_bytes());
+            attr.extend_from_slice(&(code.len() as u32).to_be_bytes());
+            attr.extend_from_slice(&code);
+            attr.extend_from_slice(&[0, 0, 0, 0]);
+            wrappers.insert(i, (info.access & !ACC_NATIVE, attr));
+            let access = (info.access & !(ACC_PUBLIC | ACC_PROTECTED | ACC_SYNCHRONIZED | ACC_BRIDGE | ACC_VARARGS))
+                | ACC_PRIVATE
+                | ACC_SYNTHETIC
+                | if is_static { 0 } else { ACC_FINAL };
+            let descriptor_index = self.methods[i].descriptor_index;
+            let mut m = Vec::with_capacity(8);
+            for v in [access, name_index, descriptor_index, 0] {
+                m.extend_from_slice(&v.to_be_bytes());
+            }
+            added.push(m);
+        }
+        let count = u16::try_from(self.methods.len() + added.len())
+            .map_err(|_| BciError::Unsupported("more than 65535 methods".into()))?;
+        let mut out = Vec::with_capacity(self.raw.len() + 64 * added.len() + 256);
+        out.extend_from_slice(&self.raw[..self.cp_range.start - 2]);
+        self.pool.write_count_and_new(&mut out, &self.raw[self.cp_range.clone()])?;
+        out.extend_from_slice(&self.raw[self.cp_range.end..self.methods_count_at]);
+        out.extend_from_slice(&count.to_be_bytes());
+        let mut end = self.methods_count_at + 2;
+        for (i, m) in self.methods.iter().enumerate() {
+            match wrappers.get(&i) {
+                Some((access, attr)) => {
+                    let head = m.span.start;
+                    let n = u16::from_be_bytes([self.raw[head + 6], self.raw[head + 7]]);
+                    out.extend_from_slice(&access.to_be_bytes());
+                    out.extend_from_slice(&self.raw[head + 2..head + 6]);
+                    let n = n.checked_add(1).ok_or_else(|| BciError::Unsupported("a method with 65535 attributes".into()))?;
+                    out.extend_from_slice(&n.to_be_bytes());
+                    out.extend_from_slice(&self.raw[head + 8..m.span.end]);
+                    out.extend_from_slice(attr);
+                }
+                None => out.extend_from_slice(&self.raw[m.span.clone()]),
+            }
+            end = m.span.end;
+        }
+        for m in &added {
+            out.extend_from_slice(m);
+        }
+        out.extend_from_slice(&self.raw[end..]);
         Ok(out)
     }
 }

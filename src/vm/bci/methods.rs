@@ -7,7 +7,7 @@
 //! Instruction hooks pass the instruction's offset in the ORIGINAL code (the class file the
 //! agent saw), not in the rewritten one.
 
-use super::classfile::{ClassEditor, Pool, ACC_STATIC};
+use super::classfile::{ClassEditor, Pool, ACC_ABSTRACT, ACC_NATIVE, ACC_STATIC};
 use super::code::MethodEditor;
 use super::BciError;
 use ristretto_classfile::attributes::Instruction;
@@ -22,8 +22,13 @@ pub struct MethodHooks<'a> {
     pub tracker: &'a str,
     /// Another class never to hook (e.g. the allocation tracker).
     pub also_skip: &'a str,
-    /// Entry, returns and exceptional exit.
-    pub entry_exit: bool,
+    /// The entry hook.
+    pub entry: bool,
+    /// The entry hook of instance methods passes `this` (`enterThis`; METHOD_ENTRY2 is on),
+    /// else `enter` as for static methods.
+    pub receiver: bool,
+    /// Before every return, and the catch-all for the exceptional exit.
+    pub exit: bool,
     /// Every instruction.
     pub instructions: bool,
 }
@@ -150,10 +155,10 @@ pub fn plan_method(
     // cannot be left by an exception: it gets no catch-all handler. (JDK 11's C2 crashes
     // compiling `Object.<init>` with one.)
     let only_returns = ed.instructions().len() == 1 && is_return(&ed.instructions()[0]);
-    if hooks.entry_exit {
+    if hooks.entry {
         // A constructor's `this` cannot be passed before `super(…)`: constructors enter with
         // the plain hook (METHOD_ENTRY2 reports no receiver for them).
-        let code = if is_static || is_init {
+        let code = if is_static || is_init || !hooks.receiver {
             vec![idx.clone(), I::Invokestatic(r(pool, "enter")?)]
         } else {
             vec![I::Aload_0, idx.clone(), I::Invokestatic(r(pool, "enterThis")?)]
@@ -191,11 +196,11 @@ pub fn plan_method(
             };
             ed.insert_before(k, &code)?;
         }
-        if hooks.entry_exit && is_return(i) {
+        if hooks.exit && is_return(i) {
             ed.insert_before(k, &[idx.clone(), I::Invokestatic(r(pool, "exit")?)])?;
         }
     }
-    if hooks.entry_exit && !only_returns {
+    if hooks.exit && !only_returns {
         ed.catch_all(&[idx, I::Invokestatic(r(pool, "exit")?)])?;
     }
     Ok(())
@@ -221,10 +226,59 @@ pub fn instrument_class(
     alloc: Option<&super::AllocHooks<'_>>,
     methods: Option<(&MethodHooks<'_>, &mut dyn FnMut(&str, &str, &[Lookup]) -> i32)>,
 ) -> Result<Option<Vec<u8>>, BciError> {
-    let mut ce = ClassEditor::parse(class_file)?;
+    instrument_class_wrapping(class_file, alloc, methods, None).map(|(out, _)| out)
+}
+
+/// Which native methods of a class to wrap (see [`ClassEditor::wrap_natives`]): `choose` is
+/// asked with each native method's name and descriptor; the renamed natives are
+/// `<prefix><name>`.
+pub struct NativeWrap<'a> {
+    pub prefix: &'a str,
+    pub choose: &'a dyn Fn(&str, &str) -> bool,
+}
+
+/// [`instrument_class`], first wrapping the native methods `wrap` chooses. A wrapper gets the
+/// entry/exit hooks of the method plan (when it has them), never instruction hooks: it stands
+/// for a native method, which has no instructions. Returns the class (None: unchanged) and
+/// the number of native methods wrapped.
+pub fn instrument_class_wrapping(
+    class_file: &[u8],
+    alloc: Option<&super::AllocHooks<'_>>,
+    methods: Option<(&MethodHooks<'_>, &mut dyn FnMut(&str, &str, &[Lookup]) -> i32)>,
+    wrap: Option<&NativeWrap<'_>>,
+) -> Result<(Option<Vec<u8>>, usize), BciError> {
+    let skip = |name: &str| {
+        alloc.is_some_and(|a| a.tracker == name) || methods.as_ref().is_some_and(|m| m.0.tracker == name || m.0.also_skip == name)
+    };
+    let mut wrapped = Vec::new();
+    let mut wrapped_class = None;
+    if let Some(w) = wrap {
+        let mut ce = ClassEditor::parse(class_file)?;
+        if skip(ce.class_name()) {
+            return Ok((None, 0));
+        }
+        let natives: Vec<usize> = (0..ce.method_count())
+            .filter(|&i| {
+                ce.method(i).is_ok_and(|m| {
+                    m.access & (ACC_NATIVE | ACC_ABSTRACT) == ACC_NATIVE
+                        && !m.name.starts_with(w.prefix)
+                        && (w.choose)(&m.name, &m.descriptor)
+                })
+            })
+            .collect();
+        if !natives.is_empty() {
+            for &i in &natives {
+                let m = ce.method(i)?;
+                wrapped.push((m.name, m.descriptor));
+            }
+            wrapped_class = Some(ce.wrap_natives(&natives, w.prefix)?);
+        }
+    }
+    let input = wrapped_class.as_deref().unwrap_or(class_file);
+    let mut ce = ClassEditor::parse(input)?;
     let name = ce.class_name().to_string();
-    if alloc.is_some_and(|a| a.tracker == name) || methods.as_ref().is_some_and(|m| m.0.tracker == name || m.0.also_skip == name) {
-        return Ok(None);
+    if skip(&name) {
+        return Ok((None, 0));
     }
     let mut methods = methods;
     let mut refs = None;
@@ -235,16 +289,21 @@ pub fn instrument_class(
         }
         if let Some((hooks, next_index)) = methods.as_mut() {
             let info = ce.method(m)?;
-            let probe = plan_probe(&ed, hooks);
-            let index = next_index(&info.name, &info.descriptor, &probe);
-            plan_method(&mut ce, m, &mut ed, hooks, index)?;
+            let is_wrapper = wrapped.iter().any(|(n, d)| *n == info.name && *d == info.descriptor);
+            let wrapper_hooks = MethodHooks { instructions: false, ..**hooks };
+            let hooks = if is_wrapper { &wrapper_hooks } else { *hooks };
+            if hooks.entry || hooks.exit || hooks.instructions {
+                let probe = plan_probe(&ed, hooks);
+                let index = next_index(&info.name, &info.descriptor, &probe);
+                plan_method(&mut ce, m, &mut ed, hooks, index)?;
+            }
         }
         ce.commit(ed)?;
     }
     if !ce.is_modified() {
-        return Ok(None);
+        return Ok((wrapped_class, wrapped.len()));
     }
-    ce.to_bytes().map(Some)
+    ce.to_bytes().map(|b| (Some(b), wrapped.len()))
 }
 
 /// The lookupswitches a plan will meet in a method (so the caller can record them with the

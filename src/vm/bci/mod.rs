@@ -13,6 +13,8 @@
 //!   type annotations, and the StackMapTable — frame positions and the `Uninitialized(offset)`
 //!   of every `new` — all follow their instructions; branches that no longer reach are widened;
 //!   `max_stack` is recomputed; code over 65535 bytes is refused.
+//! * [`ClassEditor::wrap_natives`] turns native methods into Java wrappers of renamed natives
+//!   (for JVMTI native method prefixes; a new class file, parsed again for the other plans).
 //! * [`instrument_allocations`] is the allocation plan; [`tracker_class`] generates the class
 //!   it calls (and [`tracker_class_counting`] a pure-Java variant for tests).
 //!
@@ -91,7 +93,7 @@ mod sites;
 
 pub use alloc::{instrument_allocations, tracker_class, tracker_class_counting, AllocHooks};
 pub use methods::{
-    branch_taken, instrument_class, instrument_methods, methods_tracker_class, plan_method, plan_probe, push_int, Lookup, MethodHooks,
+    branch_taken, instrument_class, instrument_class_wrapping, instrument_methods, NativeWrap, methods_tracker_class, plan_method, plan_probe, push_int, Lookup, MethodHooks,
     TRACKER_METHODS,
 };
 pub use classfile::{ClassEditor, MethodInfo, Pool, ACC_STATIC};
@@ -101,6 +103,11 @@ pub use code::{branch_target, encoded_size, is_unconditional, targets, MethodEdi
 pub use ristretto_classfile::attributes::{ArrayType, Instruction};
 
 use std::fmt;
+
+/// The prefix of the native methods the shim renames when it wraps them in Java methods (see
+/// [`ClassEditor::wrap_natives`]); set with JVMTI `SetNativeMethodPrefix`, so that the JVM binds
+/// `jvmpiShim$foo` to the implementation of `foo`. No trace and no CLASS_LOAD shows them.
+pub const NATIVE_PREFIX: &str = "jvmpiShim$";
 
 /// Why a class could not be rewritten. The caller keeps the original class.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1065,7 +1065,7 @@ fn method_plan_entry_exit_exceptions_and_instructions() {
     let tmp = TempDir::new("methods");
     let orig = javac(&tmp, &[("Calls.java", CALLS), ("MTracker.java", METHODS_TRACKER)]);
     let names = std::cell::RefCell::new(Vec::<String>::new());
-    let hooks = |instructions| MethodHooks { tracker: "MTracker", also_skip: "", entry_exit: true, instructions };
+    let hooks = |instructions| MethodHooks { tracker: "MTracker", also_skip: "", entry: true, receiver: true, exit: true, instructions };
     for instructions in [false, true] {
         names.borrow_mut().clear();
         let dir = rewrite_dir(&tmp, &orig, if instructions { "insn" } else { "calls" }, &|f, bytes| {
@@ -1138,7 +1138,7 @@ fn catch_all_covers_the_code_after_the_entry_hook() {
     let m = ce2.find_method("thrower", "(I)I").unwrap();
     let mut ed = ce2.method_editor(m).unwrap().unwrap();
     let n = ed.len();
-    plan_method(&mut ce2, m, &mut ed, &MethodHooks { tracker: "MTracker", also_skip: "", entry_exit: true, instructions: false }, 7).unwrap();
+    plan_method(&mut ce2, m, &mut ed, &MethodHooks { tracker: "MTracker", also_skip: "", entry: true, receiver: true, exit: true, instructions: false }, 7).unwrap();
     ce2.commit(ed).unwrap();
     let bytes = ce2.to_bytes().unwrap();
     let new = ClassEditor::parse(&bytes).unwrap();
@@ -1152,4 +1152,89 @@ fn catch_all_covers_the_code_after_the_entry_hook() {
     assert_eq!(*at, h);
     assert!(f.locals.is_empty() && f.stack == vec![VType::object(b"java/lang/Throwable")]);
     assert!(full.insns.len() > n + 5);
+}
+
+const NATIVES: &str = r#"
+public class Nat {
+    static native long mix(int a, long b, double c, float d, Object e, int[] f, boolean g, byte h, char i, short j);
+    native synchronized double inst(double x, String y);
+    static native void none();
+    static native int[] arr(long[][] a);
+    public static void main(String[] args) {
+        String[] names = {"mix", "inst", "none", "arr"};
+        for (int k = 0; k < 4; k++) {
+            try {
+                switch (k) {
+                    case 0: mix(1, 2L, 3.0, 4f, null, null, true, (byte) 5, 'c', (short) 6); break;
+                    case 1: new Nat().inst(1.0, "s"); break;
+                    case 2: none(); break;
+                    default: arr(null);
+                }
+            } catch (UnsatisfiedLinkError e) {
+                System.out.println("unbound " + names[k] + " " + e.getMessage().contains("jvmpiShim$" + names[k]));
+            }
+        }
+        MTracker.dump();
+    }
+}"#;
+
+/// Native methods wrapped in Java methods (JVMTI native method prefixes): every kind of
+/// argument is passed on (the wrapper verifies and calls the renamed native, which no library
+/// implements here: UnsatisfiedLinkError names it), the wrapper gets entry and exit — also by
+/// that exception — and never instruction hooks; access flags move as documented.
+#[test]
+fn native_wrappers_pass_every_argument_and_exit_by_exception() {
+    let tmp = TempDir::new("natives");
+    let orig = javac(&tmp, &[("Nat.java", NATIVES), ("MTracker.java", METHODS_TRACKER)]);
+    let raw = std::fs::read(orig.join("Nat.class")).unwrap();
+    let all = |_: &str, _: &str| true;
+    let wrap = NativeWrap { prefix: "jvmpiShim$", choose: &all };
+    for hooked in [false, true] {
+        let names = std::cell::RefCell::new(Vec::<String>::new());
+        let hooks = MethodHooks { tracker: "MTracker", also_skip: "", entry: true, receiver: true, exit: true, instructions: true };
+        let dir = rewrite_dir(&tmp, &orig, if hooked { "hooked" } else { "plain" }, &|f, bytes| {
+            if !f.starts_with("Nat") {
+                return None;
+            }
+            let mut next = |n: &str, d: &str, _: &[Lookup]| {
+                let mut v = names.borrow_mut();
+                v.push(format!("{n}{d}"));
+                v.len() as i32 - 1
+            };
+            let methods = hooked.then_some((&hooks, &mut next as &mut dyn FnMut(&str, &str, &[Lookup]) -> i32));
+            let (out, n) = instrument_class_wrapping(bytes, None, methods, Some(&wrap)).unwrap();
+            assert_eq!(n, 4);
+            out
+        });
+        let out = java(&dir, "Nat");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[..4], ["unbound mix true", "unbound inst true", "unbound none true", "unbound arr true"], "{out}");
+        let names = names.borrow();
+        for m in ["mix", "inst", "none", "arr"] {
+            let events: Vec<&str> = lines.iter().copied().filter(|l| !l.starts_with("unbound")).collect();
+            if !hooked {
+                assert!(events.is_empty(), "{out}");
+                continue;
+            }
+            let id = names.iter().position(|x| x.starts_with(&format!("{m}("))).unwrap_or_else(|| panic!("{m} in {names:?}"));
+            let mine: Vec<&str> = events.iter().copied().filter(|e| e.split_whitespace().nth(1) == Some(id.to_string().as_str())).collect();
+            let enter = if m == "inst" { format!("enter {id} this=Nat") } else { format!("enter {id}") };
+            assert_eq!(mine, [enter.as_str(), &format!("exit {id}")], "{out}");
+        }
+        assert!(!names.iter().any(|n| n.starts_with("jvmpiShim$")), "the renamed natives have no code: {names:?}");
+    }
+    // The class: four more methods; wrappers keep the access (less native), natives are private.
+    let (bytes, _) = instrument_class_wrapping(&raw, None, None, Some(&wrap)).unwrap();
+    let ce = ClassEditor::parse(bytes.as_deref().unwrap()).unwrap();
+    let before = ClassEditor::parse(&raw).unwrap().method_count();
+    assert_eq!(ce.method_count(), before + 4);
+    let inst = ce.method(ce.find_method("inst", "(DLjava/lang/String;)D").unwrap()).unwrap();
+    assert_eq!(inst.access, 0x0020, "synchronized, no longer native");
+    let renamed = ce.method(ce.find_method("jvmpiShim$inst", "(DLjava/lang/String;)D").unwrap()).unwrap();
+    assert_eq!(renamed.access, 0x1000 | 0x0100 | 0x0010 | 0x0002, "synthetic native final private");
+    let mix = ce.method(ce.find_method("jvmpiShim$mix", "(IJDFLjava/lang/Object;[IZBCS)J").unwrap()).unwrap();
+    assert_eq!(mix.access, 0x1000 | 0x0100 | 0x0008 | 0x0002, "synthetic native static private");
+    // Wrapping again what is wrapped changes nothing (the renamed natives are never chosen).
+    let (again, n) = instrument_class_wrapping(bytes.as_deref().unwrap(), None, None, Some(&wrap)).unwrap();
+    assert_eq!((again, n), (None, 0));
 }
