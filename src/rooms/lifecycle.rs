@@ -16,7 +16,7 @@
 
 use crate::abi::*;
 use crate::face::record;
-use crate::{classes, control, events, gc, jvm, loader, logger, natives, options, report, table, threads};
+use crate::{classes, control, events, gc, jvm, loader, logger, natives, options, report, reset, table, threads};
 use jvmti_bindings::sys::jni::{
     self, jboolean, jclass, jfieldID, jint, jmethodID, jthread, jthrowable, JNIEnv, JNINativeInterface_, JavaVM,
     JNI_EDETACHED, JNI_ERR, JNI_OK,
@@ -217,6 +217,7 @@ pub fn vm_death(env: *mut JNIEnv) {
     }
     events::finish();
     threads::release_all();
+    reset::disarm();
     record::finish_trace();
     report::write(None);
 }

@@ -32,6 +32,17 @@ extern "C" fn on_signal(_sig: libc::c_int) {
     }
 }
 
+/// At VM death (the gate closed): the reading thread is woken and returns, so that the JVM's
+/// exit does not wait for a thread of the shim's in native code.
+pub fn disarm() {
+    let fd = PIPE_W.load(SeqCst);
+    if fd >= 0 {
+        let b = 0u8;
+        // SAFETY: write(2) of one byte owned here to the pipe this room opened.
+        unsafe { libc::write(fd, &b as *const u8 as *const c_void, 1) };
+    }
+}
+
 /// Installs the trigger (once): the reading thread, then the signal handler.
 pub fn arm() -> Result<(), String> {
     let mut armed = ARMED.lock().unwrap_or_else(|p| p.into_inner());

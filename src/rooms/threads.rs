@@ -280,6 +280,9 @@ unsafe extern "system" fn resumer_main(_jvmti: *mut jvmti::jvmtiEnv, _env: *mut 
                 std::mem::take(&mut *o)
             };
             if owed.is_empty() {
+                if STOP_RESUMER.load(SeqCst) {
+                    return;
+                }
                 std::thread::park();
                 continue;
             }
@@ -320,6 +323,19 @@ pub fn start(env: *mut JNIEnv) -> Result<(), String> {
 /// hold up the JVM's exit for ever. Waits (at most 5 s, on a loaded machine) without calling
 /// into the VM; when nothing is suspended it returns at once.
 pub fn release_all() {
+    release_suspended();
+    // The resumer's work is done: it ends, so that the JVM's exit does not wait for a thread
+    // of the shim's in native code (HotSpot waits up to 300 ms for such threads).
+    STOP_RESUMER.store(true, SeqCst);
+    if let Some(r) = RESUMER.get() {
+        r.unpark();
+    }
+}
+
+/// Set at VM death once no resumption is owed: the resumer thread returns.
+static STOP_RESUMER: AtomicBool = AtomicBool::new(false);
+
+fn release_suspended() {
     CLOSED.store(true, SeqCst);
     let deadline = Instant::now() + Duration::from_secs(5);
     while SUSPENDING.load(SeqCst) > 0 && Instant::now() < deadline {
