@@ -5,7 +5,9 @@
  *       referee's and referrer's tags and tags untagged objects (returns JVMTI_VISIT_OBJECTS);
  *   f2  IterateThroughHeap, only a heap_iteration_callback that does the same for each object;
  *   f3  FollowReferences as f1 plus the value callbacks a level-2 dump needs as well
- *       (primitive instance/static fields, primitive array elements), each only reading the tag.
+ *       (primitive instance/static fields, primitive array elements), each only reading the tag;
+ *   f4  f2 plus the same value callbacks: with f1, what a dump that takes its object records
+ *       from IterateThroughHeap and only the references from FollowReferences would pay.
  * The program calls Java_HeapDumpBench_floorDump(mode) (a native of this library: HotSpot looks
  * up natives in agent libraries too); each call is one walk, timed around the JVMTI call.
  * The first call of a walk tags every object it meets in that environment's tag map; a second
@@ -16,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-static jvmtiEnv *envs[4];
+static jvmtiEnv *envs[5];
 static long next_tag, tagged, calls;
 
 static inline void tag(jlong *p) {
@@ -59,13 +61,17 @@ JNIEXPORT void JNICALL Java_HeapDumpBench_floorDump(JNIEnv *env, jclass c, jint 
     jvmtiHeapCallbacks cb;
     struct timespec t0, t1;
     jvmtiError err;
-    if (mode < 1 || mode > 3) return;
+    if (mode < 1 || mode > 4) return;
     jvmtiEnv *j = envs[mode];
     memset(&cb, 0, sizeof cb);
     tagged = calls = 0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (mode == 2) {
+    if (mode == 2 || mode == 4) {
         cb.heap_iteration_callback = iter;
+        if (mode == 4) {
+            cb.primitive_field_callback = prim_field;
+            cb.array_primitive_value_callback = array_values;
+        }
         err = (*j)->IterateThroughHeap(j, 0, NULL, &cb, NULL);
     } else {
         cb.heap_reference_callback = ref;
@@ -85,7 +91,7 @@ JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved) {
     jvmtiCapabilities caps;
     memset(&caps, 0, sizeof caps);
     caps.can_tag_objects = 1;
-    for (int i = 1; i < 4; i++) {
+    for (int i = 1; i < 5; i++) {
         if ((*vm)->GetEnv(vm, (void **)&envs[i], JVMTI_VERSION_11) != JNI_OK) return JNI_ERR;
         if ((*envs[i])->AddCapabilities(envs[i], &caps) != JVMTI_ERROR_NONE) return JNI_ERR;
     }

@@ -660,7 +660,7 @@ impl State {
             None => self.classes.list.iter().enumerate().map(|(i, c)| (c.tag, i)).collect(),
         };
         order.sort_unstable();
-        let classes = std::mem::replace(&mut self.classes.list, Vec::new());
+        let classes = std::mem::take(&mut self.classes.list);
         for (t, i) in order {
             let c = &classes[i];
             if self.level == JVMPI_DUMP_LEVEL_0 {
@@ -986,9 +986,15 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
     threads::announce_all();
     let mut st = new_state(&jni, level, false)?;
     let t1 = t0.elapsed();
-    // Untouched capacity costs no resident memory; it saves the copies of growing by doubling.
+    // Untouched capacity costs no resident memory; it saves the copies (and the page faults of
+    // the abandoned buffers) of growing by doubling. The first dump takes the heap's committed
+    // size as its guess (a JVMPI dump is of the order of the heap's live bytes); if so much
+    // address space cannot be had, the buffer grows as it must.
     let last = LAST_SIZE.load(std::sync::atomic::Ordering::Relaxed);
-    st.out.reserve(last + last / 8);
+    let guess = if last > 0 { last + last / 8 } else { jni.total_memory().map_or(0, |m| usize::try_from(m).unwrap_or(0)) };
+    if st.out.try_reserve(guess).is_err() {
+        st.out.reserve(last);
+    }
     let suspended = suspend_others(&jni);
     let (map, traces, frames, _) = stacks(&jni, level != JVMPI_DUMP_LEVEL_0);
     st.threads = map;
