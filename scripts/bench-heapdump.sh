@@ -22,7 +22,8 @@
 # is pre-touched, so the growth is native memory).
 #
 #   scripts/bench-heapdump.sh [JDK...]     JDKs: 11, 17, 21, 25 (default: 17 25)
-# Environment: N (live objects, default 2000000), RUNS (rounds per JDK, default 3).
+# Environment: N (live objects, default 2000000), RUNS (rounds per JDK, default 3), SHIM (the
+# shim library to measure, default target/release/libjvmpi_shim.so, built first).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -38,7 +39,7 @@ cargo build --release --quiet
 gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libdump_jvmpi.so" benches/dump_jvmpi.c
 gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libdump_floor_jvmti.so" benches/dump_floor_jvmti.c
 javac -d "$out/classes" --release 17 benches/HeapDumpBench.java
-shim=$(readlink -f target/release/libjvmpi_shim.so)
+shim=$(readlink -f "${SHIM:-target/release/libjvmpi_shim.so}")
 heap="-Xms1g -Xmx1g -XX:+AlwaysPreTouch"
 field() { grep -o "\(^\| \)$1=[0-9.-]*" <<<"$2" | head -1 | cut -d= -f2; }
 median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
