@@ -29,15 +29,19 @@ public class HeapDumpBench {
         System.gc();
         long pid = ProcessHandle.current().pid();
         new java.io.File(file).delete();
+        var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        long c = os.getProcessCpuTime();
         long t = System.nanoTime();
         Process p = new ProcessBuilder(jcmd, Long.toString(pid), "GC.heap_dump", file).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes());
         p.waitFor();
         double wall = (System.nanoTime() - t) / 1e6;
+        // This process's CPU time while jcmd ran (the dump and its full GC, the attach listener).
+        double cpu = (os.getProcessCpuTime() - c) / 1e6;
         // "Heap dump file created [<bytes> bytes in <secs> secs]"
         java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\[(\\d+) bytes in ([0-9.]+) secs\\]").matcher(out);
         if (m.find()) {
-            System.out.printf("jcmd: ms=%.1f bytes=%s wall_ms=%.1f%n", Double.parseDouble(m.group(2)) * 1e3, m.group(1), wall);
+            System.out.printf("jcmd: ms=%.1f cpu_ms=%.1f bytes=%s wall_ms=%.1f%n", Double.parseDouble(m.group(2)) * 1e3, cpu, m.group(1), wall);
         } else {
             System.out.println("jcmd: failed: " + out.trim().replace('\n', ' '));
         }

@@ -12,7 +12,8 @@
  * up natives in agent libraries too); each call is one walk, timed around the JVMTI call.
  * The first call of a walk tags every object it meets in that environment's tag map; a second
  * call of the same walk only looks the tags up.
- * Prints: floor: f<mode> ms=<ms> objects=<objects tagged now> refs=<callbacks> */
+ * cpu_ms: the process's CPU time over the same span (see dump_jvmpi.c).
+ * Prints: floor: f<mode> rc=<rc> ms=<ms> cpu_ms=<ms> objects=<objects tagged now> refs=<callbacks> */
 #include <jvmti.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,12 +60,13 @@ static jint JNICALL array_values(jlong class_tag, jlong size, jlong *tag_ptr, ji
 
 JNIEXPORT void JNICALL Java_HeapDumpBench_floorDump(JNIEnv *env, jclass c, jint mode) {
     jvmtiHeapCallbacks cb;
-    struct timespec t0, t1;
+    struct timespec t0, t1, c0, c1;
     jvmtiError err;
     if (mode < 1 || mode > 4) return;
     jvmtiEnv *j = envs[mode];
     memset(&cb, 0, sizeof cb);
     tagged = calls = 0;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (mode == 2 || mode == 4) {
         cb.heap_iteration_callback = iter;
@@ -82,8 +84,10 @@ JNIEXPORT void JNICALL Java_HeapDumpBench_floorDump(JNIEnv *env, jclass c, jint 
         err = (*j)->FollowReferences(j, 0, NULL, NULL, &cb, NULL);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("floor: f%d rc=%d ms=%.1f objects=%ld refs=%ld\n", (int)mode, (int)err,
-           (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6, tagged, calls);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    printf("floor: f%d rc=%d ms=%.1f cpu_ms=%.1f objects=%ld refs=%ld\n", (int)mode, (int)err,
+           (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
+           (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6, tagged, calls);
     fflush(stdout);
 }
 
