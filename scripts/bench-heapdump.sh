@@ -26,7 +26,9 @@
 #
 #   scripts/bench-heapdump.sh [JDK...]     JDKs: 11, 17, 21, 25 (default: 17 25)
 # Environment: N (live objects, default 2000000), RUNS (rounds per JDK, default 3), SHIM (the
-# shim library to measure, default target/release/libjvmpi_shim.so, built first).
+# shim library to measure, default target/release/libjvmpi_shim.so, built first), STEPS (the
+# walks after jcmd and their order, default shim,shim,f1,f1,f2,f2,f3,f3,f4,f4; each of them
+# twice).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -44,6 +46,7 @@ gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libdump_floor_jvmti.so"
 javac -d "$out/classes" --release 17 benches/HeapDumpBench.java
 shim=$(readlink -f "${SHIM:-target/release/libjvmpi_shim.so}")
 heap="-Xms1g -Xmx1g -XX:+AlwaysPreTouch"
+steps=${STEPS:-shim,shim,f1,f1,f2,f2,f3,f3,f4,f4}
 field() { grep -o "\(^\| \)$1=[0-9.-]*" <<<"$2" | head -1 | cut -d= -f2; }
 median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
 for feature in "${jdks[@]}"; do
@@ -57,7 +60,7 @@ for feature in "${jdks[@]}"; do
     for ((r = 0; r < runs; r++)); do
         o=$("$home/bin/java" -agentpath:"$shim"=agent="$(readlink -f "$out/libdump_jvmpi.so")" \
             -agentpath:"$(readlink -f "$out/libdump_floor_jvmti.so")" $heap -cp "$out/classes" HeapDumpBench \
-            "$n" "$home/bin/jcmd" "$(readlink -f "$out")/bench.hprof" shim,shim,f1,f1,f2,f2,f3,f3,f4,f4 2>&1)
+            "$n" "$home/bin/jcmd" "$(readlink -f "$out")/bench.hprof" "$steps" 2>&1)
         jl=$(grep '^jcmd:' <<<"$o"); sl=$(grep '^shim:' <<<"$o" | sed -n 1p)
         printf '  round %d: %s\n' "$r" "$jl"
         grep '^shim:\|^floor:' <<<"$o" | sed 's/^/           /'
