@@ -47,8 +47,8 @@ javac -d "$out/classes" --release 17 benches/HeapDumpBench.java
 shim=$(readlink -f "${SHIM:-target/release/libjvmpi_shim.so}")
 heap="-Xms1g -Xmx1g -XX:+AlwaysPreTouch"
 steps=${STEPS:-shim,shim,f1,f1,f2,f2,f3,f3,f4,f4}
-field() { grep -o "\(^\| \)$1=[0-9.-]*" <<<"$2" | head -1 | cut -d= -f2; }
-median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
+field() { { grep -o "\(^\| \)$1=[0-9.-]*" <<<"$2" || true; } | head -1 | cut -d= -f2; }
+median() { if [ $# -eq 0 ]; then echo 0; else printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; fi; }
 for feature in "${jdks[@]}"; do
     if [ "$feature" = 17 ]; then home=$jdk17; else
         scripts/install-jdks.sh >/dev/null
@@ -61,13 +61,14 @@ for feature in "${jdks[@]}"; do
         o=$("$home/bin/java" -agentpath:"$shim"=agent="$(readlink -f "$out/libdump_jvmpi.so")" \
             -agentpath:"$(readlink -f "$out/libdump_floor_jvmti.so")" $heap -cp "$out/classes" HeapDumpBench \
             "$n" "$home/bin/jcmd" "$(readlink -f "$out")/bench.hprof" "$steps" 2>&1)
-        jl=$(grep '^jcmd:' <<<"$o"); sl=$(grep '^shim:' <<<"$o" | sed -n 1p)
+        jl=$(grep '^jcmd:' <<<"$o" || true); sl=$({ grep '^shim:' <<<"$o" || true; } | sed -n 1p)
         printf '  round %d: %s\n' "$r" "$jl"
         grep '^shim:\|^floor:' <<<"$o" | sed 's/^/           /'
         add jcmd.ms "$(field ms "$jl")"; add jcmd.cpu "$(field cpu_ms "$jl")"
         for who in shim f1 f2 f3 f4; do
             for pass in 1 2; do
-                if [ $who = shim ]; then l=$(grep '^shim:' <<<"$o" | sed -n "${pass}p"); else l=$(grep "^floor: $who " <<<"$o" | sed -n "${pass}p"); fi
+                if [ $who = shim ]; then pat='^shim:'; else pat="^floor: $who "; fi
+                l=$({ grep "$pat" <<<"$o" || true; } | sed -n "${pass}p")
                 add "$who$pass.ms" "$(field ms "$l")"; add "$who$pass.cpu" "$(field cpu_ms "$l")"
             done
         done
@@ -82,9 +83,10 @@ for feature in "${jdks[@]}"; do
         printf "  %-46s %6.0f        wall, %6.0f        CPU  (%.1f MiB HPROF)\n", "jcmd GC.heap_dump", j, jc, jb / 1048576
         row("shim HEAP_DUMP level 2", "shim"); row("f1 FollowReferences, tags only", "f1"); row("f2 IterateThroughHeap, tags only", "f2")
         row("f3 FollowReferences + value callbacks", "f3"); row("f4 IterateThroughHeap + value callbacks", "f4")
-        printf "  %-46s %.2f / %.2f wall, %.2f / %.2f CPU\n", "f1 + f4 (to jcmd)", (x["f11.ms"] + x["f41.ms"]) / j, (x["f12.ms"] + x["f42.ms"]) / j, (x["f11.cpu"] + x["f41.cpu"]) / jc, (x["f12.cpu"] + x["f42.cpu"]) / jc
-        printf "  %-46s %.2f / %.2f wall, %.2f / %.2f CPU\n", "shim / f3", x["shim1.ms"] / x["f31.ms"], x["shim2.ms"] / x["f32.ms"], x["shim1.cpu"] / x["f31.cpu"], x["shim2.cpu"] / x["f32.cpu"]
+        printf "  %-46s %.2f / %.2f wall, %.2f / %.2f CPU\n", "f1 + f4 (to jcmd)", d(x["f11.ms"] + x["f41.ms"], j), d(x["f12.ms"] + x["f42.ms"], j), d(x["f11.cpu"] + x["f41.cpu"], jc), d(x["f12.cpu"] + x["f42.cpu"], jc)
+        printf "  %-46s %.2f / %.2f wall, %.2f / %.2f CPU\n", "shim / f3", d(x["shim1.ms"], x["f31.ms"]), d(x["shim2.ms"], x["f32.ms"]), d(x["shim1.cpu"], x["f31.cpu"]), d(x["shim2.cpu"], x["f32.cpu"])
         printf "  shim dump %.1f MiB; resident growth during the first dump %.1f MiB (target: shim/jcmd <= 1.0)\n", sb / 1048576, g / 1024 }
+    function d(a, b) { return b > 0 ? a / b : 0 }
     function row(name, k) {
-        printf "  %-46s %6.0f / %6.0f wall (%.2f / %.2f), %6.0f / %6.0f CPU (%.2f / %.2f)\n", name, x[k "1.ms"], x[k "2.ms"], x[k "1.ms"] / j, x[k "2.ms"] / j, x[k "1.cpu"], x[k "2.cpu"], x[k "1.cpu"] / jc, x[k "2.cpu"] / jc }'
+        printf "  %-46s %6.0f / %6.0f wall (%.2f / %.2f), %6.0f / %6.0f CPU (%.2f / %.2f)\n", name, x[k "1.ms"], x[k "2.ms"], d(x[k "1.ms"], j), d(x[k "2.ms"], j), x[k "1.cpu"], x[k "2.cpu"], d(x[k "1.cpu"], jc), d(x[k "2.cpu"], jc) }'
 done
