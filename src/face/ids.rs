@@ -17,7 +17,8 @@ use jvmti_bindings::sys::jni::{jlong, jobject};
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 use std::sync::Mutex;
 
-const STEP: jlong = 16;
+/// The distance between two tags.
+pub const STEP: jlong = 16;
 /// Set in the tag of objects defined to the agent by OBJECT_ALLOC.
 pub const DEFINED: jlong = 8;
 static NEXT: AtomicI64 = AtomicI64::new(1);
@@ -27,6 +28,14 @@ static ASSIGN: Mutex<()> = Mutex::new(());
 /// A fresh tag, never given out before.
 pub fn fresh_tag() -> jlong {
     NEXT.fetch_add(1, Relaxed) * STEP
+}
+
+/// `n` fresh tags at once, for a heap walk that tags objects by the million: (first, end), the
+/// tags being `first, first + STEP, …` up to `end` (exclusive). Tags of the block left unused
+/// are never given out.
+pub fn reserve_tags(n: jlong) -> (jlong, jlong) {
+    let first = NEXT.fetch_add(n, Relaxed);
+    (first * STEP, (first + n) * STEP)
 }
 
 /// A fresh tag for an object whose OBJECT_ALLOC is being sent.

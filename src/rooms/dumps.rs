@@ -14,6 +14,12 @@
 //! frame numbers of the roots and the `traces` belong to the same moment; the threads are
 //! resumed before the event is delivered (HotSpot 1.5 also delivered with the threads running,
 //! so an agent that waits for another thread inside its handler does not deadlock).
+//! One walk is the cheapest structure measured (README, heap-dump benchmark): taking the object
+//! records from `IterateThroughHeap` and only the references from `FollowReferences` costs
+//! both walks, and the reference walk alone costs nearly as much as the one walk with values.
+//! Nearly all of the walk's time is JVMTI's own (a tag-map lookup for referrer and referee of
+//! every reference); the callbacks look classes up through a direct-mapped cache, keep the
+//! class of the record being filled, and take tags from blocks reserved for the walk.
 //!
 //! IDs: an object's ID is its tag; objects first seen in the walk are tagged there (plain
 //! tags, no "defined" bit: they get no OBJECT_FREE unless the agent requests their
@@ -44,9 +50,10 @@
 //! The dump holds the objects reachable from the roots (JVMTI has no walk of unreachable
 //! objects with their references); HotSpot 1.5 walked the whole heap, garbage included.
 //!
-//! Memory: the dump buffer itself (its final size, grown by doubling), a table of the loaded
+//! Memory: the dump buffer itself (its final size, grown by doubling; after the first dump its
+//! address space is reserved at the last dump's size and an eighth), a table of the loaded
 //! classes (field layouts, cached between dumps), the static values of classes, the traces, and
-//! the lengths of arrays seen but not yet visited by the walk. Nothing else per object.
+//! the lengths of object arrays seen but not yet visited by the walk. Nothing else per object.
 
 use crate::abi::*;
 use crate::{calltrace, classes, events, ids, jvm, threads};
@@ -252,6 +259,7 @@ fn layout(jni: &jvm::Jni, k: jclass, tag: jlong) -> Option<Arc<ClassLayout>> {
 
 /// A class as the walk sees it.
 struct ClassEntry {
+    tag: jlong,
     layout: Arc<ClassLayout>,
     /// Global reference (released after the dump).
     class: jobject,
@@ -265,17 +273,74 @@ struct ClassEntry {
     instance_size: u32,
 }
 
+/// Entries of the direct-mapped cache in front of the class index (a power of two).
+const CLASS_CACHE: usize = 1024;
+
+/// The loaded classes of a dump by class tag: the entries, an index, and a direct-mapped cache
+/// in front of the index, since the walk asks about the same few classes millions of times.
+struct ClassTable {
+    list: Vec<ClassEntry>,
+    index: HashMap<jlong, u32>,
+    cache: Vec<std::cell::Cell<(jlong, u32)>>,
+}
+
+impl ClassTable {
+    fn with_capacity(n: usize) -> ClassTable {
+        ClassTable {
+            list: Vec::with_capacity(n),
+            index: HashMap::with_capacity_and_hasher(n, Default::default()),
+            cache: vec![std::cell::Cell::new((0, 0)); CLASS_CACHE],
+        }
+    }
+    fn insert(&mut self, e: ClassEntry) {
+        self.index.insert(e.tag, self.list.len() as u32);
+        self.list.push(e);
+    }
+    #[inline]
+    fn idx(&self, tag: jlong) -> Option<usize> {
+        let slot = &self.cache[(tag as u64 >> 4) as usize & (CLASS_CACHE - 1)];
+        let (t, i) = slot.get();
+        if t == tag && tag != 0 {
+            return Some(i as usize);
+        }
+        let i = *self.index.get(&tag)?;
+        slot.set((tag, i));
+        Some(i as usize)
+    }
+    #[inline]
+    fn get(&self, tag: jlong) -> Option<&ClassEntry> {
+        self.idx(tag).map(|i| &self.list[i])
+    }
+    #[inline]
+    fn get_mut(&mut self, tag: jlong) -> Option<&mut ClassEntry> {
+        self.idx(tag).map(|i| &mut self.list[i])
+    }
+    fn contains(&self, tag: jlong) -> bool {
+        self.idx(tag).is_some()
+    }
+}
+
 struct State {
     level: jint,
     /// Object dump: follow nothing beyond the initial object.
     single: bool,
     out: Vec<u8>,
-    classes: HashMap<jlong, ClassEntry>,
+    classes: ClassTable,
     class_class: jlong,
-    /// Array tag → length, for arrays reported as referees and not visited yet.
+    /// Object array tag → length, for object arrays reported as referees and not visited yet
+    /// (a primitive array's length comes with its values).
     lengths: HashMap<jlong, jint>,
     /// The record being filled: (object tag, start of its value area).
     cur: (jlong, usize),
+    /// The index in `classes` of the class of the record being filled (usize::MAX: none).
+    cur_class: usize,
+    /// A primitive array record whose length is written when its values come: (where its
+    /// length is, element type).
+    cur_prim: Option<(usize, u8)>,
+    /// Tags for objects the walk meets untagged: the next one and the end of the block
+    /// reserved for the walk.
+    next_tag: jlong,
+    end_tag: jlong,
     /// thread tag → (JNIEnv, number of frames shown).
     threads: HashMap<jlong, (usize, jint)>,
     /// thread tag → top-based indices of the JVM's frames that traces leave out (the shim's
@@ -373,18 +438,23 @@ impl State {
     /// The first report about `obj` as a referrer: writes its record's head.
     fn begin(&mut self, obj: jlong, class_tag: jlong) {
         self.cur = (obj, usize::MAX);
+        self.cur_class = usize::MAX;
+        self.cur_prim = None;
         if class_tag == self.class_class {
-            self.mirrors.remove(&obj);
+            if !self.mirrors.is_empty() {
+                self.mirrors.remove(&obj);
+            }
+            if self.classes.contains(obj) {
+                return; // a class: its CLASS_DUMP is written at the end
+            }
         }
-        if class_tag == self.class_class && self.classes.contains_key(&obj) {
-            return; // a class: its CLASS_DUMP is written at the end
-        }
-        let Some(layout) = self.classes.get(&class_tag).map(|c| c.layout.clone()) else {
+        let Some(ci) = self.classes.idx(class_tag) else {
             self.unknown_classes += 1;
             return;
         };
+        self.cur_class = ci;
         let level = self.level;
-        match &layout.kind {
+        match &self.classes.list[ci].layout.kind {
             Kind::Instance { instance, .. } => {
                 if level == JVMPI_DUMP_LEVEL_0 {
                     self.u1(JVMPI_NORMAL_OBJECT as u8);
@@ -399,7 +469,7 @@ impl State {
                 let at = self.zeros(n as usize);
                 self.cur.1 = at;
             }
-            Kind::ObjArray { element } => {
+            &Kind::ObjArray { element } => {
                 if level == JVMPI_DUMP_LEVEL_0 {
                     self.u1(JVMPI_CLASS as u8);
                     self.id(obj);
@@ -409,30 +479,29 @@ impl State {
                 self.u1(GC_OBJ_ARRAY_DUMP);
                 self.id(obj);
                 self.u4(len as u32);
-                self.id(*element);
+                self.id(element);
                 let at = self.zeros(len as usize * W);
                 self.cur.1 = at;
             }
-            Kind::PrimArray { ty } => {
-                let ty = *ty;
+            &Kind::PrimArray { ty } => {
                 if level == JVMPI_DUMP_LEVEL_0 {
                     self.u1(ty);
                     self.id(obj);
                     return;
                 }
-                let len = self.lengths.remove(&obj).unwrap_or(0).max(0);
+                // The length (0 until then) and the values come with the array's values.
                 self.u1(GC_PRIM_ARRAY_DUMP);
                 self.id(obj);
-                self.u4(len as u32);
+                let len_at = self.out.len();
+                self.u4(0);
                 self.u1(ty);
-                if level == JVMPI_DUMP_LEVEL_2 {
-                    let at = self.zeros(len as usize * prim_size(ty));
-                    self.cur.1 = at;
-                }
+                self.cur_prim = Some((len_at, ty));
             }
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn reference(
         &mut self,
         kind: jvmtiHeapReferenceKind,
@@ -444,17 +513,16 @@ impl State {
         referrer: Option<jlong>,
         length: jint,
     ) {
-        if length >= 0 && !self.single {
-            self.lengths.entry(tag).or_insert(length);
-        }
-        if class_tag == self.class_class && !self.single && !self.classes.contains_key(&tag) {
+        if class_tag == self.class_class && !self.single && !self.classes.contains(tag) {
             self.mirrors.insert(tag);
         }
-        if size > 0 {
-            if let Some(c) = self.classes.get_mut(&class_tag) {
-                if c.is_instance && c.instance_size == 0 {
+        if let Some(c) = self.classes.get_mut(class_tag) {
+            if c.is_instance {
+                if c.instance_size == 0 && size > 0 {
                     c.instance_size = size as u32;
                 }
+            } else if length >= 0 && !self.single && matches!(c.layout.kind, Kind::ObjArray { .. }) {
+                self.lengths.entry(tag).or_insert(length);
             }
         }
         let Some(r) = referrer else {
@@ -464,7 +532,7 @@ impl State {
         if r != self.cur.0 {
             self.begin(r, referrer_class_tag);
         }
-        if referrer_class_tag == self.class_class && self.classes.contains_key(&r) {
+        if referrer_class_tag == self.class_class && self.cur_class == usize::MAX && self.classes.contains(r) {
             self.class_reference(r, kind, info, tag);
             return;
         }
@@ -475,7 +543,7 @@ impl State {
             jvmti::JVMTI_HEAP_REFERENCE_FIELD => {
                 // SAFETY: JVMTI passes the `field` member for FIELD references.
                 let index = unsafe { (*info).field.index };
-                if let Some(slot) = self.instance_slot(referrer_class_tag, index) {
+                if let Some(slot) = self.instance_slot(index) {
                     self.put_id(self.cur.1 + slot as usize, tag);
                 }
             }
@@ -488,8 +556,10 @@ impl State {
         }
     }
 
-    fn instance_slot(&self, class_tag: jlong, index: jint) -> Option<u32> {
-        let c = self.classes.get(&class_tag)?;
+    /// Where field `index` of the record being filled goes in its value area.
+    #[inline]
+    fn instance_slot(&self, index: jint) -> Option<u32> {
+        let c = self.classes.list.get(self.cur_class)?;
         let Kind::Instance { instance, .. } = &c.layout.kind else { return None };
         let s = instance.slot(index)?;
         let off = if self.level == JVMPI_DUMP_LEVEL_2 { s.off2 } else { s.off1 };
@@ -498,7 +568,7 @@ impl State {
 
     fn class_reference(&mut self, k: jlong, kind: jvmtiHeapReferenceKind, info: *const jvmtiHeapReferenceInfo, tag: jlong) {
         let level = self.level;
-        let Some(c) = self.classes.get_mut(&k) else { return };
+        let Some(c) = self.classes.get_mut(k) else { return };
         match kind {
             jvmti::JVMTI_HEAP_REFERENCE_SUPERCLASS => c.sup = tag,
             jvmti::JVMTI_HEAP_REFERENCE_CLASS_LOADER => c.loader = tag,
@@ -524,6 +594,7 @@ impl State {
         }
     }
 
+    #[inline]
     fn primitive_field(&mut self, kind: jvmtiHeapReferenceKind, index: jint, class_tag: jlong, obj: jlong, v: jvalue, ty: jvmtiPrimitiveType) {
         if self.level != JVMPI_DUMP_LEVEL_2 {
             return;
@@ -531,7 +602,7 @@ impl State {
         let (buf, n) = prim_bytes(v, ty);
         let bytes = &buf[..n];
         if kind == jvmti::JVMTI_HEAP_REFERENCE_STATIC_FIELD {
-            let Some(c) = self.classes.get_mut(&obj) else { return };
+            let Some(c) = self.classes.get_mut(obj) else { return };
             let Kind::Instance { statics, .. } = &c.layout.kind else { return };
             let Some(s) = statics.slot(index) else { return };
             if c.statics.len() < statics.size2 as usize {
@@ -549,7 +620,7 @@ impl State {
         if self.cur.1 == usize::MAX {
             return;
         }
-        if let Some(off) = self.instance_slot(class_tag, index) {
+        if let Some(off) = self.instance_slot(index) {
             let at = self.cur.1 + off as usize;
             if let Some(b) = self.out.get_mut(at..at + bytes.len()) {
                 b.copy_from_slice(bytes);
@@ -557,22 +628,35 @@ impl State {
         }
     }
 
+    #[inline]
     fn array_values(&mut self, obj: jlong, class_tag: jlong, count: jint, elements: *const c_void, ty: jvmtiPrimitiveType) {
         if obj != self.cur.0 {
             self.begin(obj, class_tag);
         }
-        if self.level != JVMPI_DUMP_LEVEL_2 || self.cur.1 == usize::MAX || count <= 0 {
+        // The record's length, and at level 2 its value area, now that the length is known.
+        let Some((len_at, pty)) = self.cur_prim.take() else { return };
+        let count = count.max(0);
+        if let Some(b) = self.out.get_mut(len_at..len_at + 4) {
+            b.copy_from_slice(&(count as u32).to_be_bytes());
+        }
+        if self.level != JVMPI_DUMP_LEVEL_2 || count == 0 {
             return;
         }
         let sz = jvmti_prim_size(ty);
         let n = count as usize * sz;
-        let at = self.cur.1;
-        let Some(dst) = self.out.get_mut(at..at + n) else { return };
+        let at = self.out.len();
+        self.cur.1 = at;
+        if sz != prim_size(pty) {
+            self.zeros(count as usize * prim_size(pty));
+            return;
+        }
         // SAFETY: JVMTI passes `count` elements of type `ty`, alive during the callback.
         let src = unsafe { std::slice::from_raw_parts(elements as *const u8, n) };
         if sz == 1 {
-            dst.copy_from_slice(src);
+            self.out.extend_from_slice(src);
         } else {
+            self.out.resize(at + n, 0);
+            let dst = &mut self.out[at..];
             for (d, s) in dst.chunks_exact_mut(sz).zip(src.chunks_exact(sz)) {
                 d.copy_from_slice(s);
                 if cfg!(target_endian = "little") {
@@ -585,13 +669,14 @@ impl State {
     /// Class records (CLASS_DUMP at levels 1/2; `NORMAL_OBJECT, id` at level 0), for every
     /// class in `only` or, when it is empty, every class of the table.
     fn write_classes(&mut self, only: Option<jlong>) {
-        let mut tags: Vec<jlong> = match only {
-            Some(t) => vec![t],
-            None => self.classes.keys().copied().collect(),
+        let mut order: Vec<(jlong, usize)> = match only {
+            Some(t) => self.classes.idx(t).map(|i| (t, i)).into_iter().collect(),
+            None => self.classes.list.iter().enumerate().map(|(i, c)| (c.tag, i)).collect(),
         };
-        tags.sort_unstable();
-        for t in tags {
-            let Some(c) = self.classes.remove(&t) else { continue };
+        order.sort_unstable();
+        let classes = std::mem::take(&mut self.classes.list);
+        for (t, i) in order {
+            let c = &classes[i];
             if self.level == JVMPI_DUMP_LEVEL_0 {
                 self.u1(JVMPI_NORMAL_OBJECT as u8);
                 self.id(t);
@@ -610,10 +695,26 @@ impl State {
                 let m = c.statics.len().min(n);
                 self.out[at..at + m].copy_from_slice(&c.statics[..m]);
             }
-            self.classes.insert(t, c);
         }
+        self.classes.list = classes;
+    }
+
+    /// A tag for an object the walk meets untagged (from a block reserved for the walk).
+    #[inline]
+    fn fresh_tag(&mut self) -> jlong {
+        if self.next_tag == self.end_tag {
+            let (first, end) = ids::reserve_tags(TAG_BLOCK);
+            self.next_tag = first;
+            self.end_tag = end;
+        }
+        let t = self.next_tag;
+        self.next_tag += ids::STEP;
+        t
     }
 }
+
+/// How many tags the walk reserves at a time.
+const TAG_BLOCK: jlong = 4096;
 
 fn prim_size(ty: u8) -> usize {
     match ty as jint {
@@ -654,14 +755,15 @@ fn prim_bytes(v: jvalue, ty: jvmtiPrimitiveType) -> ([u8; 8], usize) {
 
 // ---- the JVMTI heap callbacks (run in the VM operation; only tags and the state are touched) --
 
-fn tag_here(p: *mut jlong) -> jlong {
+#[inline]
+fn tag_here(st: &mut State, p: *mut jlong) -> jlong {
     if p.is_null() {
         return 0;
     }
     // SAFETY: JVMTI passes a valid tag slot for the duration of the callback.
     unsafe {
         if *p == 0 {
-            *p = ids::fresh_tag();
+            *p = st.fresh_tag();
         }
         *p
     }
@@ -680,8 +782,8 @@ unsafe extern "system" fn on_reference(
 ) -> jint {
     // SAFETY: `ud` is the State owned by `walk`, alive and used by this thread only.
     let st = unsafe { &mut *(ud as *mut State) };
-    let tag = tag_here(tag_ptr);
-    let referrer = (!referrer_tag_ptr.is_null()).then(|| tag_here(referrer_tag_ptr));
+    let tag = tag_here(st, tag_ptr);
+    let referrer = (!referrer_tag_ptr.is_null()).then(|| tag_here(st, referrer_tag_ptr));
     st.reference(kind, info, class_tag, referrer_class_tag, size, tag, referrer, length);
     if st.single { 0 } else { jvmti::JVMTI_VISIT_OBJECTS }
 }
@@ -698,7 +800,7 @@ unsafe extern "system" fn on_primitive_field(
     // SAFETY: as in `on_reference`; `info` holds the `field` member for field values.
     let st = unsafe { &mut *(ud as *mut State) };
     let index = unsafe { (*info).field.index };
-    let obj = tag_here(tag_ptr);
+    let obj = tag_here(st, tag_ptr);
     st.primitive_field(kind, index, class_tag, obj, value, ty);
     0
 }
@@ -714,7 +816,7 @@ unsafe extern "system" fn on_array_values(
 ) -> jint {
     // SAFETY: as in `on_reference`.
     let st = unsafe { &mut *(ud as *mut State) };
-    let obj = tag_here(tag_ptr);
+    let obj = tag_here(st, tag_ptr);
     st.array_values(obj, class_tag, count, elements, ty);
     0
 }
@@ -723,9 +825,9 @@ unsafe extern "system" fn on_array_values(
 
 /// The loaded classes: tags, layouts, global references. Also tags them (so the walk sees
 /// their tags as `class_tag`).
-fn class_table(jni: &jvm::Jni) -> Result<(HashMap<jlong, ClassEntry>, jlong), String> {
+fn class_table(jni: &jvm::Jni) -> Result<(ClassTable, jlong), String> {
     let all = jvm::loaded_classes().map_err(jvm::err_name)?;
-    let mut map = HashMap::with_capacity_and_hasher(all.len(), Default::default());
+    let mut map = ClassTable::with_capacity(all.len());
     let mut class_class = 0;
     for k in all {
         let tag = match ids::tag_of(k) {
@@ -749,9 +851,8 @@ fn class_table(jni: &jvm::Jni) -> Result<(HashMap<jlong, ClassEntry>, jlong), St
                     class_class = tag;
                 }
                 let is_instance = matches!(layout.kind, Kind::Instance { .. });
-                map.insert(
-                    tag,
-                    ClassEntry {
+                map.insert(ClassEntry {
+                        tag,
                         layout,
                         class: jni.new_global_ref(k),
                         is_instance,
@@ -761,9 +862,8 @@ fn class_table(jni: &jvm::Jni) -> Result<(HashMap<jlong, ClassEntry>, jlong), St
                         domain: 0,
                         interfaces: Vec::new(),
                         statics: Vec::new(),
-                        instance_size: 0,
-                    },
-                );
+                    instance_size: 0,
+                });
             }
         }
         jni.delete_local_ref(k);
@@ -871,6 +971,10 @@ fn new_state(jni: &jvm::Jni, level: jint, single: bool) -> Result<State, String>
         class_class,
         lengths: HashMap::default(),
         cur: (0, usize::MAX),
+        cur_class: usize::MAX,
+        cur_prim: None,
+        next_tag: 0,
+        end_tag: 0,
         threads: HashMap::default(),
         left_out: HashMap::default(),
         unknown_classes: 0,
@@ -880,9 +984,9 @@ fn new_state(jni: &jvm::Jni, level: jint, single: bool) -> Result<State, String>
 
 /// Announces the classes in the table (CLASS_LOAD, if the agent enabled it) and frees the table.
 fn finish(env: *mut JNIEnv, jni: &jvm::Jni, st: &mut State) {
-    for (tag, c) in st.classes.drain() {
+    for c in std::mem::take(&mut st.classes.list) {
         if events::is_ready() && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
-            if let Err(e) = classes::ensure_announced_tagged(env, c.class, tag) {
+            if let Err(e) = classes::ensure_announced_tagged(env, c.class, c.tag) {
                 log::debug!("dump: announcing a class: {e}");
             }
         }
@@ -895,16 +999,23 @@ fn finish(env: *mut JNIEnv, jni: &jvm::Jni, st: &mut State) {
 
 fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
     let jni = jvm::Jni::of(env);
+    let t0 = std::time::Instant::now();
     threads::announce_all();
     let mut st = new_state(&jni, level, false)?;
+    let t1 = t0.elapsed();
     // Untouched capacity costs no resident memory; it saves the copies of growing by doubling.
+    // (The first dump grows by doubling; large blocks grow by remapping, not copying, so that
+    // costs little. Asking Java for the heap's size to guess better would itself leave objects
+    // in the heap: the class loader's lock for the name looked up.)
     let last = LAST_SIZE.load(std::sync::atomic::Ordering::Relaxed);
     st.out.reserve(last + last / 8);
     let suspended = suspend_others(&jni);
     let (map, traces, frames, _, left_out) = stacks(&jni, level != JVMPI_DUMP_LEVEL_0);
     st.threads = map;
     st.left_out = left_out;
+    let t2 = t0.elapsed();
     let r = walk(&mut st, std::ptr::null_mut());
+    let t3 = t0.elapsed();
     resume(&jni, suspended);
     r?;
     // Class objects JVMTI named but never described get an instance record of
@@ -918,6 +1029,14 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
         LAST_SIZE.store(st.out.len(), std::sync::atomic::Ordering::Relaxed);
     }
     finish(env, &jni, &mut st);
+    log::debug!(
+        "heap dump: classes {:?}, threads {:?}, walk {:?}, the rest {:?}; {} bytes",
+        t1,
+        t2 - t1,
+        t3 - t2,
+        t0.elapsed() - t3,
+        st.out.len()
+    );
     Ok(Snapshot { state: st, traces, _frames: frames })
 }
 
@@ -966,11 +1085,11 @@ pub fn request_object_dump(id: jobjectID) -> Result<(), String> {
         let k = jni.object_class(obj);
         let ktag = ids::tag_of(k).unwrap_or(0);
         jni.delete_local_ref(k);
-        if matches!(st.classes.get(&ktag).map(|c| &c.layout.kind), Some(Kind::ObjArray { .. } | Kind::PrimArray { .. })) {
+        if matches!(st.classes.get(ktag).map(|c| &c.layout.kind), Some(Kind::ObjArray { .. })) {
             st.lengths.insert(tag, jni.array_length(obj));
         }
         walk(&mut st, obj)?;
-        if ktag == st.class_class && st.classes.contains_key(&tag) {
+        if ktag == st.class_class && st.classes.contains(tag) {
             st.write_classes(Some(tag));
         } else if st.cur.0 != tag {
             // An object that reported nothing: its record has no values.
