@@ -268,15 +268,29 @@ pub fn send_to(mask: u32, ev: &mut JVMPI_Event) -> bool {
     if let Some(announce) = ANNOUNCER.get() {
         announce(ev.env_id);
     }
+    deliver_to(mask, ev, true)
+}
+
+fn deliver_to(mask: u32, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
     if mask.is_power_of_two() {
-        return deliver(mask.trailing_zeros() as usize, ev, true);
+        return deliver(mask.trailing_zeros() as usize, ev, needs_ready);
     }
     let mut sent = false;
     for a in (0..MAX_AGENTS).filter(|a| mask & (1 << a) != 0) {
         let mut copy = JVMPI_Event { event_type: ev.event_type, env_id: ev.env_id, u: ev.u };
-        sent |= deliver(a, &mut copy, true);
+        sent |= deliver(a, &mut copy, needs_ready);
     }
     sent
+}
+
+/// Inside JVM_SHUT_DOWN's handler, where the gate is closed: an event that what the handler
+/// requested depends on (the CLASS_LOAD of a class that its last heap dump names) is still
+/// delivered, in this thread, before the request's answer. Elsewhere nothing is sent.
+pub fn send_within_last(mask: u32, ev: &mut JVMPI_Event) -> bool {
+    if !in_last() || mask == 0 {
+        return false;
+    }
+    deliver_to(mask, ev, false)
 }
 
 /// The hot path of [`send`], for events sent from Java code many times a second (method

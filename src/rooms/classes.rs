@@ -216,7 +216,11 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
         }
         SENDING.with(|s| s.borrow_mut().push(tag));
         let _sending = Sending(tag, to);
-        events::send_to(to, &mut ev);
+        if events::is_ready() {
+            events::send_to(to, &mut ev);
+        } else {
+            events::send_within_last(to, &mut ev);
+        }
     }
     drop(info.method_strings);
     drop(info.field_strings);
@@ -232,9 +236,10 @@ pub fn ensure_announced(env: *mut JNIEnv, k: jclass) -> Result<jobjectID, String
     }
 }
 
-/// As [`ensure_announced`], for a class whose tag the caller has already read.
+/// As [`ensure_announced`], for a class whose tag the caller has already read. Inside
+/// JVM_SHUT_DOWN's handler too (the classes a last heap dump names).
 pub fn ensure_announced_tagged(env: *mut JNIEnv, k: jclass, tag: jlong) -> Result<jobjectID, String> {
-    if events::is_ready() && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
+    if (events::is_ready() || events::in_last()) && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
         announce_tagged(env, k, tag, false)
     } else {
         Ok(ids::to_id(tag))

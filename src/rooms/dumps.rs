@@ -985,7 +985,7 @@ fn new_state(jni: &jvm::Jni, level: jint, single: bool) -> Result<State, String>
 /// Announces the classes in the table (CLASS_LOAD, if the agent enabled it) and frees the table.
 fn finish(env: *mut JNIEnv, jni: &jvm::Jni, st: &mut State) {
     for c in std::mem::take(&mut st.classes.list) {
-        if events::is_ready() && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
+        if (events::is_ready() || events::in_last()) && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
             if let Err(e) = classes::ensure_announced_tagged(env, c.class, c.tag) {
                 log::debug!("dump: announcing a class: {e}");
             }
