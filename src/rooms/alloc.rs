@@ -335,6 +335,18 @@ thread_local! {
     static VM_MADE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 
+/// JVMTI ThreadEnd, in the ending thread: its caches' weak references are given back (the
+/// thread-locals themselves go only after the thread has left the JVM, too late for JNI).
+pub fn on_thread_end(env: *mut JNIEnv) {
+    let jni = jvm::Jni::of(env);
+    for (w, _) in CLASSES.with(|c| std::mem::take(&mut *c.borrow_mut())) {
+        jni.delete_weak(w as jobject);
+    }
+    for w in VM_MADE.with(|v| std::mem::take(&mut *v.borrow_mut())) {
+        jni.delete_weak(w as jobject);
+    }
+}
+
 fn class_tag(jni: &jvm::Jni, klass: jclass) -> Option<jlong> {
     let hit = CLASSES.with(|c| c.borrow().iter().find(|(w, _)| jni.is_same(*w as jobject, klass)).map(|e| e.1));
     if hit.is_some() {

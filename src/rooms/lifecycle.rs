@@ -16,7 +16,7 @@
 
 use crate::abi::*;
 use crate::face::record;
-use crate::{classes, control, events, gc, jvm, loader, logger, natives, options, report, reset, table, threads};
+use crate::{alloc, classes, control, events, gc, jvm, loader, logger, natives, options, report, reset, table, threads};
 use jvmti_bindings::sys::jni::{
     self, jboolean, jclass, jfieldID, jint, jmethodID, jthread, jthrowable, JNIEnv, JNINativeInterface_, JavaVM,
     JNI_EDETACHED, JNI_ERR, JNI_OK,
@@ -178,6 +178,7 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
     if takes_the_jvm_down(thread) {
         gc::quiesce_for_exit();
     }
+    alloc::on_thread_end(env);
     threads::on_thread_end(env, thread);
 }
 
