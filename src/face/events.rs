@@ -343,8 +343,9 @@ pub fn send_fast(ev: &mut JVMPI_Event, counter: &AtomicUsize) -> bool {
     }
     let sent = match (DEAD.load(Relaxed), table::notify_first()) {
         (false, Some(f)) => {
-            // SAFETY: as in `deliver`; the thread is not inside the shim's JNI call, and with
-            // one agent the thread already runs on its behalf.
+            // The thread is not inside the shim's JNI call, and with one agent it already runs on
+            // that agent's behalf.
+            // SAFETY: as in `deliver`.
             unsafe { f(ev) };
             true
         }

@@ -89,8 +89,8 @@ pub fn notify_first() -> Option<NotifyEventFn> {
     if t.is_null() {
         return None;
     }
-    // SAFETY: `t` is the installed table of agent 0, never moved or freed; reading a
-    // pointer-sized field that the agent may write.
+    // Reading a pointer-sized field that the agent may write.
+    // SAFETY: `t` is the installed table of agent 0, never moved or freed.
     unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*t).NotifyEvent)) }
 }
 

@@ -797,8 +797,9 @@ unsafe extern "system" fn on_primitive_field(
     ty: jvmtiPrimitiveType,
     ud: *mut c_void,
 ) -> jint {
-    // SAFETY: as in `on_reference`; `info` holds the `field` member for field values.
+    // SAFETY: as in `on_reference`.
     let st = unsafe { &mut *(ud as *mut State) };
+    // SAFETY: JVMTI passes a valid `info` whose `field` member is set for field values.
     let index = unsafe { (*info).field.index };
     let obj = tag_here(st, tag_ptr);
     st.primitive_field(kind, index, class_tag, obj, value, ty);

@@ -550,8 +550,8 @@ pub fn thread_names(t: jthread) -> Result<(String, String, String)> {
             jni.delete_local_ref(r)
         }
     };
-    // SAFETY: facade contract; the group handles come from the JVM (local references of this
-    // thread, deleted once read).
+    // The group handles are local references of this thread, deleted once read.
+    // SAFETY: facade contract; the handles come from the JVM.
     unsafe {
         let info = j.get_thread_info(t)?;
         delete(info.context_class_loader);
@@ -1003,8 +1003,9 @@ impl Jni {
         let me = current_thread().ok().filter(|t| !t.is_null());
         let mut in_progress = false;
         if let (Some(remove), Some(ise), Some(me)) = (remove, ise, me) {
-            // SAFETY: Runtime.getRuntime(), then removeShutdownHook(the current thread, which is
-            // no hook: false, or IllegalStateException once shutdown has begun).
+            // Runtime.getRuntime(), then removeShutdownHook(the current thread, which is no hook:
+            // false, or IllegalStateException once shutdown has begun).
+            // SAFETY: method IDs and class looked up above with these signatures.
             unsafe {
                 let rt = self.0.call_static_object_method(k, get, &[]);
                 if !rt.is_null() && !self.0.exception_check() {
@@ -1184,8 +1185,9 @@ impl Jni {
             .iter()
             .map(|(n, s, f)| jni::JNINativeMethod { name: n.as_ptr(), signature: s.as_ptr(), fnPtr: *f })
             .collect();
-        // SAFETY: `k` is a live class; each fnPtr is the function the JNI naming rules give for
-        // that method's name and signature, so its C signature is the one the JVM will call.
+        // Each fnPtr is the function the JNI naming rules give for that method's name and
+        // signature, so its C signature is the one the JVM will call.
+        // SAFETY: `k` is a live class and every entry's pointers are valid for the call.
         let r = unsafe { self.0.register_natives(k, &m) };
         let thrown = self.0.exception_occurred().map(|t| {
             self.0.exception_clear();
