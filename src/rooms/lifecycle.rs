@@ -188,7 +188,7 @@ fn takes_the_jvm_down(thread: jthread) -> bool {
     if jvm::stack_trace(thread, 1).is_ok_and(|s| !s.is_empty()) {
         return true;
     }
-    jvm::thread_names(thread).is_ok_and(|(name, _, _)| name == "DestroyJavaVM")
+    jvm::thread_name(thread).is_ok_and(|name| name == "DestroyJavaVM")
 }
 
 /// JVMTI VMDeath: what is still owed is reported while the gate is open (classes nothing

@@ -541,6 +541,18 @@ pub fn all_threads() -> Result<Vec<jthread>> {
     Ok(all)
 }
 
+/// The thread's name alone (one JVMTI call, no group lookups).
+pub fn thread_name(t: jthread) -> Result<String> {
+    let j = env()?;
+    // SAFETY: facade contract.
+    let info = unsafe { j.get_thread_info(t)? };
+    if let Some(jni) = Jni::current() {
+        jni.delete_local_ref(info.context_class_loader);
+        jni.delete_local_ref(info.thread_group);
+    }
+    Ok(info.name.unwrap_or_default())
+}
+
 /// (thread name, group name, parent group name).
 pub fn thread_names(t: jthread) -> Result<(String, String, String)> {
     let j = env()?;
