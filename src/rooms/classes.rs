@@ -51,13 +51,15 @@ fn all_told(tag: jlong) -> bool {
     }
     if sent & want != want && !SENDING.with(|s| s.borrow().contains(&tag)) {
         let deadline = Instant::now() + Duration::from_secs(2);
-        while ANNOUNCED.get(&tag).is_some_and(|r| r.sent.load(SeqCst) & want != want) {
+        // Until it is delivered, or its claim is given back (the gate closed).
+        while ANNOUNCED.get(&tag).is_some_and(|r| r.told.load(SeqCst) & want == want && r.sent.load(SeqCst) & want != want) {
             if Instant::now() >= deadline {
                 log::debug!("a CLASS_LOAD handler of another thread has not returned within 2 s; going on");
                 break;
             }
             std::thread::sleep(Duration::from_micros(50));
         }
+        return ANNOUNCED.get(&tag).is_some_and(|r| r.told.load(SeqCst) & want == want);
     }
     true
 }
@@ -204,23 +206,33 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
     if requested {
         events::send_requested(&mut ev);
     } else {
-        /// Marks the delivery done however it ends.
-        struct Sending(jlong, u32);
+        /// Ends the claim however the delivery ends: delivered, the class is told; not (the
+        /// gate closed meanwhile), the claim is given back, so that a later announcement (a
+        /// last heap dump's, inside JVM_SHUT_DOWN) still sends it.
+        struct Sending {
+            tag: jlong,
+            to: u32,
+            delivered: bool,
+        }
         impl Drop for Sending {
             fn drop(&mut self) {
-                SENDING.with(|s| s.borrow_mut().retain(|&t| t != self.0));
-                if let Some(r) = ANNOUNCED.get(&self.0) {
-                    r.sent.fetch_or(self.1, SeqCst);
+                SENDING.with(|s| s.borrow_mut().retain(|&t| t != self.tag));
+                if let Some(r) = ANNOUNCED.get(&self.tag) {
+                    if self.delivered {
+                        r.sent.fetch_or(self.to, SeqCst);
+                    } else {
+                        r.told.fetch_and(!self.to, SeqCst);
+                    }
                 }
             }
         }
         SENDING.with(|s| s.borrow_mut().push(tag));
-        let _sending = Sending(tag, to);
-        if events::is_ready() {
-            events::send_to(to, &mut ev);
+        let mut sending = Sending { tag, to, delivered: false };
+        sending.delivered = if events::is_ready() {
+            events::send_to(to, &mut ev)
         } else {
-            events::send_within_last(to, &mut ev);
-        }
+            events::send_within_last(to, &mut ev)
+        };
     }
     drop(info.method_strings);
     drop(info.field_strings);
