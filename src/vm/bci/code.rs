@@ -256,6 +256,7 @@ pub struct MethodEditor {
     method: usize,
     insns: Vec<Instruction>,
     offsets: Vec<u32>,
+    prologue: Vec<Instruction>,
     before: BTreeMap<usize, Vec<Instruction>>,
     after: BTreeMap<usize, Vec<Instruction>>,
     catch_all: Option<Vec<Instruction>>,
@@ -322,7 +323,7 @@ impl MethodEditor {
                 }
             }
         }
-        Ok(MethodEditor { method, insns, offsets, before: BTreeMap::new(), after: BTreeMap::new(), catch_all: None })
+        Ok(MethodEditor { method, insns, offsets, prologue: Vec::new(), before: BTreeMap::new(), after: BTreeMap::new(), catch_all: None })
     }
 
     /// Index of the method in its class.
@@ -350,7 +351,7 @@ impl MethodEditor {
 
     /// True once something was inserted.
     pub fn has_edits(&self) -> bool {
-        !self.before.is_empty() || !self.after.is_empty() || self.catch_all.is_some()
+        !self.prologue.is_empty() || !self.before.is_empty() || !self.after.is_empty() || self.catch_all.is_some()
     }
 
     fn check(&self, index: usize, code: &[Instruction]) -> Result<(), BciError> {
@@ -377,9 +378,26 @@ impl MethodEditor {
         Ok(())
     }
 
+    /// Inserts `code` to run once when the method is entered, before everything else (the code
+    /// inserted before instruction 0 included). Unlike `insert_before(0, …)`, it is not part of
+    /// instruction 0: a branch to instruction 0 (a loop whose head is the method's first
+    /// instruction, as javac compiles `while (c) {…}` at the start of a method) lands after it,
+    /// no exception handler covers it, and the stack map frame of instruction 0 moves with
+    /// instruction 0 (the prologue runs under the method's implicit initial frame). Line-number
+    /// and local-variable entries of instruction 0 start at the prologue. Several prologues run
+    /// in the order they were made.
+    pub fn prologue(&mut self, code: &[Instruction]) -> Result<(), BciError> {
+        if self.insns.is_empty() {
+            return Err(BciError::InvalidEdit("no code to enter".into()));
+        }
+        self.check(0, code)?;
+        self.prologue.extend_from_slice(code);
+        Ok(())
+    }
+
     /// Adds a handler for any exception (catch type 0) that covers the whole original code and
-    /// everything inserted into it, except the code inserted before instruction 0 (so that a
-    /// method-entry hook placed there is not covered). The handler is the last entry of the
+    /// everything inserted into it, except the prologue and the code inserted before
+    /// instruction 0 (so that a method-entry hook placed there is not covered). The handler is the last entry of the
     /// exception table (the method's own handlers are tried first) and is placed after the last
     /// instruction: `code` runs with the exception on the stack (it must be straight-line and
     /// leave the stack as it found it), then `athrow` rethrows it. Its stack map frame (class
@@ -472,6 +490,8 @@ struct Model {
 /// Insertions, replacements and new frames, all keyed by index in the model they apply to.
 #[derive(Default)]
 struct Edits {
+    /// Runs once at entry; branches to instruction 0 land after it.
+    prologue: Vec<Instruction>,
     before: BTreeMap<usize, Vec<Instruction>>,
     after: BTreeMap<usize, Vec<Instruction>>,
     replace: BTreeMap<usize, Instruction>,
@@ -656,11 +676,15 @@ fn decode_model(raw: &[u8], rc: &RawCode, editor: &MethodEditor, initial: &Frame
 /// Applies `edits` to `m`: the new instruction list, with every index reference moved.
 fn apply(m: Model, edits: &Edits) -> Result<Model, BciError> {
     let n = m.insns.len();
-    let extra: usize = edits.before.values().chain(edits.after.values()).map(Vec::len).sum();
+    let extra: usize = edits.before.values().chain(edits.after.values()).map(Vec::len).sum::<usize>() + edits.prologue.len();
     let mut head = vec![0usize; n + 1];
     let mut at = vec![0usize; n + 1];
     // (instruction, old anchor index)
     let mut out: Vec<(Instruction, usize)> = Vec::with_capacity(n + extra);
+    // The prologue is no instruction's: `head[0]`, where branches to instruction 0 land, is
+    // after it. Debug ranges that start at instruction 0 start at the prologue (`dbg`).
+    out.extend(edits.prologue.iter().map(|i| (i.clone(), 0)));
+    let dbg = |head: &[usize], i: usize| if i == 0 { 0 } else { head[i] };
     for (j, insn) in m.insns.into_iter().enumerate() {
         head[j] = out.len();
         if let Some(b) = edits.before.get(&j) {
@@ -700,10 +724,10 @@ fn apply(m: Model, edits: &Edits) -> Result<Model, BciError> {
         .attrs
         .into_iter()
         .map(|a| match a {
-            SubAttr::Lines(nm, v) => SubAttr::Lines(nm, v.into_iter().map(|(i, l)| (head[i], l)).collect()),
+            SubAttr::Lines(nm, v) => SubAttr::Lines(nm, v.into_iter().map(|(i, l)| (dbg(&head, i), l)).collect()),
             SubAttr::LocalVars(nm, v) => SubAttr::LocalVars(
                 nm,
-                v.into_iter().map(|x| LocalVar { start: head[x.start], end: head[x.end], ..x }).collect(),
+                v.into_iter().map(|x| LocalVar { start: dbg(&head, x.start), end: head[x.end], ..x }).collect(),
             ),
             SubAttr::TypeAnnotations(nm, v) => SubAttr::TypeAnnotations(
                 nm,
@@ -711,7 +735,7 @@ fn apply(m: Model, edits: &Edits) -> Result<Model, BciError> {
                     .map(|t| TypeAnnotation {
                         target: match t.target {
                             TaTarget::LocalVar(r) => {
-                                TaTarget::LocalVar(r.into_iter().map(|(s, e, x)| (head[s], head[e], x)).collect())
+                                TaTarget::LocalVar(r.into_iter().map(|(s, e, x)| (dbg(&head, s), head[e], x)).collect())
                             }
                             TaTarget::Offset(i) => TaTarget::Offset(at[i]),
                             TaTarget::TypeArgument(i, k) => TaTarget::TypeArgument(at[i], k),
@@ -937,18 +961,22 @@ pub(crate) fn rewrite(raw: &[u8], rc: &RawCode, editor: MethodEditor, ctx: &Meth
         .before
         .values()
         .chain(editor.after.values())
+        .chain(std::iter::once(&editor.prologue))
         .map(|c| c.len()) // every instruction pushes at most 2 slots; see the fallback below
         .max()
         .unwrap_or(0);
-    // The catch-all range begins after the code inserted before instruction 0.
-    let covered_from = editor.before.get(&0).map_or(0, Vec::len);
+    // The catch-all range begins after the prologue and the code inserted before instruction 0.
+    let covered_from = editor.prologue.len() + editor.before.get(&0).map_or(0, Vec::len);
     let catch_all = editor.catch_all;
-    let edits = Edits { before: editor.before, after: editor.after, ..Edits::default() };
+    let entry = editor.prologue.len();
+    let edits = Edits { prologue: editor.prologue, before: editor.before, after: editor.after, ..Edits::default() };
     let mut model = apply(model, &edits)?;
     if let Some(code) = catch_all {
         // Where instruction j of the original code is in the new code.
         let at = |j: usize| -> usize {
-            j + edits.before.range(..=j).map(|(_, v)| v.len()).sum::<usize>()
+            entry
+                + j
+                + edits.before.range(..=j).map(|(_, v)| v.len()).sum::<usize>()
                 + edits.after.range(..j).map(|(_, v)| v.len()).sum::<usize>()
         };
         let throwable = || vec![frames::VType::object(b"java/lang/Throwable")];

@@ -163,7 +163,8 @@ pub fn plan_method(
         } else {
             vec![I::Aload_0, idx.clone(), I::Invokestatic(r(pool, "enterThis")?)]
         };
-        ed.insert_before(0, &code)?;
+        // Once per call: a loop whose head is instruction 0 branches back after it.
+        ed.prologue(&code)?;
     }
     let insns = ed.instructions().to_vec();
     for (k, i) in insns.iter().enumerate() {
