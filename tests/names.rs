@@ -61,7 +61,7 @@ fn kept_names(requested: bool) {
         if requested {
             exercised.push("resolved");
         } else {
-            exercised.push("unloaded");
+            exercised.extend(["unloaded", "unload_requests"]);
         }
         for key in exercised {
             assert!(figure(&f, key) > 0, "JDK {}: no {key}\n{}", jdk.feature, r.describe());

@@ -23,7 +23,8 @@
  *   ENABLE_FAILED <event> rc=<n>
  *   UNLISTED where=<alloc|compiled|entry> mid=<p> class=<name|?> known_before=<0|1> what=<reflected>
  *   NOCLASS where=... mid=<p>            (GetMethodClass answered NULL)
- *   REQUEST_FAILED CLASS_LOAD id=<p> rc=<n>
+ *   REQUEST_FAILED CLASS_LOAD id=<p> rc=<n>   (also from the CLASS_UNLOAD handler, which requests
+ *                                        the CLASS_LOAD of the class being unloaded)
  *   BAD <what> class=<copy of the class name> ...   (a kept pointer no longer reads the same)
  *   COPY class=<name>                    (a second CLASS_LOAD of a class with other pointers)
  *   SHUTDOWN records=<n> requested=<n> unloaded=<n> strings=<n> arrays=<n> bad=<n>
@@ -161,19 +162,30 @@ static void on_class_load(JVMPI_Event *e, int requested) {
     {
         void **c = slot(ck, cv, r->id, 1);
         rec *before = c ? *c : NULL;
-        if (before && (before->name != r->name || before->marr != r->marr) && ++ncopies <= 20)
+        /* (a request from the CLASS_UNLOAD handler has its own array: its method IDs are NULL) */
+        int own_array = r->nm > 0 && !r->marr[0].method_id;
+        if (before && (before->name != r->name || (before->marr != r->marr && !own_array)) && ++ncopies <= 20)
             logf_("COPY class=%s", r->name_c ? r->name_c : "?");
         if (c) *c = r;
     }
     for (j = 0; j < r->nm; j++) {
-        void **s = slot(mk, mv, r->marr[j].method_id, 1);
+        void **s = r->marr[j].method_id ? slot(mk, mv, r->marr[j].method_id, 1) : NULL;
         if (s) *s = r;
     }
     pthread_mutex_unlock(&tab);
 }
 
+static long nunload_requests;
+
 static void on_class_unload(jobjectID id) {
     rec *r;
+    /* HotSpot 1.5 answered a request for the class being unloaded from its CLASS_UNLOAD
+     * handler (with NULL method IDs). */
+    jint rc = jvmpi->RequestEvent(JVMPI_EVENT_CLASS_LOAD, id);
+    if (rc != JVMPI_SUCCESS)
+        logf_("REQUEST_FAILED CLASS_LOAD (in CLASS_UNLOAD) id=%p rc=%d", (void *)id, (int)rc);
+    else
+        inc(&nunload_requests);
     pthread_mutex_lock(&tab);
     for (r = records; r; r = r->next)
         if (r->id == id) r->unloaded = 1;
@@ -349,9 +361,9 @@ static void check_all(void) {
         }
     }
     logf_("SHUTDOWN records=%ld requested=%ld unloaded=%ld strings=%ld arrays=%ld bad=%ld unlisted=%ld noclass=%ld "
-          "resolved=%ld frames=%ld compiled=%ld entries=%ld allocs=%ld copies=%ld",
+          "resolved=%ld frames=%ld compiled=%ld entries=%ld allocs=%ld copies=%ld unload_requests=%ld",
           nrecords, nrequested, nunloaded, nstrings, narrays, nbad, nunlisted, nnoclass, nresolved, nframes, ncompiled,
-          nentries, nallocs, ncopies);
+          nentries, nallocs, ncopies, nunload_requests);
 }
 
 /* ---- events ----------------------------------------------------------------------------------- */
