@@ -85,8 +85,6 @@ pub fn jvmpi_name(signature: &str) -> String {
 /// Every string a CLASS_LOAD has pointed to, never freed (a `Box<CStr>`'s bytes do not move
 /// when the map grows).
 static STRINGS: LazyLock<DashMap<Box<CStr>, ()>> = LazyLock::new(DashMap::new);
-/// Bytes held by [`STRINGS`].
-static STRING_BYTES: AtomicUsize = AtomicUsize::new(0);
 
 /// The interned copy of `s`: valid, unchanged, for the life of the process.
 fn intern(s: &str) -> *const c_char {
@@ -94,16 +92,8 @@ fn intern(s: &str) -> *const c_char {
     if let Some(e) = STRINGS.get(c.as_c_str()) {
         return e.key().as_ptr();
     }
-    let len = c.as_bytes_with_nul().len();
-    let e = STRINGS.entry(c.into_boxed_c_str()).or_insert_with(|| {
-        STRING_BYTES.fetch_add(len, Relaxed);
-    });
+    let e = STRINGS.entry(c.into_boxed_c_str()).or_insert(());
     e.key().as_ptr()
-}
-
-/// Strings interned so far and their bytes (for the README's memory figures and tests).
-pub fn interned() -> (usize, usize) {
-    (STRINGS.len(), STRING_BYTES.load(Relaxed))
 }
 
 /// Everything a CLASS_LOAD of one class points to. Strings are interned; the arrays live as
