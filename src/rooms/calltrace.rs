@@ -147,7 +147,7 @@ pub fn shown_frames(frames: &[(jmethodID, jlong)]) -> (Vec<JVMPI_CallFrame>, Vec
             continue;
         }
         let lineno = if k == Kind::Wrapper { LINE_NATIVE } else { lines::line_of(m, loc) };
-        shown.push(JVMPI_CallFrame { lineno, method_id: m });
+        shown.push(JVMPI_CallFrame { lineno, method_id: classes::listed(m) });
     }
     (shown, left_out)
 }
@@ -187,12 +187,15 @@ pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint
             let closed = crate::events::is_dead() && crate::events::enabled(JVMPI_EVENT_CLASS_LOAD);
             let mut n = 0;
             for (slot, (m, loc)) in frames.iter_mut().zip(shown.iter()) {
-                if closed && !classes::described(*m) {
+                // An obsolete version's frame (its class was retransformed while it ran) is
+                // named by the current method, the one CLASS_LOAD lists; its line is its own.
+                let listed = classes::listed(*m);
+                if closed && !classes::described(listed) {
                     break;
                 }
-                classes::note_method(*m);
+                classes::note_method(listed);
                 let lineno = if kind(*m) == Kind::Wrapper { LINE_NATIVE } else { lines::line_of(*m, *loc) };
-                *slot = JVMPI_CallFrame { lineno, method_id: *m };
+                *slot = JVMPI_CallFrame { lineno, method_id: listed };
                 n += 1;
             }
             return n;

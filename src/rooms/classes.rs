@@ -16,11 +16,11 @@
 use crate::abi::*;
 use crate::{events, ids, jvm, lines};
 use dashmap::DashMap;
-use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, JNIEnv};
+use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
-use std::ffi::CString;
+use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
-use std::sync::{LazyLock, Mutex, OnceLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 struct ClassRec {
@@ -74,22 +74,62 @@ pub fn jvmpi_name(signature: &str) -> String {
     s.replace('/', ".")
 }
 
-/// Everything a CLASS_LOAD event points into, owned until the event has been sent.
-struct ClassInfo {
-    name: CString,
-    /// `None`: no source file known (array classes, classes compiled without it): NULL, as
-    /// HotSpot 1.5 sent it.
-    source: Option<CString>,
+// ---- what a CLASS_LOAD points to ----------------------------------------------------------
+//
+// Agents keep the pointers a CLASS_LOAD hands them (class, source, method and field names and
+// signatures) and read them long after the handler returned. Every string is interned once for
+// the life of the process (`STRINGS`: a name shared by many classes, such as `<init>` or `()V`,
+// is stored once); the arrays of a class (`DESCRIBED`) are built once per class, shared by its
+// delivered and requested CLASS_LOADs, and freed after its CLASS_UNLOAD.
+
+/// Every string a CLASS_LOAD has pointed to, never freed (a `Box<CStr>`'s bytes do not move
+/// when the map grows).
+static STRINGS: LazyLock<DashMap<Box<CStr>, ()>> = LazyLock::new(DashMap::new);
+
+/// The interned copy of `s`: valid, unchanged, for the life of the process.
+fn intern(s: &str) -> *const c_char {
+    let c = jvm::cstring(s);
+    if let Some(e) = STRINGS.get(c.as_c_str()) {
+        return e.key().as_ptr();
+    }
+    let e = STRINGS.entry(c.into_boxed_c_str()).or_insert(());
+    e.key().as_ptr()
+}
+
+/// Everything a CLASS_LOAD of one class points to. Strings are interned; the arrays live as
+/// long as this value, which lives as long as the class (and any delivery under way).
+struct Described {
+    /// A weak reference to the class, to tell a class from a later one given the same tag.
+    class: usize,
+    name: *const c_char,
+    /// NULL: no source file known (array classes, classes compiled without it), as HotSpot
+    /// 1.5 sent it.
+    source: *const c_char,
     interfaces: jint,
-    method_strings: Vec<(CString, CString)>,
     methods: Vec<JVMPI_Method>,
-    field_strings: Vec<(CString, CString, bool)>,
     statics: Vec<JVMPI_Field>,
     instances: Vec<JVMPI_Field>,
 }
 
-impl ClassInfo {
-    fn read(k: jclass, sig: &str) -> Result<ClassInfo, String> {
+// SAFETY: the pointers are interned strings (immutable, never freed) and the weak reference is
+// a JNI global handle; nothing in a `Described` is changed after it is built.
+unsafe impl Send for Described {}
+// SAFETY: as above.
+unsafe impl Sync for Described {}
+
+/// The descriptions of the classes described so far, by tag.
+static DESCRIBED: LazyLock<DashMap<jlong, Arc<Described>>> = LazyLock::new(DashMap::new);
+
+fn array_ptr<T>(v: &[T]) -> *mut T {
+    if v.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        v.as_ptr() as *mut T
+    }
+}
+
+impl Described {
+    fn read(jni: &jvm::Jni, k: jclass, sig: &str) -> Result<Described, String> {
         let e = jvm::err_name;
         let is_array = sig.starts_with('[');
         let source = if is_array { String::new() } else { jvm::source_file(k).unwrap_or_default() };
@@ -101,7 +141,6 @@ impl ClassInfo {
         fields.reverse();
         // HotSpot 1.5 described an array class with no interfaces, methods or fields.
         let interfaces = if is_array { 0 } else { jvm::interface_count(k).map_err(e)? as jint };
-        let mut method_strings = Vec::with_capacity(mids.len());
         let mut methods = Vec::with_capacity(mids.len());
         for &m in &mids {
             let (n, s) = jvm::method_name(m).map_err(e)?;
@@ -110,51 +149,77 @@ impl ClassInfo {
                 // its wrapper, which has the native's name.
                 continue;
             }
-            method_strings.push((jvm::cstring(&n), jvm::cstring(&s)));
             let (lo, hi) = lines::range_of(m);
-            let (n, s) = method_strings.last().map(|(n, s)| (n.as_ptr(), s.as_ptr())).unwrap_or_default();
             methods.push(JVMPI_Method {
-                method_name: n as *mut _,
-                method_signature: s as *mut _,
+                method_name: intern(&n) as *mut _,
+                method_signature: intern(&s) as *mut _,
                 start_lineno: lo,
                 end_lineno: hi,
                 method_id: m,
             });
         }
-        let field_strings: Vec<_> =
-            fields.iter().map(|(n, s, st)| (jvm::cstring(n), jvm::cstring(s), *st)).collect();
         let pick = |want_static: bool| -> Vec<JVMPI_Field> {
-            field_strings
+            fields
                 .iter()
                 .filter(|f| f.2 == want_static)
-                .map(|(n, s, _)| JVMPI_Field { field_name: n.as_ptr() as *mut _, field_signature: s.as_ptr() as *mut _ })
+                .map(|(n, s, _)| JVMPI_Field { field_name: intern(n) as *mut _, field_signature: intern(s) as *mut _ })
                 .collect()
         };
         let (statics, instances) = (pick(true), pick(false));
-        Ok(ClassInfo {
-            name: jvm::cstring(&jvmpi_name(sig)),
-            source: (!source.is_empty()).then(|| jvm::cstring(&source)),
+        let weak = jni.new_weak(k) as usize;
+        Ok(Described {
+            class: weak,
+            name: intern(&jvmpi_name(sig)),
+            source: if source.is_empty() { std::ptr::null() } else { intern(&source) },
             interfaces,
-            method_strings,
             methods,
             statics,
             instances,
-            field_strings,
         })
     }
 
-    fn event(&mut self, env: *mut JNIEnv, class_id: jobjectID) -> JVMPI_Event {
+    /// The class's description: the one already built, or a new one.
+    fn of(env: *mut JNIEnv, k: jclass, tag: jlong, sig: &str) -> Result<Arc<Described>, String> {
+        let jni = jvm::Jni::of(env);
+        if let Some(d) = DESCRIBED.get(&tag).map(|d| d.clone()) {
+            if d.class != 0 && jni.is_same(d.class as jobject, k) {
+                return Ok(d);
+            }
+        }
+        let d = Arc::new(Described::read(&jni, k, sig)?);
+        let mut stale = None;
+        let kept = match DESCRIBED.entry(tag) {
+            dashmap::mapref::entry::Entry::Occupied(mut o) => {
+                if o.get().class != 0 && jni.is_same(o.get().class as jobject, k) {
+                    // Another thread described it meanwhile: one description per class.
+                    stale = Some(d);
+                    o.get().clone()
+                } else {
+                    // A description left by a class that died unreported, whose tag this one has.
+                    stale = Some(o.insert(d.clone()));
+                    d
+                }
+            }
+            dashmap::mapref::entry::Entry::Vacant(v) => v.insert(d).clone(),
+        };
+        if let Some(s) = stale.filter(|s| s.class != 0) {
+            jni.delete_weak(s.class as jobject);
+        }
+        Ok(kept)
+    }
+
+    fn event(&self, env: *mut JNIEnv, class_id: jobjectID) -> JVMPI_Event {
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_CLASS_LOAD, env);
         ev.u.class_load = ClassLoad {
-            class_name: self.name.as_ptr() as *mut _,
-            source_name: self.source.as_ref().map_or(std::ptr::null_mut(), |s| s.as_ptr() as *mut _),
+            class_name: self.name as *mut _,
+            source_name: self.source as *mut _,
             num_interfaces: self.interfaces,
             num_methods: self.methods.len() as jint,
-            methods: self.methods.as_mut_ptr(),
+            methods: array_ptr(&self.methods),
             num_static_fields: self.statics.len() as jint,
-            statics: self.statics.as_mut_ptr(),
+            statics: array_ptr(&self.statics),
             num_instance_fields: self.instances.len() as jint,
-            instances: self.instances.as_mut_ptr(),
+            instances: array_ptr(&self.instances),
             class_id,
         };
         ev
@@ -180,7 +245,7 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
             return Ok(ids::to_id(tag));
         }
     }
-    let mut info = ClassInfo::read(k, &sig)?;
+    let info = Described::of(env, k, tag, &sig)?;
     let methods: Vec<usize> = info.methods.iter().map(|m| m.method_id as usize).collect();
     for &m in &methods {
         METHODS.insert(m, tag);
@@ -234,8 +299,7 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
             events::send_within_last(to, &mut ev)
         };
     }
-    drop(info.method_strings);
-    drop(info.field_strings);
+    drop(info);
     Ok(ids::to_id(tag))
 }
 
@@ -353,6 +417,9 @@ pub fn announce_all() {
 
 /// `RequestEvent(JVMPI_EVENT_CLASS_LOAD, class ID)`.
 pub fn request(id: jobjectID) -> Result<(), String> {
+    if let Some(r) = request_unloading(id) {
+        return r;
+    }
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     let obj = ids::object_of(id)?;
     let jni = jvm::Jni::of(env);
@@ -364,20 +431,59 @@ pub fn request(id: jobjectID) -> Result<(), String> {
     r
 }
 
-/// A tagged object died: if it was an announced class, the class is unloaded. Returns whether
-/// `tag` was a class. Runs on the GC room's thread, inside its GC bracket.
+thread_local! {
+    /// The class whose CLASS_UNLOAD this thread is delivering: its tag and description.
+    static UNLOADING: std::cell::RefCell<Option<(jlong, Arc<Described>)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A tagged object died: if it was a described or announced class, the class is unloaded.
+/// Returns whether `tag` was a class. Runs on the GC room's thread, inside its GC bracket.
+/// The class's strings stay (interned); its arrays are freed once its CLASS_UNLOAD has been
+/// delivered. As in HotSpot 1.5, the CLASS_UNLOAD handler may still request the class's
+/// CLASS_LOAD: it is answered from the description, with NULL method IDs.
 pub fn unloaded(env: *mut JNIEnv, tag: jlong) -> bool {
-    let Some((_, rec)) = ANNOUNCED.remove(&tag) else { return false };
-    lines::invalidate(&rec.methods);
-    for m in &rec.methods {
+    let described = DESCRIBED.remove(&tag).map(|(_, d)| d);
+    let announced = ANNOUNCED.remove(&tag).map(|(_, r)| r);
+    if described.is_none() && announced.is_none() {
+        return false;
+    }
+    let mut methods: Vec<usize> = announced.map(|r| r.methods).unwrap_or_default();
+    if let Some(d) = &described {
+        methods.extend(d.methods.iter().map(|m| m.method_id as usize));
+        if d.class != 0 {
+            jvm::Jni::of(env).delete_weak(d.class as jobject);
+        }
+    }
+    lines::invalidate(&methods);
+    for m in &methods {
         METHODS.remove(m);
     }
     if events::enabled(JVMPI_EVENT_CLASS_UNLOAD) {
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_CLASS_UNLOAD, env);
         ev.u.class_unload = ClassUnload { class_id: ids::to_id(tag) };
+        let saved = UNLOADING.with(|u| u.replace(described.map(|d| (tag, d))));
         events::send(&mut ev);
+        UNLOADING.with(|u| *u.borrow_mut() = saved);
     }
     true
+}
+
+/// `RequestEvent(CLASS_LOAD)` inside the CLASS_UNLOAD handler of that class: HotSpot 1.5 sent
+/// the class's description, with NULL method IDs ("method_id doesn't mean much after class is
+/// unloaded"). Whether this was such a request.
+fn request_unloading(id: jobjectID) -> Option<Result<(), String>> {
+    let (tag, d) = UNLOADING.with(|u| u.borrow().clone())?;
+    if ids::to_id(tag) != id {
+        return None;
+    }
+    let env = jvm::current_jni()?;
+    let mut methods: Vec<JVMPI_Method> =
+        d.methods.iter().map(|m| JVMPI_Method { method_id: std::ptr::null_mut(), ..*m }).collect();
+    let mut ev = d.event(env, id);
+    ev.u.class_load.methods = if methods.is_empty() { std::ptr::null_mut() } else { methods.as_mut_ptr() };
+    events::send_requested(&mut ev);
+    drop(methods);
+    Some(Ok(()))
 }
 
 /// Remembers a method ID the JVM handed out (stack traces), so it can be checked later.
@@ -385,6 +491,53 @@ pub fn note_method(m: jmethodID) {
     if !METHODS.contains_key(&(m as usize)) {
         METHODS.insert(m as usize, 0);
     }
+}
+
+/// Method IDs the JVM hands out that no CLASS_LOAD lists, each mapped to the one its class lists
+/// (IDs that need no mapping map to themselves, so each ID costs JVMTI calls once).
+static LISTED: LazyLock<DashMap<usize, usize>> = LazyLock::new(DashMap::new);
+
+/// The method ID to hand the agent for `m`, an ID the JVM gave the shim (a stack frame's, a
+/// piece of compiled code's): `m` itself, unless no CLASS_LOAD can list it, namely
+///
+/// * an obsolete version of a method: the class was retransformed (by the shim's own
+///   instrumentation, e.g. `java.lang.Object` when OBJECT_ALLOC is enabled, or by another
+///   agent) while that version ran or after it was compiled; JVMTI then gives the old code a
+///   fresh ID of its own. It maps to the current method of the same name and descriptor, the
+///   one CLASS_LOAD lists (retransformation never adds or removes methods);
+/// * a native method the shim renamed when it wrapped it (`bci::NATIVE_PREFIX`): it maps to
+///   its wrapper, which has the native's name and descriptor.
+pub fn listed(m: jmethodID) -> jmethodID {
+    if m.is_null() || described(m) {
+        return m;
+    }
+    if let Some(x) = LISTED.get(&(m as usize)) {
+        return *x as jmethodID;
+    }
+    let x = current_version(m).unwrap_or(m);
+    if x != m {
+        log::debug!("method {m:p} (an obsolete version, or a renamed native) is handed out as {x:p}");
+    }
+    LISTED.insert(m as usize, x as usize);
+    x
+}
+
+fn current_version(m: jmethodID) -> Option<jmethodID> {
+    let (name, sig) = jvm::method_name(m).ok()?;
+    let renamed = name.strip_prefix(crate::bci::NATIVE_PREFIX);
+    if renamed.is_none() && !jvm::is_obsolete(m).unwrap_or(false) {
+        return Some(m);
+    }
+    let want = renamed.unwrap_or(&name);
+    let k = jvm::method_class(m).ok()?;
+    let found = jvm::class_methods(k)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|&x| x != m && jvm::method_name(x).is_ok_and(|(n, s)| n == want && s == sig));
+    if let Some(jni) = jvm::Jni::current() {
+        jni.delete_local_ref(k);
+    }
+    found
 }
 
 /// Whether `m` is a method of a class described to the agent (CLASS_LOAD, requested or not).

@@ -43,6 +43,11 @@ pub fn on_load(m: jmethodID, code_size: jint, code_addr: *const c_void, map: &[(
     if m.is_null() || !events::is_ready() || !wanted() {
         return;
     }
+    // The ID CLASS_LOAD lists: code of an obsolete version (compiled before its class was
+    // retransformed) or of a renamed native is reported as the method the agent knows. The
+    // line table is the code's own method's.
+    let code_method = m;
+    let m = classes::listed(m);
     let previous = CODE.insert(code_addr as usize, m as usize);
     if REPLAYING.with(|r| r.get()) && previous == Some(m as usize) {
         return;
@@ -58,7 +63,7 @@ pub fn on_load(m: jmethodID, code_size: jint, code_addr: *const c_void, map: &[(
         }
         jvm::Jni::of(env).delete_local_ref(k);
     }
-    let mut table = lineno_table(m, code_addr as usize, map);
+    let mut table = lineno_table(code_method, code_addr as usize, map);
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_COMPILED_METHOD_LOAD, env.unwrap_or(std::ptr::null_mut()));
     ev.u.compiled_method_load = CompiledMethodLoad {
         method_id: m,
@@ -77,7 +82,7 @@ pub fn on_unload(m: jmethodID, code_addr: *const c_void) {
     }
     let env = jvm::current_jni().unwrap_or(std::ptr::null_mut());
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_COMPILED_METHOD_UNLOAD, env);
-    ev.u.compiled_method_unload = CompiledMethodUnload { method_id: m };
+    ev.u.compiled_method_unload = CompiledMethodUnload { method_id: classes::listed(m) };
     events::send(&mut ev);
 }
 

@@ -503,6 +503,13 @@ pub fn is_native(m: jmethodID) -> Result<bool> {
     unsafe { env()?.is_method_native(m) }
 }
 
+/// Whether `m` is an obsolete version of a method (its class was redefined or retransformed
+/// since): frames and compiled code of the old version carry such an ID, which no class lists.
+pub fn is_obsolete(m: jmethodID) -> Result<bool> {
+    // SAFETY: facade contract.
+    unsafe { env()?.is_method_obsolete(m) }
+}
+
 pub fn line_table(m: jmethodID) -> Result<Vec<(jlong, jint)>> {
     // SAFETY: facade contract.
     let t = unsafe { env()?.get_line_number_table(m)? };
