@@ -1,41 +1,128 @@
 //! JVMPI object IDs (`jobjectID`): every object, class and thread object the agent hears of is
 //! named by a JVMTI object tag.
 //!
-//! A tag is set once and never changes, so an ID is stable for the object's whole life: the
-//! shim never has to send `OBJECT_MOVE`, and `DisableGC` has nothing to protect. Tags come from
-//! one counter, in steps of 8 so that IDs look like aligned pointers to agents that hash them
-//! (`id >> 3`), and are never reused. Converting back (`jobjectID2jobject`) asks JVMTI for the
-//! object with that tag; an ID the shim never gave out is refused before JVMTI sees it.
+//! A tag is set once and never changes while its object lives, so an ID is stable for the
+//! object's whole life: the shim never has to send `OBJECT_MOVE`, and `DisableGC` has nothing to
+//! protect. Tags are `slot × 16` (so that IDs look like aligned pointers to agents that hash
+//! them, `id >> 3`), plus 8 for objects defined by OBJECT_ALLOC (below).
 //!
-//! Bit 3 of a tag marks an object the agent was told about with `OBJECT_ALLOC` (allocation
-//! tracking, or a requested OBJECT_ALLOC): only those get `OBJECT_FREE`. So the shim keeps no
-//! per-object state of its own: everything it knows about an object is in its tag.
+//! **Slots are reused.** Agents of JVMPI's time keep IDs in 32-bit integers, as the 32-bit JVMs
+//! they were written for allowed (addresses, reused after a collection). So a slot is given back
+//! once its object's death has been dealt with in a GC bracket (its OBJECT_FREE delivered, or
+//! dropped when the agent never heard of it as a defined object; `gc` calls [`release`]), and
+//! later slots come from those given back before new ones: every live object's ID stays unique,
+//! and below 2^31 while fewer than 2^27 slots are in use (live objects, deaths not yet dealt
+//! with, and a few slots cached per thread). The JVMTI ObjectFree event is on from VM start for
+//! that (`gc::start`). Threads take slots 64 at a time from a shared list (one lock per 64
+//! allocations); heap walks take blocks of 4096 ([`TagBlock`]).
+//!
+//! **ID → object in O(1).** JVMTI can find an object by tag only with `GetObjectsWithTags`,
+//! which scans the whole tag map (milliseconds at a million tagged objects). So the shim keeps an
+//! index, slot → weak global reference, filled lazily:
+//! * objects tagged by [`tag_of`] (classes, threads, monitors, receivers…: few) are indexed when
+//!   tagged;
+//! * objects tagged by a heap dump or by allocation tracking are not (that would cost every
+//!   allocation a weak reference). A miss is answered with one `GetObjectsWithTags`; after a few
+//!   misses the whole index is rebuilt at once ([`jvm::each_tagged_object`]: one heap
+//!   iteration in a second JVMTI environment, one listing), so a run of requests pays about one
+//!   heap iteration in all. When misses keep coming for objects allocation tracking tagged,
+//!   allocation starts indexing the objects it tags ([`bind`]), so that such agents stay O(1).
+//! * a heap walk also records, per slot, the object's class tag and size ([`note`]): what a
+//!   requested OBJECT_ALLOC needs, without finding the object at all.
+//!
+//! Entries go when the slot is released. The index and the descriptions take 16 bytes per slot
+//! of the chunks (65,536 slots) that have any entry; none for a program that never asks.
 
 use crate::abi::jobjectID;
 use crate::jvm;
 use jvmti_bindings::sys::jni::{jlong, jobject};
-use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Mutex;
 
 /// The distance between two tags.
 pub const STEP: jlong = 16;
 /// Set in the tag of objects defined to the agent by OBJECT_ALLOC.
 pub const DEFINED: jlong = 8;
-static NEXT: AtomicI64 = AtomicI64::new(1);
+const SHIFT: u32 = 4;
+/// Slots below this have tags (and so IDs) below 2^31.
+pub const SMALL_SLOTS: u64 = 1 << 27;
+
+/// The next slot never given out (slot 0 is tag 0: "untagged").
+static HIGH: AtomicU64 = AtomicU64::new(1);
+/// Slots given back, reused last-in first-out.
+static FREE: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+/// Slots handed out from the free list and from `HIGH`, for the report (reuse figure).
+static REUSED: AtomicU64 = AtomicU64::new(0);
+static WARNED_LARGE: AtomicBool = AtomicBool::new(false);
+/// How many slots a thread takes at a time.
+const BATCH: usize = 64;
+/// How many slots a heap walk takes at a time.
+pub const BLOCK: usize = 4096;
 /// Serialises tag assignment for objects others may be tagging at the same moment.
 static ASSIGN: Mutex<()> = Mutex::new(());
 
-/// A fresh tag, never given out before.
-pub fn fresh_tag() -> jlong {
-    NEXT.fetch_add(1, Relaxed) * STEP
+/// `n` slots into `into`: from the free list first, then new ones.
+fn take(mut n: usize, into: &mut Vec<u64>) {
+    {
+        let mut f = FREE.lock().unwrap_or_else(|p| p.into_inner());
+        let k = n.min(f.len());
+        let at = f.len() - k;
+        into.extend(f.drain(at..));
+        REUSED.fetch_add(k as u64, Relaxed);
+        n -= k;
+    }
+    if n == 0 {
+        return;
+    }
+    let first = HIGH.fetch_add(n as u64, Relaxed);
+    if first + n as u64 > SMALL_SLOTS && !WARNED_LARGE.swap(true, Relaxed) {
+        log::warn!("more than 2^27 object IDs in use at once: IDs from now on may exceed 2^31 (still unique)");
+    }
+    // Handed out lowest first.
+    into.extend((first..first + n as u64).rev());
 }
 
-/// `n` fresh tags at once, for a heap walk that tags objects by the million: (first, end), the
-/// tags being `first, first + STEP, …` up to `end` (exclusive). Tags of the block left unused
-/// are never given out.
-pub fn reserve_tags(n: jlong) -> (jlong, jlong) {
-    let first = NEXT.fetch_add(n, Relaxed);
-    (first * STEP, (first + n) * STEP)
+fn give_back(slots: &[u64]) {
+    if slots.is_empty() {
+        return;
+    }
+    FREE.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(slots);
+}
+
+/// A thread's cached slots, given back when the thread ends.
+struct Cache(Vec<u64>);
+impl Drop for Cache {
+    fn drop(&mut self) {
+        give_back(&self.0);
+    }
+}
+
+thread_local! {
+    static CACHE: RefCell<Cache> = const { RefCell::new(Cache(Vec::new())) };
+}
+
+fn slot() -> u64 {
+    CACHE
+        .try_with(|c| {
+            let mut c = c.borrow_mut();
+            if let Some(s) = c.0.pop() {
+                return s;
+            }
+            take(BATCH, &mut c.0);
+            c.0.pop().unwrap_or(0)
+        })
+        .unwrap_or_else(|_| {
+            let mut v = Vec::with_capacity(1);
+            take(1, &mut v);
+            v[0]
+        })
+}
+
+/// A fresh tag: no live object has it, and its slot's last object (if any) has been reported
+/// dead.
+pub fn fresh_tag() -> jlong {
+    (slot() << SHIFT) as jlong
 }
 
 /// A fresh tag for an object whose OBJECT_ALLOC is being sent.
@@ -43,9 +130,64 @@ pub fn fresh_defined_tag() -> jlong {
     fresh_tag() | DEFINED
 }
 
+/// The ID for an object about to be made (OBJECT_ALLOC announced before the object exists):
+/// bind it to the object with [`bind`] once there is one, or give it up with [`abandon`].
+/// Until then it names no object: `jobjectID2jobject` answers NULL and RequestEvent FAIL.
+pub fn reserve_id() -> jobjectID {
+    to_id(fresh_defined_tag())
+}
+
+/// A reserved ID that will never name an object: it goes through the death queue like a
+/// dead object's (so a defined one gets its OBJECT_FREE in the next GC bracket) and is reused
+/// only after that.
+pub fn abandon(id: jobjectID) {
+    crate::gc::on_object_free(to_tag(id));
+}
+
+/// Tags `obj` with `tag` (a fresh or reserved one) and indexes it when allocation is indexing
+/// (see the module comment). Returns false if JVMTI refused the tag.
+pub fn bind(jni: &jvm::Jni, obj: jobject, tag: jlong) -> bool {
+    if jvm::set_tag(obj, tag).is_err() {
+        return false;
+    }
+    if INDEX_ALLOCATIONS.load(Relaxed) {
+        index(jni, tag, obj);
+    }
+    true
+}
+
+/// Tags for a heap walk, which tags objects by the million inside a JVMTI callback: taken in
+/// blocks; those left unused go back when the block is dropped.
+pub struct TagBlock(Vec<u64>);
+
+impl TagBlock {
+    pub const fn new() -> TagBlock {
+        TagBlock(Vec::new())
+    }
+    #[inline]
+    pub fn next(&mut self) -> jlong {
+        if self.0.is_empty() {
+            take(BLOCK, &mut self.0);
+        }
+        (self.0.pop().unwrap_or(0) << SHIFT) as jlong
+    }
+}
+
+impl Default for TagBlock {
+    fn default() -> Self {
+        TagBlock::new()
+    }
+}
+
+impl Drop for TagBlock {
+    fn drop(&mut self) {
+        give_back(&self.0);
+    }
+}
+
 /// Whether `tag` is one the shim could have given out.
 pub fn plausible(tag: jlong) -> bool {
-    tag > 0 && tag % 8 == 0 && tag < NEXT.load(Relaxed) * STEP
+    tag > 0 && tag % 8 == 0 && ((tag as u64) >> SHIFT) < HIGH.load(Relaxed)
 }
 
 /// Whether the object with this tag was defined to the agent by OBJECT_ALLOC.
@@ -61,7 +203,13 @@ pub fn to_tag(id: jobjectID) -> jlong {
     id as usize as jlong
 }
 
-/// The tag of a live object, giving it one if it has none.
+/// (slots ever made, slots reused, slots free now), for the report.
+pub fn figures() -> (u64, u64, usize) {
+    let free = FREE.lock().unwrap_or_else(|p| p.into_inner()).len();
+    (HIGH.load(Relaxed) - 1, REUSED.load(Relaxed), free)
+}
+
+/// The tag of a live object, giving it one if it has none (and indexing it then).
 pub fn tag_of(obj: jobject) -> Result<jlong, String> {
     if obj.is_null() {
         return Err("NULL object".into());
@@ -77,6 +225,9 @@ pub fn tag_of(obj: jobject) -> Result<jlong, String> {
     }
     let t = fresh_tag();
     jvm::set_tag(obj, t).map_err(jvm::err_name)?;
+    if let Some(jni) = jvm::Jni::current() {
+        index(&jni, t, obj);
+    }
     Ok(t)
 }
 
@@ -88,15 +239,252 @@ pub fn id_of(obj: jobject) -> Result<jobjectID, String> {
     tag_of(obj).map(to_id)
 }
 
+// ---- the index: slot → weak reference, slot → (class, size) -------------------------------------
+
+const CHUNK_BITS: u32 = 16;
+const CHUNK: usize = 1 << CHUNK_BITS;
+const CHUNKS: usize = (SMALL_SLOTS >> CHUNK_BITS) as usize;
+/// In an index entry: the weak reference is for the defined variant of the slot's tag.
+const WEAK_DEFINED: usize = 1 << 63;
+/// In a description: set when there is one.
+const DESC_SET: u64 = 1 << 63;
+
+struct Chunk {
+    weak: [AtomicUsize; CHUNK],
+    desc: [AtomicU64; CHUNK],
+}
+
+static TABLE: [AtomicPtr<Chunk>; CHUNKS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS];
+/// Chunks made (for the report).
+static CHUNKS_MADE: AtomicUsize = AtomicUsize::new(0);
+
+/// The chunk and index of `tag`'s slot; made if `make`.
+#[inline]
+fn entry(tag: jlong, make: bool) -> Option<(&'static Chunk, usize)> {
+    let slot = (tag as u64) >> SHIFT;
+    if slot >= SMALL_SLOTS || tag <= 0 {
+        return None;
+    }
+    let (c, i) = ((slot >> CHUNK_BITS) as usize, (slot as usize) & (CHUNK - 1));
+    let mut p = TABLE[c].load(Acquire);
+    if p.is_null() {
+        if !make {
+            return None;
+        }
+        // All-zero bytes are valid atomics: empty entries.
+        let fresh: Box<Chunk> = unsafe_zeroed_chunk();
+        let raw = Box::into_raw(fresh);
+        match TABLE[c].compare_exchange(std::ptr::null_mut(), raw, AcqRel, Acquire) {
+            Ok(_) => {
+                CHUNKS_MADE.fetch_add(1, Relaxed);
+                p = raw;
+            }
+            Err(other) => {
+                // SAFETY: `raw` came from Box::into_raw just above and was never shared.
+                drop(unsafe { Box::from_raw(raw) });
+                p = other;
+            }
+        }
+    }
+    // SAFETY: chunks are never freed once published.
+    Some((unsafe { &*p }, i))
+}
+
+fn unsafe_zeroed_chunk() -> Box<Chunk> {
+    // SAFETY: a Chunk is arrays of atomics, for which all-zero bytes are a valid value.
+    unsafe { Box::<Chunk>::new_zeroed().assume_init() }
+}
+
+/// Enters `obj` (which has tag `tag`, and is alive: the caller holds a reference) in the index.
+fn index(jni: &jvm::Jni, tag: jlong, obj: jobject) {
+    let Some((c, i)) = entry(tag, true) else { return };
+    if c.weak[i].load(Acquire) != 0 {
+        return;
+    }
+    let w = jni.new_weak(obj) as usize;
+    if w == 0 {
+        return;
+    }
+    let v = w | if is_defined(tag) { WEAK_DEFINED } else { 0 };
+    if c.weak[i].compare_exchange(0, v, AcqRel, Acquire).is_err() {
+        jni.delete_weak(w as jobject);
+    }
+}
+
+/// Records, from inside a heap walk, what a requested OBJECT_ALLOC says about the object with
+/// `tag`: its class (tag) and size. Valid for the object's life (neither ever changes).
+#[inline]
+pub fn note(tag: jlong, class_tag: jlong, size: jlong) {
+    if class_tag <= 0 || (class_tag as u64) >> 3 >= 1 << 30 {
+        return;
+    }
+    let Some((c, i)) = entry(tag, true) else { return };
+    let v = DESC_SET | ((class_tag as u64 >> 3) << 32) | size.clamp(0, u32::MAX as jlong) as u64;
+    c.desc[i].store(v, Relaxed);
+    NOTED.store(true, Relaxed);
+}
+
+/// What a heap walk recorded about the object with `tag`: (class tag, size).
+pub fn described(tag: jlong) -> Option<(jlong, jlong)> {
+    if !plausible(tag) {
+        return None;
+    }
+    let (c, i) = entry(tag, false)?;
+    let v = c.desc[i].load(Relaxed);
+    (v & DESC_SET != 0).then(|| ((((v & !DESC_SET) >> 32) << 3) as jlong, (v & 0xFFFF_FFFF) as jlong))
+}
+
+/// Records what RequestEvent learnt about an object, so the next request finds it.
+pub fn remember(tag: jlong, class_tag: jlong, size: jlong) {
+    note(tag, class_tag, size);
+}
+
+/// Forgets the dead objects with these tags and gives their slots back for reuse. Called by the
+/// GC room once each death has been dealt with (OBJECT_FREE delivered, or not owed).
+pub fn release(jni: &jvm::Jni, tags: &[jlong]) {
+    let mut slots = Vec::with_capacity(tags.len());
+    for &t in tags {
+        if t <= 0 || t & 7 != 0 {
+            continue;
+        }
+        if let Some((c, i)) = entry(t, false) {
+            let w = c.weak[i].swap(0, AcqRel) & !WEAK_DEFINED;
+            if w != 0 {
+                jni.delete_weak(w as jobject);
+            }
+            c.desc[i].store(0, Relaxed);
+        }
+        slots.push((t as u64) >> SHIFT);
+    }
+    give_back(&slots);
+}
+
+/// Misses since the last rebuild, and those of them for slots a heap walk described.
+static MISSES: AtomicU64 = AtomicU64::new(0);
+static DEFINED_MISSES: AtomicU64 = AtomicU64::new(0);
+/// A heap walk has described objects since the last rebuild.
+static NOTED: AtomicBool = AtomicBool::new(false);
+/// Allocation tracking indexes what it tags (agents that resolve tracked objects).
+static INDEX_ALLOCATIONS: AtomicBool = AtomicBool::new(false);
+static REBUILD: Mutex<()> = Mutex::new(());
+/// Rebuilds done (for the report and the benchmark).
+static REBUILDS: AtomicU64 = AtomicU64::new(0);
+
+/// Misses answered one by one before the index is rebuilt: a miss costs one scan of the tag
+/// map, a rebuild about as much as 50 of them (measured: README, "Object IDs").
+const MISSES_BEFORE_REBUILD: u64 = 8;
+/// Misses on allocation-tracked objects after which allocation indexes what it tags.
+const DEFINED_MISSES_TO_INDEX: u64 = 256;
+
+/// (rebuilds, index chunks) for the report.
+pub fn index_figures() -> (u64, usize) {
+    (REBUILDS.load(Relaxed), CHUNKS_MADE.load(Relaxed))
+}
+
+/// Looks `tag` up in the index: Some(local reference), Some(NULL) for a collected object, None
+/// when the slot has no entry.
+fn lookup(jni: &jvm::Jni, tag: jlong) -> Option<jobject> {
+    let (c, i) = entry(tag, false)?;
+    let v = c.weak[i].load(Acquire);
+    if v == 0 {
+        return None;
+    }
+    if (v & WEAK_DEFINED != 0) != is_defined(tag) {
+        return Some(std::ptr::null_mut()); // the other variant of the slot's tag: no such object
+    }
+    Some(jni.new_local_ref((v & !WEAK_DEFINED) as jobject))
+}
+
 /// The object an ID names, as a local reference of the current thread.
 pub fn object_of(id: jobjectID) -> Result<jobject, String> {
     let tag = to_tag(id);
     if !plausible(tag) {
         return Err(format!("{id:p} is not a jobjectID this shim gave out"));
     }
+    let dead = || format!("object {id:p} is no longer alive");
+    let Some(jni) = jvm::Jni::current() else {
+        return Err("the calling thread is not attached to the JVM".into());
+    };
+    match lookup(&jni, tag) {
+        Some(o) if o.is_null() => return Err(dead()),
+        Some(o) => return Ok(o),
+        None => {}
+    }
+    // A miss. A run of them (an agent resolving the objects of a dump, or the objects
+    // allocation tracking told it of) is served by rebuilding the whole index at once.
+    let misses = MISSES.fetch_add(1, Relaxed) + 1;
+    if is_defined(tag) && DEFINED_MISSES.fetch_add(1, Relaxed) + 1 == DEFINED_MISSES_TO_INDEX {
+        log::info!("the agent resolves many tracked objects' IDs: allocation tracking now indexes the objects it tags");
+        INDEX_ALLOCATIONS.store(true, Relaxed);
+    }
+    if misses >= MISSES_BEFORE_REBUILD && (NOTED.load(Relaxed) || misses >= MISSES_BEFORE_REBUILD * 8) {
+        rebuild(&jni);
+        match lookup(&jni, tag) {
+            Some(o) if o.is_null() => return Err(dead()),
+            Some(o) => return Ok(o),
+            None => return Err(dead()),
+        }
+    }
     match jvm::object_with_tag(tag) {
-        Ok(Some(o)) => Ok(o),
-        Ok(None) => Err(format!("object {id:p} is no longer alive")),
+        Ok(Some(o)) => {
+            index(&jni, tag, o);
+            Ok(o)
+        }
+        Ok(None) => Err(dead()),
         Err(e) => Err(jvm::err_name(e)),
+    }
+}
+
+/// Enters every tagged object in the index (one heap iteration; see the module comment).
+fn rebuild(jni: &jvm::Jni) {
+    let before = REBUILDS.load(SeqCst);
+    let _one = REBUILD.lock().unwrap_or_else(|p| p.into_inner());
+    if REBUILDS.load(SeqCst) != before {
+        return; // another thread rebuilt it meanwhile
+    }
+    NOTED.store(false, Relaxed);
+    MISSES.store(0, Relaxed);
+    let t = std::time::Instant::now();
+    let r = jvm::each_tagged_object(jni, |tag, o| {
+        if tag > 0 && tag & 7 == 0 {
+            index(jni, tag, o)
+        }
+    });
+    REBUILDS.fetch_add(1, SeqCst);
+    match r {
+        Ok(n) => log::debug!("object index rebuilt: {n} tagged objects in {:?}", t.elapsed()),
+        Err(e) => log::info!("object index: the rebuild failed ({}); objects are looked up one by one", jvm::err_name(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_reused_after_release_and_blocks_give_back_the_rest() {
+        let a = fresh_tag();
+        let b = fresh_defined_tag();
+        assert_ne!(a, b & !DEFINED);
+        assert!(plausible(a) && plausible(b));
+        assert!(is_defined(b) && !is_defined(a));
+        // Released slots come back before new ones.
+        let mut blk = TagBlock::new();
+        let first: Vec<jlong> = (0..10).map(|_| blk.next()).collect();
+        drop(blk);
+        let mut blk = TagBlock::new();
+        let again: Vec<jlong> = (0..10).map(|_| blk.next()).collect();
+        assert_eq!(first, again, "the unused part of a block goes back, lowest slots first");
+        assert!(again.iter().all(|&t| (t as u64) < (SMALL_SLOTS << SHIFT)));
+    }
+
+    #[test]
+    fn descriptions_round_trip() {
+        let t = fresh_tag();
+        assert_eq!(described(t), None);
+        note(t, 0x1230, 24);
+        assert_eq!(described(t), Some((0x1230, 24)));
+        note(t | DEFINED, 0x1238, 1 << 20);
+        assert_eq!(described(t | DEFINED), Some((0x1238, 1 << 20)));
     }
 }

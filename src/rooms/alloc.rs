@@ -248,7 +248,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
     }
     // Tagged only now: a tag with the DEFINED bit always belongs to a reported object.
     let tag = ids::fresh_defined_tag();
-    if jvm::set_tag(obj, tag).is_err() {
+    if !ids::bind(&jni, obj, tag) {
         return;
     }
     let size = if shape.size > 0 {

@@ -143,18 +143,18 @@ impl ClassInfo {
         })
     }
 
-    fn event(&mut self, env: *mut JNIEnv, class_id: jobjectID) -> JVMPI_Event {
+    fn event(&self, env: *mut JNIEnv, class_id: jobjectID) -> JVMPI_Event {
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_CLASS_LOAD, env);
         ev.u.class_load = ClassLoad {
             class_name: self.name.as_ptr() as *mut _,
             source_name: self.source.as_ref().map_or(std::ptr::null_mut(), |s| s.as_ptr() as *mut _),
             num_interfaces: self.interfaces,
             num_methods: self.methods.len() as jint,
-            methods: self.methods.as_mut_ptr(),
+            methods: self.methods.as_ptr() as *mut _,
             num_static_fields: self.statics.len() as jint,
-            statics: self.statics.as_mut_ptr(),
+            statics: self.statics.as_ptr() as *mut _,
             num_instance_fields: self.instances.len() as jint,
-            instances: self.instances.as_mut_ptr(),
+            instances: self.instances.as_ptr() as *mut _,
             class_id,
         };
         ev
@@ -180,7 +180,7 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
             return Ok(ids::to_id(tag));
         }
     }
-    let mut info = ClassInfo::read(k, &sig)?;
+    let info = ClassInfo::read(k, &sig)?;
     let methods: Vec<usize> = info.methods.iter().map(|m| m.method_id as usize).collect();
     for &m in &methods {
         METHODS.insert(m, tag);
@@ -202,10 +202,15 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
             return Ok(ids::to_id(tag));
         }
     }
-    let mut ev = info.event(env, ids::to_id(tag));
     if requested {
+        let d = std::sync::Arc::new(Described(info));
+        REQUESTED_INFO.insert(tag, d.clone());
+        let mut ev = d.0.event(env, ids::to_id(tag));
         events::send_requested(&mut ev);
-    } else {
+        return Ok(ids::to_id(tag));
+    }
+    let mut ev = info.event(env, ids::to_id(tag));
+    {
         /// Ends the claim however the delivery ends: delivered, the class is told; not (the
         /// gate closed meanwhile), the claim is given back, so that a later announcement (a
         /// last heap dump's, inside JVM_SHUT_DOWN) still sends it.
@@ -237,6 +242,11 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
     drop(info.method_strings);
     drop(info.field_strings);
     Ok(ids::to_id(tag))
+}
+
+/// Whether every agent that wants CLASS_LOAD has had class `tag`'s.
+pub fn announced_to_all(tag: jlong) -> bool {
+    all_told(tag)
 }
 
 /// The ID of class `k`, announcing it first if the agent wants CLASS_LOAD and has not had it.
@@ -351,9 +361,32 @@ pub fn announce_all() {
     }
 }
 
+/// A class's requested CLASS_LOAD, built once and kept until the class unloads (or is
+/// redefined): an agent may ask for it once per object it meets (a heap profiler resolving every
+/// object of a dump), and its strings stay readable after the handler returns.
+struct Described(ClassInfo);
+// SAFETY: a Described is never changed after it is built; its raw pointers point into its own
+// strings and vectors, which live as long as it does.
+unsafe impl Send for Described {}
+// SAFETY: as above (read-only once shared).
+unsafe impl Sync for Described {}
+
+static REQUESTED_INFO: LazyLock<DashMap<jlong, std::sync::Arc<Described>>> = LazyLock::new(DashMap::new);
+
+/// Sends the requested CLASS_LOAD of class `tag` from the kept description, if there is one.
+fn request_kept(env: *mut JNIEnv, tag: jlong) -> bool {
+    let Some(d) = REQUESTED_INFO.get(&tag).map(|d| d.clone()) else { return false };
+    let mut ev = d.0.event(env, ids::to_id(tag));
+    events::send_requested(&mut ev);
+    true
+}
+
 /// `RequestEvent(JVMPI_EVENT_CLASS_LOAD, class ID)`.
 pub fn request(id: jobjectID) -> Result<(), String> {
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
+    if ids::plausible(ids::to_tag(id)) && request_kept(env, ids::to_tag(id)) {
+        return Ok(());
+    }
     let obj = ids::object_of(id)?;
     let jni = jvm::Jni::of(env);
     let k = jni.object_class(obj);
@@ -364,9 +397,22 @@ pub fn request(id: jobjectID) -> Result<(), String> {
     r
 }
 
+/// A tagged object died with no GC bracket to report it in: if it was an announced class, it is
+/// forgotten (so that its tag, once reused, names nothing of it). Returns whether it was one.
+pub fn forget(tag: jlong) -> bool {
+    REQUESTED_INFO.remove(&tag);
+    let Some((_, rec)) = ANNOUNCED.remove(&tag) else { return false };
+    lines::invalidate(&rec.methods);
+    for m in &rec.methods {
+        METHODS.remove(m);
+    }
+    true
+}
+
 /// A tagged object died: if it was an announced class, the class is unloaded. Returns whether
 /// `tag` was a class. Runs on the GC room's thread, inside its GC bracket.
 pub fn unloaded(env: *mut JNIEnv, tag: jlong) -> bool {
+    REQUESTED_INFO.remove(&tag);
     let Some((_, rec)) = ANNOUNCED.remove(&tag) else { return false };
     lines::invalidate(&rec.methods);
     for m in &rec.methods {
@@ -458,6 +504,9 @@ pub fn method_class(m: jmethodID) -> jobjectID {
 /// A class is being redefined or retransformed: what the shim knows of its methods' bytecode
 /// (line tables, constructor chains) is forgotten.
 pub fn on_redefine(k: jclass) {
+    if let Ok(t) = jvm::get_tag(k) {
+        REQUESTED_INFO.remove(&t);
+    }
     if let Ok(ms) = jvm::class_methods(k) {
         lines::invalidate(&ms.iter().map(|&m| m as usize).collect::<Vec<_>>());
     }
