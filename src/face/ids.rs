@@ -252,6 +252,8 @@ const DESC_SET: u64 = 1 << 63;
 struct Chunk {
     weak: [AtomicUsize; CHUNK],
     desc: [AtomicU64; CHUNK],
+    /// One bit per slot: defined to the agent by a requested OBJECT_ALLOC (owed OBJECT_FREE).
+    requested: [AtomicU64; CHUNK / 64],
 }
 
 static TABLE: [AtomicPtr<Chunk>; CHUNKS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS];
@@ -334,6 +336,20 @@ pub fn described(tag: jlong) -> Option<(jlong, jlong)> {
     (v & DESC_SET != 0).then(|| ((((v & !DESC_SET) >> 32) << 3) as jlong, (v & 0xFFFF_FFFF) as jlong))
 }
 
+/// Marks the object with plain tag `tag` as defined by a requested OBJECT_ALLOC (it gets
+/// OBJECT_FREE like a tracked one). False for a tag outside the table (the caller keeps it).
+pub fn mark_requested(tag: jlong) -> bool {
+    let Some((c, i)) = entry(tag, true) else { return false };
+    c.requested[i / 64].fetch_or(1 << (i % 64), Relaxed);
+    true
+}
+
+/// Whether `tag` was marked by [`mark_requested`] (and forgets it).
+pub fn take_requested(tag: jlong) -> bool {
+    let Some((c, i)) = entry(tag, false) else { return false };
+    c.requested[i / 64].fetch_and(!(1 << (i % 64)), Relaxed) & (1 << (i % 64)) != 0
+}
+
 /// Records what RequestEvent learnt about an object, so the next request finds it.
 pub fn remember(tag: jlong, class_tag: jlong, size: jlong) {
     note(tag, class_tag, size);
@@ -353,6 +369,7 @@ pub fn release(jni: &jvm::Jni, tags: &[jlong]) {
                 jni.delete_weak(w as jobject);
             }
             c.desc[i].store(0, Relaxed);
+            c.requested[i / 64].fetch_and(!(1 << (i % 64)), Relaxed);
         }
         slots.push((t as u64) >> SHIFT);
     }

@@ -63,12 +63,12 @@ pub fn describe(env: *mut jvmti_bindings::sys::jni::JNIEnv, obj: jobject) -> Res
 }
 
 /// Objects defined to the agent by a requested OBJECT_ALLOC whose tag predates it (they get
-/// OBJECT_FREE like tracked ones).
+/// OBJECT_FREE like tracked ones), when their tag is outside the `ids` table (a bit there).
 static REQUESTED: LazyLock<DashSet<jlong>> = LazyLock::new(DashSet::new);
 
 /// Whether `tag` was defined by a requested OBJECT_ALLOC (and forgets it).
 pub fn forget_requested(tag: jlong) -> bool {
-    REQUESTED.remove(&tag).is_some()
+    ids::take_requested(tag) || (!REQUESTED.is_empty() && REQUESTED.remove(&tag).is_some())
 }
 
 /// What a class says about its instances in OBJECT_ALLOC: (`is_array`, tag of the class that
@@ -150,7 +150,7 @@ pub fn request(id: jobjectID) -> Result<(), String> {
             info
         }
     };
-    if !ids::is_defined(tag) {
+    if !ids::is_defined(tag) && !ids::mark_requested(tag) {
         REQUESTED.insert(tag);
     }
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);

@@ -9,7 +9,9 @@
  * instance of a class. Writes <out>:
  *   DUMP objects=<n> ms=<t>
  *   REQ ms=<t> bad=<n> classes=<n>              (first bad answer: BADREQ <why>)
- *   J2J ms=<t> bad=<n>
+ *   J2J ms=<t> bad=<n>                            (with jobject2jobjectID back)
+ *   J2J2 ms=<t>                                   (jobjectID2jobject alone, second time)
+ *   ALLOC2 ms=<t>                                 (RequestEvent(OBJECT_ALLOC) alone, second time)
  *   COUNT <class> <instances> <size of one>      (normal objects, per class)
  *   ARRAYS <element class or prim type> <arrays> <bytes>
  * mode=reuse: counts OBJECT_ALLOC and OBJECT_FREE and keeps the set of live IDs: an ID
@@ -169,6 +171,17 @@ static void report(JNIEnv *env) {
     }
     double t3 = now_ms();
     fprintf(f, "J2J ms=%.1f bad=%ld\n", t3 - t2, jbad);
+    /* again, now that every ID has been resolved once */
+    for (long i = 0; i < nrecs; i++) {
+        jobject o = jvmpi->jobjectID2jobject(recs[i].id);
+        if (o) (*env)->DeleteLocalRef(env, o);
+    }
+    double t4 = now_ms();
+    fprintf(f, "J2J2 ms=%.1f\n", t4 - t3);
+    /* the report again: OBJECT_ALLOC alone, then with CLASS_LOAD */
+    for (long i = 0; i < nrecs; i++) jvmpi->RequestEvent(JVMPI_EVENT_OBJECT_ALLOC, recs[i].id);
+    double t5 = now_ms();
+    fprintf(f, "ALLOC2 ms=%.1f\n", t5 - t4);
     for (int i = 0; i < TABLE; i++) {
         Class *c = &classes[i];
         if (!c->name) continue;
