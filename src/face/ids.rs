@@ -19,8 +19,8 @@
 //! **ID → object in O(1).** JVMTI can find an object by tag only with `GetObjectsWithTags`,
 //! which scans the whole tag map (milliseconds at a million tagged objects). So the shim keeps an
 //! index, slot → weak global reference, filled lazily:
-//! * objects tagged by [`tag_of`] (classes, threads, monitors, receivers…: few) are indexed when
-//!   tagged;
+//! * classes are indexed when the shim first needs their tag ([`class_tag_of`]); other
+//!   objects when first looked up;
 //! * objects tagged by a heap dump or by allocation tracking are not (that would cost every
 //!   allocation a weak reference). A miss is answered with one `GetObjectsWithTags`; after a few
 //!   misses the whole index is rebuilt at once ([`jvm::each_tagged_object`]: one heap
@@ -63,24 +63,25 @@ pub const BLOCK: usize = 4096;
 static ASSIGN: Mutex<()> = Mutex::new(());
 
 /// `n` slots into `into`: from the free list first, then new ones.
-fn take(mut n: usize, into: &mut Vec<u64>) {
-    {
+/// (`into` is used from its end: given-back slots are put last, so they are used first.)
+fn take(n: usize, into: &mut Vec<u64>) {
+    let reused: Vec<u64> = {
         let mut f = FREE.lock().unwrap_or_else(|p| p.into_inner());
         let k = n.min(f.len());
         let at = f.len() - k;
-        into.extend(f.drain(at..));
-        REUSED.fetch_add(k as u64, Relaxed);
-        n -= k;
+        f.drain(at..).collect()
+    };
+    REUSED.fetch_add(reused.len() as u64, Relaxed);
+    let new = (n - reused.len()) as u64;
+    if new > 0 {
+        let first = HIGH.fetch_add(new, Relaxed);
+        if first + new > SMALL_SLOTS && !WARNED_LARGE.swap(true, Relaxed) {
+            log::warn!("more than 2^27 object IDs in use at once: IDs from now on may exceed 2^31 (still unique)");
+        }
+        // New slots are handed out lowest first.
+        into.extend((first..first + new).rev());
     }
-    if n == 0 {
-        return;
-    }
-    let first = HIGH.fetch_add(n as u64, Relaxed);
-    if first + n as u64 > SMALL_SLOTS && !WARNED_LARGE.swap(true, Relaxed) {
-        log::warn!("more than 2^27 object IDs in use at once: IDs from now on may exceed 2^31 (still unique)");
-    }
-    // Handed out lowest first.
-    into.extend((first..first + n as u64).rev());
+    into.extend(reused);
 }
 
 fn give_back(slots: &[u64]) {
@@ -209,7 +210,7 @@ pub fn figures() -> (u64, u64, usize) {
     (HIGH.load(Relaxed) - 1, REUSED.load(Relaxed), free)
 }
 
-/// The tag of a live object, giving it one if it has none (and indexing it then).
+/// The tag of a live object, giving it one if it has none.
 pub fn tag_of(obj: jobject) -> Result<jlong, String> {
     if obj.is_null() {
         return Err("NULL object".into());
@@ -225,8 +226,19 @@ pub fn tag_of(obj: jobject) -> Result<jlong, String> {
     }
     let t = fresh_tag();
     jvm::set_tag(obj, t).map_err(jvm::err_name)?;
-    if let Some(jni) = jvm::Jni::current() {
-        index(&jni, t, obj);
+    Ok(t)
+}
+
+/// [`tag_of`] for a class object, which is also entered in the index (classes are few, and
+/// their IDs come back in every requested OBJECT_ALLOC and CLASS_LOAD).
+pub fn class_tag_of(k: jobject) -> Result<jlong, String> {
+    let t = tag_of(k)?;
+    if let Some((c, i)) = entry(t, true) {
+        if c.weak[i].load(Relaxed) == 0 {
+            if let Some(jni) = jvm::Jni::current() {
+                index(&jni, t, k);
+            }
+        }
     }
     Ok(t)
 }
@@ -485,23 +497,22 @@ mod tests {
         assert_ne!(a, b & !DEFINED);
         assert!(plausible(a) && plausible(b));
         assert!(is_defined(b) && !is_defined(a));
-        // Released slots come back before new ones.
+        // The unused part of a block goes back, and is used before new slots.
         let mut blk = TagBlock::new();
         let first: Vec<jlong> = (0..10).map(|_| blk.next()).collect();
         drop(blk);
         let mut blk = TagBlock::new();
         let again: Vec<jlong> = (0..10).map(|_| blk.next()).collect();
-        assert_eq!(first, again, "the unused part of a block goes back, lowest slots first");
+        let want: Vec<jlong> = (0..10).map(|i| first[9] + STEP * (i + 1)).collect();
+        assert_eq!(again, want, "a block's unused slots are used again first, lowest first");
         assert!(again.iter().all(|&t| (t as u64) < (SMALL_SLOTS << SHIFT)));
-    }
-
-    #[test]
-    fn descriptions_round_trip() {
-        let t = fresh_tag();
-        assert_eq!(described(t), None);
+        // Descriptions.
+        let t = again[0];
         note(t, 0x1230, 24);
         assert_eq!(described(t), Some((0x1230, 24)));
         note(t | DEFINED, 0x1238, 1 << 20);
         assert_eq!(described(t | DEFINED), Some((0x1238, 1 << 20)));
+        assert!(mark_requested(t) && take_requested(t) && !take_requested(t));
     }
+
 }
