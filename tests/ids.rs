@@ -47,18 +47,21 @@ fn every_object_of_a_level_0_dump_resolves_at_exit() {
 
 /// IDs are reused once their OBJECT_FREE has been sent: 2 M objects allocated with at most
 /// 40 000 alive (plus those not yet collected) get IDs from a space far smaller than 2 M slots,
-/// and no ID is ever announced while it names a live object.
+/// and no ID is ever announced while it names a live object. The reuse threshold (2^26 slots
+/// made) is lowered to 1000 with the shim's test knob; without it, no ID is reused here.
 #[test]
 fn ids_are_reused_after_object_free_and_stay_unique() {
     for_each_jdk(|jdk| {
         let out = fresh_log_path(&format!("reuse-{}", jdk.feature)).with_extension("txt");
         let lib = agent("memprof");
-        let r = run(
+        // Reuse begins after 1000 slots here (2^26 by default).
+        let r = run_env(
             jdk,
             &format!("agent={}:out={},mode=reuse", lib.display(), out.display()),
             "IdsProg",
             &["churn", "1000000", "20000"],
             &["-Xmx256m"],
+            &[("JVMPI_SHIM_ID_REUSE_AFTER", "1000".to_string())],
         );
         r.assert_ok();
         let text = read(&out, &r);
@@ -71,5 +74,22 @@ fn ids_are_reused_after_object_free_and_stay_unique() {
         assert_eq!(n("large"), 0, "{text}");
         assert!(n("reused") > 1_000_000, "IDs must be reused: {text}");
         assert!(max_id < 1_000_000 * 16, "the ID space stays near the live set: {text}");
+    });
+}
+
+/// Below the reuse threshold no ID is ever reused (agents that match deaths to allocations late
+/// rely on it): the same churn with the default threshold announces 2 M distinct IDs.
+#[test]
+fn no_id_is_reused_below_the_threshold() {
+    for_each_jdk(|jdk| {
+        let out = fresh_log_path(&format!("noreuse-{}", jdk.feature)).with_extension("txt");
+        let lib = agent("memprof");
+        let r = run(jdk, &format!("agent={}:out={},mode=reuse", lib.display(), out.display()), "IdsProg", &["churn", "300000", "20000"], &["-Xmx256m"]);
+        r.assert_ok();
+        let text = read(&out, &r);
+        let l = text.lines().next().unwrap_or("");
+        let n = |k: &str| -> u64 { field(l, k).parse().unwrap() };
+        assert!(n("allocs") >= 600_000 && n("frees") > 400_000, "{text}");
+        assert_eq!((n("dups"), n("reused"), n("badfree")), (0, 0, 0), "{text}");
     });
 }

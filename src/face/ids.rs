@@ -9,12 +9,14 @@
 //! **Slots are reused.** Agents of JVMPI's time keep IDs in 32-bit integers, as the 32-bit JVMs
 //! they were written for allowed (addresses, reused after a collection). So a slot is given back
 //! once its object's death has been dealt with in a GC bracket (its OBJECT_FREE delivered, or
-//! dropped when the agent never heard of it as a defined object; `gc` calls [`release`]), and
-//! later slots come from those given back before new ones: every live object's ID stays unique,
-//! and below 2^31 while fewer than 2^27 slots are in use (live objects, deaths not yet dealt
-//! with, and a few slots cached per thread). The JVMTI ObjectFree event is on from VM start for
-//! that (`gc::start`). Threads take slots 64 at a time from a shared list (one lock per 64
-//! allocations); heap walks take blocks of 4096 ([`TagBlock`]).
+//! dropped when the agent never heard of it as a defined object; `gc` calls [`release`]), into a
+//! bitmap of free slots. Once 2^26 slots have been made (IDs up to 2^30), slots come from that
+//! bitmap before new ones are made: every live object's ID stays unique, and below 2^31 while
+//! fewer than 2^27 slots are in use (live objects, deaths not yet dealt with, and a few slots
+//! cached per thread). Until then no ID is reused at all, which agents that match deaths to
+//! allocations late rely on (NiagaraST). The JVMTI ObjectFree event is on from VM start for
+//! that (`gc::start`). Threads take slots 64 at a time (one lock per 64 allocations); heap walks
+//! take blocks of 4096 ([`TagBlock`]).
 //!
 //! **ID → object in O(1).** JVMTI can find an object by tag only with `GetObjectsWithTags`,
 //! which scans the whole tag map (milliseconds at a million tagged objects). So the shim keeps an
@@ -50,45 +52,105 @@ pub const SMALL_SLOTS: u64 = 1 << 27;
 
 /// The next slot never given out (slot 0 is tag 0: "untagged").
 static HIGH: AtomicU64 = AtomicU64::new(1);
-/// Slots given back, reused last-in first-out.
-static FREE: Mutex<Vec<u64>> = Mutex::new(Vec::new());
-/// Slots handed out from the free list and from `HIGH`, for the report (reuse figure).
+/// Slots given back, reused once `HIGH` has reached the reuse threshold.
+static FREE: Mutex<FreeSet> = Mutex::new(FreeSet { bits: Vec::new(), count: 0, cursor: 0 });
+/// Slots handed out again (for the report).
 static REUSED: AtomicU64 = AtomicU64::new(0);
 static WARNED_LARGE: AtomicBool = AtomicBool::new(false);
 /// How many slots a thread takes at a time.
 const BATCH: usize = 64;
 /// How many slots a heap walk takes at a time.
 pub const BLOCK: usize = 4096;
+/// Slots are reused only once this many have been made (IDs below 2^30 until then): an agent
+/// that matches deaths to allocations late (NiagaraST keeps OBJECT_FREE's IDs in a list and
+/// matches them when it writes its profile) sees no reuse in a run of fewer allocations. The
+/// environment variable `JVMPI_SHIM_ID_REUSE_AFTER` sets it (tests).
+const REUSE_AFTER: u64 = 1 << 26;
+static REUSE_AFTER_SET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+fn reuse_after() -> u64 {
+    *REUSE_AFTER_SET.get_or_init(|| {
+        std::env::var("JVMPI_SHIM_ID_REUSE_AFTER").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(REUSE_AFTER)
+    })
+}
 /// Serialises tag assignment for objects others may be tagging at the same moment.
 static ASSIGN: Mutex<()> = Mutex::new(());
 
-/// `n` slots into `into`: from the free list first, then new ones.
-/// (`into` is used from its end: given-back slots are put last, so they are used first.)
-fn take(n: usize, into: &mut Vec<u64>) {
-    let reused: Vec<u64> = {
-        let mut f = FREE.lock().unwrap_or_else(|p| p.into_inner());
-        let k = n.min(f.len());
-        let at = f.len() - k;
-        f.drain(at..).collect()
-    };
-    REUSED.fetch_add(reused.len() as u64, Relaxed);
-    let new = (n - reused.len()) as u64;
-    if new > 0 {
-        let first = HIGH.fetch_add(new, Relaxed);
-        if first + new > SMALL_SLOTS && !WARNED_LARGE.swap(true, Relaxed) {
-            log::warn!("more than 2^27 object IDs in use at once: IDs from now on may exceed 2^31 (still unique)");
+/// The slots given back: one bit per slot below 2^27 (16 MiB at most), found again with a
+/// cursor that goes round.
+struct FreeSet {
+    bits: Vec<u64>,
+    count: usize,
+    cursor: usize,
+}
+
+impl FreeSet {
+    fn put(&mut self, slot: u64) {
+        if slot == 0 || slot >= SMALL_SLOTS {
+            return;
         }
-        // New slots are handed out lowest first.
-        into.extend((first..first + new).rev());
+        let (w, b) = ((slot / 64) as usize, slot % 64);
+        if w >= self.bits.len() {
+            self.bits.resize((w + 1).next_power_of_two(), 0);
+        }
+        if self.bits[w] & (1 << b) == 0 {
+            self.bits[w] |= 1 << b;
+            self.count += 1;
+        }
     }
-    into.extend(reused);
+    /// Up to `n` slots (only when there are that many: a scan then always finds them).
+    fn take(&mut self, n: usize, into: &mut Vec<u64>) -> usize {
+        if self.count < n || self.bits.is_empty() {
+            return 0;
+        }
+        let mut got = 0;
+        let words = self.bits.len();
+        while got < n {
+            let w = self.cursor % words;
+            let mut x = self.bits[w];
+            while x != 0 && got < n {
+                let b = x.trailing_zeros() as u64;
+                x &= x - 1;
+                into.push(w as u64 * 64 + b);
+                got += 1;
+            }
+            self.bits[w] = x;
+            if x == 0 {
+                self.cursor = (w + 1) % words;
+            }
+        }
+        self.count -= got;
+        got
+    }
+}
+
+/// `n` slots into `into` (used from its end): given-back ones once reuse has begun, else new.
+fn take(n: usize, into: &mut Vec<u64>) {
+    let start = into.len();
+    if HIGH.load(Relaxed) >= reuse_after() {
+        let got = FREE.lock().unwrap_or_else(|p| p.into_inner()).take(n, into);
+        if got == n {
+            REUSED.fetch_add(got as u64, Relaxed);
+            into[start..].reverse(); // lowest first
+            return;
+        }
+    }
+    let first = HIGH.fetch_add(n as u64, Relaxed);
+    if first + n as u64 > SMALL_SLOTS && !WARNED_LARGE.swap(true, Relaxed) {
+        log::warn!("more than 2^27 object IDs in use at once: IDs from now on may exceed 2^31 (still unique)");
+    }
+    // New slots are handed out lowest first.
+    into.extend((first..first + n as u64).rev());
 }
 
 fn give_back(slots: &[u64]) {
     if slots.is_empty() {
         return;
     }
-    FREE.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(slots);
+    let mut f = FREE.lock().unwrap_or_else(|p| p.into_inner());
+    for &s in slots {
+        f.put(s);
+    }
 }
 
 /// A thread's cached slots, given back when the thread ends.
@@ -206,7 +268,7 @@ pub fn to_tag(id: jobjectID) -> jlong {
 
 /// (slots ever made, slots reused, slots free now), for the report.
 pub fn figures() -> (u64, u64, usize) {
-    let free = FREE.lock().unwrap_or_else(|p| p.into_inner()).len();
+    let free = FREE.lock().unwrap_or_else(|p| p.into_inner()).count;
     (HIGH.load(Relaxed) - 1, REUSED.load(Relaxed), free)
 }
 
@@ -492,20 +554,25 @@ mod tests {
 
     #[test]
     fn slots_are_reused_after_release_and_blocks_give_back_the_rest() {
+        let _ = REUSE_AFTER_SET.set(0);
         let a = fresh_tag();
         let b = fresh_defined_tag();
         assert_ne!(a, b & !DEFINED);
         assert!(plausible(a) && plausible(b));
         assert!(is_defined(b) && !is_defined(a));
-        // The unused part of a block goes back, and is used before new slots.
-        let mut blk = TagBlock::new();
-        let first: Vec<jlong> = (0..10).map(|_| blk.next()).collect();
-        drop(blk);
-        let mut blk = TagBlock::new();
-        let again: Vec<jlong> = (0..10).map(|_| blk.next()).collect();
-        let want: Vec<jlong> = (0..10).map(|i| first[9] + STEP * (i + 1)).collect();
-        assert_eq!(again, want, "a block's unused slots are used again first, lowest first");
-        assert!(again.iter().all(|&t| (t as u64) < (SMALL_SLOTS << SHIFT)));
+        // Given-back slots are found again, lowest first from the cursor, once there are enough.
+        let mut f = FreeSet { bits: Vec::new(), count: 0, cursor: 0 };
+        for s in [900u64, 5, 70, 5, 4000] {
+            f.put(s);
+        }
+        assert_eq!(f.count, 4);
+        let mut v = Vec::new();
+        assert_eq!(f.take(5, &mut v), 0, "not enough: none taken");
+        assert_eq!(f.take(3, &mut v), 3);
+        assert_eq!(v, vec![5, 70, 900]);
+        assert_eq!(f.take(1, &mut v), 1);
+        assert_eq!(v[3], 4000);
+        let again = vec![fresh_tag()];
         // Descriptions.
         let t = again[0];
         note(t, 0x1230, 24);
