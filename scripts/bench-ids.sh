@@ -16,7 +16,7 @@ inc=$jdk17/include
 out=target/bench; mkdir -p "$out/ids-classes"
 cargo build --release --quiet
 gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libmemprof.so" tests/agents/memprof.c
-javac -d "$out/ids-classes" tests/java/IdsProg.java
+javac --release 11 -d "$out/ids-classes" tests/java/IdsProg.java
 shim=$(readlink -f target/release/libjvmpi_shim.so)
 f() { grep "^$1 " "$2" | grep -o "$3=[0-9.]*" | cut -d= -f2; }
 for feature in "${jdks[@]}"; do
