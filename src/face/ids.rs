@@ -21,7 +21,7 @@
 //! **ID → object in O(1).** JVMTI can find an object by tag only with `GetObjectsWithTags`,
 //! which scans the whole tag map (milliseconds at a million tagged objects). So the shim keeps an
 //! index, slot → weak global reference, filled lazily:
-//! * classes are indexed when the shim first needs their tag ([`class_tag_of`]); other
+//! * classes are indexed when the shim first needs their tag ([`indexed_tag_of`]); other
 //!   objects when first looked up;
 //! * objects tagged by a heap dump or by allocation tracking are not (that would cost every
 //!   allocation a weak reference). A miss is answered with one `GetObjectsWithTags`; after a few
@@ -291,9 +291,9 @@ pub fn tag_of(obj: jobject) -> Result<jlong, String> {
     Ok(t)
 }
 
-/// [`tag_of`] for a class object, which is also entered in the index (classes are few, and
-/// their IDs come back in every requested OBJECT_ALLOC and CLASS_LOAD).
-pub fn class_tag_of(k: jobject) -> Result<jlong, String> {
+/// [`tag_of`] for an object that is also entered in the index: classes and threads (they are
+/// few, and their IDs come back in requested OBJECT_ALLOC, CLASS_LOAD and THREAD_START).
+pub fn indexed_tag_of(k: jobject) -> Result<jlong, String> {
     let t = tag_of(k)?;
     if let Some((c, i)) = entry(t, true) {
         if c.weak[i].load(Relaxed) == 0 {
@@ -461,9 +461,12 @@ static REBUILD: Mutex<()> = Mutex::new(());
 /// Rebuilds done (for the report and the benchmark).
 static REBUILDS: AtomicU64 = AtomicU64::new(0);
 
-/// Misses answered one by one before the index is rebuilt: a miss costs one scan of the tag
-/// map, a rebuild about as much as 50 of them (measured: README, "Object IDs").
+/// Misses on objects a heap walk described answered one by one before the index is rebuilt.
 const MISSES_BEFORE_REBUILD: u64 = 8;
+/// Misses on objects no heap walk described before the index is rebuilt (a rebuild costs
+/// about a heap iteration with tagging plus a `GetTag` per object; a miss one tag-map scan).
+const SCATTERED_MISSES_BEFORE_REBUILD: u64 = 512;
+static DESCRIBED_MISSES: AtomicU64 = AtomicU64::new(0);
 /// Misses on allocation-tracked objects after which allocation indexes what it tags.
 const DEFINED_MISSES_TO_INDEX: u64 = 256;
 
@@ -508,7 +511,10 @@ pub fn object_of(id: jobjectID) -> Result<jobject, String> {
         log::info!("the agent resolves many tracked objects' IDs: allocation tracking now indexes the objects it tags");
         INDEX_ALLOCATIONS.store(true, Relaxed);
     }
-    if misses >= MISSES_BEFORE_REBUILD && (NOTED.load(Relaxed) || misses >= MISSES_BEFORE_REBUILD * 8) {
+    // Misses on objects a heap walk described (a dump's objects, all tagged at once) call for a
+    // rebuild soon; scattered misses only when they have cost about as much as one.
+    let described_misses = if described(tag).is_some() { DESCRIBED_MISSES.fetch_add(1, Relaxed) + 1 } else { 0 };
+    if (described_misses >= MISSES_BEFORE_REBUILD && NOTED.load(Relaxed)) || misses >= SCATTERED_MISSES_BEFORE_REBUILD {
         rebuild(&jni);
         match lookup(&jni, tag) {
             Some(o) if o.is_null() => return Err(dead()),
@@ -535,6 +541,7 @@ fn rebuild(jni: &jvm::Jni) {
     }
     NOTED.store(false, Relaxed);
     MISSES.store(0, Relaxed);
+    DESCRIBED_MISSES.store(0, Relaxed);
     let t = std::time::Instant::now();
     let r = jvm::each_tagged_object(jni, |tag, o| {
         if tag > 0 && tag & 7 == 0 {

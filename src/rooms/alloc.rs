@@ -352,7 +352,7 @@ fn class_tag(jni: &jvm::Jni, klass: jclass) -> Option<jlong> {
     if hit.is_some() {
         return hit;
     }
-    let tag = ids::class_tag_of(klass).ok()?;
+    let tag = ids::indexed_tag_of(klass).ok()?;
     let w = jni.new_weak(klass);
     if !w.is_null() {
         CLASSES.with(|c| {

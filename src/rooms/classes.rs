@@ -163,7 +163,7 @@ impl ClassInfo {
 
 /// Announces a class (once, unless `requested`), in the current thread `env`. Returns its ID.
 fn announce(env: *mut JNIEnv, k: jclass, requested: bool) -> Result<jobjectID, String> {
-    announce_tagged(env, k, ids::class_tag_of(k)?, requested)
+    announce_tagged(env, k, ids::indexed_tag_of(k)?, requested)
 }
 
 fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> Result<jobjectID, String> {

@@ -233,7 +233,7 @@ fn layout(jni: &jvm::Jni, k: jclass, tag: jlong) -> Option<Arc<ClassLayout>> {
         Kind::PrimArray { ty }
     } else if sig.starts_with('[') {
         let e = jni.component_type(k)?;
-        let element = ids::class_tag_of(e).unwrap_or(0);
+        let element = ids::indexed_tag_of(e).unwrap_or(0);
         jni.delete_local_ref(e);
         Kind::ObjArray { element }
     } else {
@@ -822,7 +822,7 @@ fn class_table(jni: &jvm::Jni) -> Result<(ClassTable, jlong), String> {
     let mut map = ClassTable::with_capacity(all.len());
     let mut class_class = 0;
     for k in all {
-        let tag = match ids::class_tag_of(k) {
+        let tag = match ids::indexed_tag_of(k) {
             Ok(t) => t,
             Err(_) => {
                 jni.delete_local_ref(k);
@@ -1074,7 +1074,7 @@ pub fn request_object_dump(id: jobjectID) -> Result<(), String> {
     let r = (|| {
         let mut st = new_state(&jni, JVMPI_DUMP_LEVEL_2, true)?;
         let k = jni.object_class(obj);
-        let ktag = ids::class_tag_of(k).unwrap_or(0);
+        let ktag = ids::indexed_tag_of(k).unwrap_or(0);
         jni.delete_local_ref(k);
         if matches!(st.classes.get(ktag).map(|c| &c.layout.kind), Some(Kind::ObjArray { .. })) {
             st.lengths.insert(tag, jni.array_length(obj));

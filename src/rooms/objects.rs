@@ -87,7 +87,7 @@ fn shape(env: *mut jvmti_bindings::sys::jni::JNIEnv, ctag: jlong) -> Result<(jin
             None => (JVMPI_NORMAL_OBJECT, ctag),
             Some(JVMPI_CLASS) => {
                 let e = jni.component_type(klass).ok_or("an object array class without a component type")?;
-                let t = ids::class_tag_of(e);
+                let t = ids::indexed_tag_of(e);
                 jni.delete_local_ref(e);
                 (JVMPI_CLASS, t?)
             }
@@ -141,7 +141,7 @@ pub fn request(id: jobjectID) -> Result<(), String> {
             if info.is_ok() {
                 let jni = jvm::Jni::of(env);
                 let k = jni.object_class(obj);
-                if let (Ok(ctag), Ok(size)) = (ids::class_tag_of(k), jvm::object_size(obj)) {
+                if let (Ok(ctag), Ok(size)) = (ids::indexed_tag_of(k), jvm::object_size(obj)) {
                     ids::remember(tag, ctag, size);
                 }
                 jni.delete_local_ref(k);
