@@ -15,7 +15,7 @@
 //! | [`interface`] | the `JVMPI_Interface` table and its 28 doors (function → room index)      |
 //! | [`access`]    | who may call each function when: unattached threads, after JVM_SHUT_DOWN |
 //! | [`events`]    | EnableEvent / DisableEvent / RequestEvent, delivery and its gate         |
-//! | [`ids`]       | jobjectIDs as JVMTI tags; jobjectID2jobject, jobject2jobjectID          |
+//! | [`ids`]       | jobjectIDs as JVMTI tags (slots reused), the ID → object index           |
 //! | [`objects`]   | OBJECT_ALLOC descriptions (RequestEvent), the arena                       |
 //! | [`alloc`]     | allocation tracking: OBJECT_ALLOC for every allocation, ARENA_NEW        |
 //! | [`bci`]       | the class-file rewriting layer (bytecode instrumentation)                 |

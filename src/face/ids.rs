@@ -1,41 +1,191 @@
 //! JVMPI object IDs (`jobjectID`): every object, class and thread object the agent hears of is
 //! named by a JVMTI object tag.
 //!
-//! A tag is set once and never changes, so an ID is stable for the object's whole life: the
-//! shim never has to send `OBJECT_MOVE`, and `DisableGC` has nothing to protect. Tags come from
-//! one counter, in steps of 8 so that IDs look like aligned pointers to agents that hash them
-//! (`id >> 3`), and are never reused. Converting back (`jobjectID2jobject`) asks JVMTI for the
-//! object with that tag; an ID the shim never gave out is refused before JVMTI sees it.
+//! A tag is set once and never changes while its object lives, so an ID is stable for the
+//! object's whole life: the shim never has to send `OBJECT_MOVE`, and `DisableGC` has nothing to
+//! protect. Tags are `slot × 16` (so that IDs look like aligned pointers to agents that hash
+//! them, `id >> 3`), plus 8 for objects defined by OBJECT_ALLOC (below).
 //!
-//! Bit 3 of a tag marks an object the agent was told about with `OBJECT_ALLOC` (allocation
-//! tracking, or a requested OBJECT_ALLOC): only those get `OBJECT_FREE`. So the shim keeps no
-//! per-object state of its own: everything it knows about an object is in its tag.
+//! **Slots are reused.** Agents of JVMPI's time keep IDs in 32-bit integers, as the 32-bit JVMs
+//! they were written for allowed (addresses, reused after a collection). So a slot is given back
+//! once its object's death has been dealt with in a GC bracket (its OBJECT_FREE delivered, or
+//! dropped when the agent never heard of it as a defined object; `gc` calls [`release`]), into a
+//! bitmap of free slots. Once 2^26 slots have been made (IDs up to 2^30), slots come from that
+//! bitmap before new ones are made: every live object's ID stays unique, and below 2^31 while
+//! fewer than 2^27 slots are in use (live objects, deaths not yet dealt with, and a few slots
+//! cached per thread). Until then no ID is reused at all, which agents that match deaths to
+//! allocations late rely on (NiagaraST). The JVMTI ObjectFree event is on from VM start for
+//! that (`gc::start`). Threads take slots 64 at a time (one lock per 64 allocations); heap walks
+//! take blocks of 4096 ([`TagBlock`]).
+//!
+//! **ID → object in O(1).** JVMTI can find an object by tag only with `GetObjectsWithTags`,
+//! which scans the whole tag map (milliseconds at a million tagged objects). So the shim keeps an
+//! index, slot → weak global reference, filled lazily:
+//! * classes are indexed when the shim first needs their tag ([`indexed_tag_of`]); other
+//!   objects when first looked up;
+//! * objects tagged by a heap dump or by allocation tracking are not (that would cost every
+//!   allocation a weak reference). A miss is answered with one `GetObjectsWithTags`; after a few
+//!   misses the whole index is rebuilt at once ([`jvm::each_tagged_object`]: one heap
+//!   iteration in a second JVMTI environment, one listing), so a run of requests pays about one
+//!   heap iteration in all. When misses keep coming for objects allocation tracking tagged,
+//!   allocation starts indexing the objects it tags ([`bind`]), so that such agents stay O(1).
+//! * a heap walk also records, per slot, the object's class tag and size ([`note`]): what a
+//!   requested OBJECT_ALLOC needs, without finding the object at all.
+//!
+//! Entries go when the slot is released. The index and the descriptions take 16 bytes per slot
+//! of the chunks (65,536 slots) that have any entry; none for a program that never asks.
 
 use crate::abi::jobjectID;
 use crate::jvm;
 use jvmti_bindings::sys::jni::{jlong, jobject};
-use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Mutex;
 
 /// The distance between two tags.
 pub const STEP: jlong = 16;
 /// Set in the tag of objects defined to the agent by OBJECT_ALLOC.
 pub const DEFINED: jlong = 8;
-static NEXT: AtomicI64 = AtomicI64::new(1);
+const SHIFT: u32 = 4;
+/// Slots below this have tags (and so IDs) below 2^31.
+pub const SMALL_SLOTS: u64 = 1 << 27;
+
+/// The next slot never given out (slot 0 is tag 0: "untagged").
+static HIGH: AtomicU64 = AtomicU64::new(1);
+/// Slots given back, reused once `HIGH` has reached the reuse threshold.
+static FREE: Mutex<FreeSet> = Mutex::new(FreeSet { bits: Vec::new(), count: 0, cursor: 0 });
+/// Slots handed out again (for the report).
+static REUSED: AtomicU64 = AtomicU64::new(0);
+static WARNED_LARGE: AtomicBool = AtomicBool::new(false);
+/// How many slots a thread takes at a time.
+const BATCH: usize = 64;
+/// How many slots a heap walk takes at a time.
+pub const BLOCK: usize = 4096;
+/// Slots are reused only once this many have been made (IDs below 2^30 until then): an agent
+/// that matches deaths to allocations late (NiagaraST keeps OBJECT_FREE's IDs in a list and
+/// matches them when it writes its profile) sees no reuse in a run of fewer allocations. The
+/// environment variable `JVMPI_SHIM_ID_REUSE_AFTER` sets it (tests).
+const REUSE_AFTER: u64 = 1 << 26;
+static REUSE_AFTER_SET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+fn reuse_after() -> u64 {
+    *REUSE_AFTER_SET.get_or_init(|| {
+        std::env::var("JVMPI_SHIM_ID_REUSE_AFTER").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(REUSE_AFTER)
+    })
+}
 /// Serialises tag assignment for objects others may be tagging at the same moment.
 static ASSIGN: Mutex<()> = Mutex::new(());
 
-/// A fresh tag, never given out before.
-pub fn fresh_tag() -> jlong {
-    NEXT.fetch_add(1, Relaxed) * STEP
+/// The slots given back: one bit per slot below 2^27 (16 MiB at most), found again with a
+/// cursor that goes round.
+struct FreeSet {
+    bits: Vec<u64>,
+    count: usize,
+    cursor: usize,
 }
 
-/// `n` fresh tags at once, for a heap walk that tags objects by the million: (first, end), the
-/// tags being `first, first + STEP, …` up to `end` (exclusive). Tags of the block left unused
-/// are never given out.
-pub fn reserve_tags(n: jlong) -> (jlong, jlong) {
-    let first = NEXT.fetch_add(n, Relaxed);
-    (first * STEP, (first + n) * STEP)
+impl FreeSet {
+    fn put(&mut self, slot: u64) {
+        if slot == 0 || slot >= SMALL_SLOTS {
+            return;
+        }
+        let (w, b) = ((slot / 64) as usize, slot % 64);
+        if w >= self.bits.len() {
+            self.bits.resize((w + 1).next_power_of_two(), 0);
+        }
+        if self.bits[w] & (1 << b) == 0 {
+            self.bits[w] |= 1 << b;
+            self.count += 1;
+        }
+    }
+    /// Up to `n` slots (only when there are that many: a scan then always finds them).
+    fn take(&mut self, n: usize, into: &mut Vec<u64>) -> usize {
+        if self.count < n || self.bits.is_empty() {
+            return 0;
+        }
+        let mut got = 0;
+        let words = self.bits.len();
+        while got < n {
+            let w = self.cursor % words;
+            let mut x = self.bits[w];
+            while x != 0 && got < n {
+                let b = x.trailing_zeros() as u64;
+                x &= x - 1;
+                into.push(w as u64 * 64 + b);
+                got += 1;
+            }
+            self.bits[w] = x;
+            if x == 0 {
+                self.cursor = (w + 1) % words;
+            }
+        }
+        self.count -= got;
+        got
+    }
+}
+
+/// `n` slots into `into` (used from its end): given-back ones once reuse has begun, else new.
+fn take(n: usize, into: &mut Vec<u64>) {
+    let start = into.len();
+    if HIGH.load(Relaxed) >= reuse_after() {
+        let got = FREE.lock().unwrap_or_else(|p| p.into_inner()).take(n, into);
+        if got == n {
+            REUSED.fetch_add(got as u64, Relaxed);
+            into[start..].reverse(); // lowest first
+            return;
+        }
+    }
+    let first = HIGH.fetch_add(n as u64, Relaxed);
+    if first + n as u64 > SMALL_SLOTS && !WARNED_LARGE.swap(true, Relaxed) {
+        log::warn!("more than 2^27 object IDs in use at once: IDs from now on may exceed 2^31 (still unique)");
+    }
+    // New slots are handed out lowest first.
+    into.extend((first..first + n as u64).rev());
+}
+
+fn give_back(slots: &[u64]) {
+    if slots.is_empty() {
+        return;
+    }
+    let mut f = FREE.lock().unwrap_or_else(|p| p.into_inner());
+    for &s in slots {
+        f.put(s);
+    }
+}
+
+/// A thread's cached slots, given back when the thread ends.
+struct Cache(Vec<u64>);
+impl Drop for Cache {
+    fn drop(&mut self) {
+        give_back(&self.0);
+    }
+}
+
+thread_local! {
+    static CACHE: RefCell<Cache> = const { RefCell::new(Cache(Vec::new())) };
+}
+
+fn slot() -> u64 {
+    CACHE
+        .try_with(|c| {
+            let mut c = c.borrow_mut();
+            if let Some(s) = c.0.pop() {
+                return s;
+            }
+            take(BATCH, &mut c.0);
+            c.0.pop().unwrap_or(0)
+        })
+        .unwrap_or_else(|_| {
+            let mut v = Vec::with_capacity(1);
+            take(1, &mut v);
+            v[0]
+        })
+}
+
+/// A fresh tag: no live object has it, and its slot's last object (if any) has been reported
+/// dead.
+pub fn fresh_tag() -> jlong {
+    (slot() << SHIFT) as jlong
 }
 
 /// A fresh tag for an object whose OBJECT_ALLOC is being sent.
@@ -43,9 +193,64 @@ pub fn fresh_defined_tag() -> jlong {
     fresh_tag() | DEFINED
 }
 
+/// The ID for an object about to be made (OBJECT_ALLOC announced before the object exists):
+/// bind it to the object with [`bind`] once there is one, or give it up with [`abandon`].
+/// Until then it names no object: `jobjectID2jobject` answers NULL and RequestEvent FAIL.
+pub fn reserve_id() -> jobjectID {
+    to_id(fresh_defined_tag())
+}
+
+/// A reserved ID that will never name an object: it goes through the death queue like a
+/// dead object's (so a defined one gets its OBJECT_FREE in the next GC bracket) and is reused
+/// only after that.
+pub fn abandon(id: jobjectID) {
+    crate::gc::on_object_free(to_tag(id));
+}
+
+/// Tags `obj` with `tag` (a fresh or reserved one) and indexes it when allocation is indexing
+/// (see the module comment). Returns false if JVMTI refused the tag.
+pub fn bind(jni: &jvm::Jni, obj: jobject, tag: jlong) -> bool {
+    if jvm::set_tag(obj, tag).is_err() {
+        return false;
+    }
+    if INDEX_ALLOCATIONS.load(Relaxed) {
+        index(jni, tag, obj);
+    }
+    true
+}
+
+/// Tags for a heap walk, which tags objects by the million inside a JVMTI callback: taken in
+/// blocks; those left unused go back when the block is dropped.
+pub struct TagBlock(Vec<u64>);
+
+impl TagBlock {
+    pub const fn new() -> TagBlock {
+        TagBlock(Vec::new())
+    }
+    #[inline]
+    pub fn next(&mut self) -> jlong {
+        if self.0.is_empty() {
+            take(BLOCK, &mut self.0);
+        }
+        (self.0.pop().unwrap_or(0) << SHIFT) as jlong
+    }
+}
+
+impl Default for TagBlock {
+    fn default() -> Self {
+        TagBlock::new()
+    }
+}
+
+impl Drop for TagBlock {
+    fn drop(&mut self) {
+        give_back(&self.0);
+    }
+}
+
 /// Whether `tag` is one the shim could have given out.
 pub fn plausible(tag: jlong) -> bool {
-    tag > 0 && tag % 8 == 0 && tag < NEXT.load(Relaxed) * STEP
+    tag > 0 && tag % 8 == 0 && ((tag as u64) >> SHIFT) < HIGH.load(Relaxed)
 }
 
 /// Whether the object with this tag was defined to the agent by OBJECT_ALLOC.
@@ -59,6 +264,12 @@ pub fn to_id(tag: jlong) -> jobjectID {
 
 pub fn to_tag(id: jobjectID) -> jlong {
     id as usize as jlong
+}
+
+/// (slots ever made, slots reused, slots free now), for the report.
+pub fn figures() -> (u64, u64, usize) {
+    let free = FREE.lock().unwrap_or_else(|p| p.into_inner()).count;
+    (HIGH.load(Relaxed) - 1, REUSED.load(Relaxed), free)
 }
 
 /// The tag of a live object, giving it one if it has none.
@@ -80,6 +291,20 @@ pub fn tag_of(obj: jobject) -> Result<jlong, String> {
     Ok(t)
 }
 
+/// [`tag_of`] for an object that is also entered in the index: classes and threads (they are
+/// few, and their IDs come back in requested OBJECT_ALLOC, CLASS_LOAD and THREAD_START).
+pub fn indexed_tag_of(k: jobject) -> Result<jlong, String> {
+    let t = tag_of(k)?;
+    if let Some((c, i)) = entry(t, true) {
+        if c.weak[i].load(Relaxed) == 0 {
+            if let Some(jni) = jvm::Jni::current() {
+                index(&jni, t, k);
+            }
+        }
+    }
+    Ok(t)
+}
+
 /// The ID of a live object (NULL for a NULL reference).
 pub fn id_of(obj: jobject) -> Result<jobjectID, String> {
     if obj.is_null() {
@@ -88,15 +313,280 @@ pub fn id_of(obj: jobject) -> Result<jobjectID, String> {
     tag_of(obj).map(to_id)
 }
 
+// ---- the index: slot → weak reference, slot → (class, size) -------------------------------------
+
+const CHUNK_BITS: u32 = 16;
+const CHUNK: usize = 1 << CHUNK_BITS;
+const CHUNKS: usize = (SMALL_SLOTS >> CHUNK_BITS) as usize;
+/// In an index entry: the weak reference is for the defined variant of the slot's tag.
+const WEAK_DEFINED: usize = 1 << 63;
+/// In a description: set when there is one.
+const DESC_SET: u64 = 1 << 63;
+
+struct Chunk {
+    weak: [AtomicUsize; CHUNK],
+    desc: [AtomicU64; CHUNK],
+    /// One bit per slot: defined to the agent by a requested OBJECT_ALLOC (owed OBJECT_FREE).
+    requested: [AtomicU64; CHUNK / 64],
+}
+
+static TABLE: [AtomicPtr<Chunk>; CHUNKS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS];
+/// Chunks made (for the report).
+static CHUNKS_MADE: AtomicUsize = AtomicUsize::new(0);
+
+/// The chunk and index of `tag`'s slot; made if `make`.
+#[inline]
+fn entry(tag: jlong, make: bool) -> Option<(&'static Chunk, usize)> {
+    let slot = (tag as u64) >> SHIFT;
+    if slot >= SMALL_SLOTS || tag <= 0 {
+        return None;
+    }
+    let (c, i) = ((slot >> CHUNK_BITS) as usize, (slot as usize) & (CHUNK - 1));
+    let mut p = TABLE[c].load(Acquire);
+    if p.is_null() {
+        if !make {
+            return None;
+        }
+        // All-zero bytes are valid atomics: empty entries.
+        let fresh: Box<Chunk> = unsafe_zeroed_chunk();
+        let raw = Box::into_raw(fresh);
+        match TABLE[c].compare_exchange(std::ptr::null_mut(), raw, AcqRel, Acquire) {
+            Ok(_) => {
+                CHUNKS_MADE.fetch_add(1, Relaxed);
+                p = raw;
+            }
+            Err(other) => {
+                // SAFETY: `raw` came from Box::into_raw just above and was never shared.
+                drop(unsafe { Box::from_raw(raw) });
+                p = other;
+            }
+        }
+    }
+    // SAFETY: chunks are never freed once published.
+    Some((unsafe { &*p }, i))
+}
+
+fn unsafe_zeroed_chunk() -> Box<Chunk> {
+    // SAFETY: a Chunk is arrays of atomics, for which all-zero bytes are a valid value.
+    unsafe { Box::<Chunk>::new_zeroed().assume_init() }
+}
+
+/// Enters `obj` (which has tag `tag`, and is alive: the caller holds a reference) in the index.
+fn index(jni: &jvm::Jni, tag: jlong, obj: jobject) {
+    let Some((c, i)) = entry(tag, true) else { return };
+    if c.weak[i].load(Acquire) != 0 {
+        return;
+    }
+    let w = jni.new_weak(obj) as usize;
+    if w == 0 {
+        return;
+    }
+    let v = w | if is_defined(tag) { WEAK_DEFINED } else { 0 };
+    if c.weak[i].compare_exchange(0, v, AcqRel, Acquire).is_err() {
+        jni.delete_weak(w as jobject);
+    }
+}
+
+/// Records, from inside a heap walk, what a requested OBJECT_ALLOC says about the object with
+/// `tag`: its class (tag) and size. Valid for the object's life (neither ever changes).
+#[inline]
+pub fn note(tag: jlong, class_tag: jlong, size: jlong) {
+    if class_tag <= 0 || (class_tag as u64) >> 3 >= 1 << 30 {
+        return;
+    }
+    let Some((c, i)) = entry(tag, true) else { return };
+    let v = DESC_SET | ((class_tag as u64 >> 3) << 32) | size.clamp(0, u32::MAX as jlong) as u64;
+    c.desc[i].store(v, Relaxed);
+    NOTED.store(true, Relaxed);
+}
+
+/// What a heap walk recorded about the object with `tag`: (class tag, size).
+pub fn described(tag: jlong) -> Option<(jlong, jlong)> {
+    if !plausible(tag) {
+        return None;
+    }
+    let (c, i) = entry(tag, false)?;
+    let v = c.desc[i].load(Relaxed);
+    (v & DESC_SET != 0).then(|| ((((v & !DESC_SET) >> 32) << 3) as jlong, (v & 0xFFFF_FFFF) as jlong))
+}
+
+/// Marks the object with plain tag `tag` as defined by a requested OBJECT_ALLOC (it gets
+/// OBJECT_FREE like a tracked one). False for a tag outside the table (the caller keeps it).
+pub fn mark_requested(tag: jlong) -> bool {
+    let Some((c, i)) = entry(tag, true) else { return false };
+    c.requested[i / 64].fetch_or(1 << (i % 64), Relaxed);
+    true
+}
+
+/// Whether `tag` was marked by [`mark_requested`] (and forgets it).
+pub fn take_requested(tag: jlong) -> bool {
+    let Some((c, i)) = entry(tag, false) else { return false };
+    c.requested[i / 64].fetch_and(!(1 << (i % 64)), Relaxed) & (1 << (i % 64)) != 0
+}
+
+/// Records what RequestEvent learnt about an object, so the next request finds it.
+pub fn remember(tag: jlong, class_tag: jlong, size: jlong) {
+    note(tag, class_tag, size);
+}
+
+/// Forgets the dead objects with these tags and gives their slots back for reuse. Called by the
+/// GC room once each death has been dealt with (OBJECT_FREE delivered, or not owed).
+pub fn release(jni: &jvm::Jni, tags: &[jlong]) {
+    let mut slots = Vec::with_capacity(tags.len());
+    for &t in tags {
+        if t <= 0 || t & 7 != 0 {
+            continue;
+        }
+        if let Some((c, i)) = entry(t, false) {
+            let w = c.weak[i].swap(0, AcqRel) & !WEAK_DEFINED;
+            if w != 0 {
+                jni.delete_weak(w as jobject);
+            }
+            c.desc[i].store(0, Relaxed);
+            c.requested[i / 64].fetch_and(!(1 << (i % 64)), Relaxed);
+        }
+        slots.push((t as u64) >> SHIFT);
+    }
+    give_back(&slots);
+}
+
+/// Misses since the last rebuild, and those of them for slots a heap walk described.
+static MISSES: AtomicU64 = AtomicU64::new(0);
+static DEFINED_MISSES: AtomicU64 = AtomicU64::new(0);
+/// A heap walk has described objects since the last rebuild.
+static NOTED: AtomicBool = AtomicBool::new(false);
+/// Allocation tracking indexes what it tags (agents that resolve tracked objects).
+static INDEX_ALLOCATIONS: AtomicBool = AtomicBool::new(false);
+static REBUILD: Mutex<()> = Mutex::new(());
+/// Rebuilds done (for the report and the benchmark).
+static REBUILDS: AtomicU64 = AtomicU64::new(0);
+
+/// Misses on objects a heap walk described answered one by one before the index is rebuilt.
+const MISSES_BEFORE_REBUILD: u64 = 8;
+/// Misses on objects no heap walk described before the index is rebuilt (a rebuild costs
+/// about a heap iteration with tagging plus a `GetTag` per object; a miss one tag-map scan).
+const SCATTERED_MISSES_BEFORE_REBUILD: u64 = 512;
+static DESCRIBED_MISSES: AtomicU64 = AtomicU64::new(0);
+/// Misses on allocation-tracked objects after which allocation indexes what it tags.
+const DEFINED_MISSES_TO_INDEX: u64 = 256;
+
+/// (rebuilds, index chunks) for the report.
+pub fn index_figures() -> (u64, usize) {
+    (REBUILDS.load(Relaxed), CHUNKS_MADE.load(Relaxed))
+}
+
+/// Looks `tag` up in the index: Some(local reference), Some(NULL) for a collected object, None
+/// when the slot has no entry.
+fn lookup(jni: &jvm::Jni, tag: jlong) -> Option<jobject> {
+    let (c, i) = entry(tag, false)?;
+    let v = c.weak[i].load(Acquire);
+    if v == 0 {
+        return None;
+    }
+    if (v & WEAK_DEFINED != 0) != is_defined(tag) {
+        return Some(std::ptr::null_mut()); // the other variant of the slot's tag: no such object
+    }
+    Some(jni.new_local_ref((v & !WEAK_DEFINED) as jobject))
+}
+
 /// The object an ID names, as a local reference of the current thread.
 pub fn object_of(id: jobjectID) -> Result<jobject, String> {
     let tag = to_tag(id);
     if !plausible(tag) {
         return Err(format!("{id:p} is not a jobjectID this shim gave out"));
     }
+    let dead = || format!("object {id:p} is no longer alive");
+    let Some(jni) = jvm::Jni::current() else {
+        return Err("the calling thread is not attached to the JVM".into());
+    };
+    match lookup(&jni, tag) {
+        Some(o) if o.is_null() => return Err(dead()),
+        Some(o) => return Ok(o),
+        None => {}
+    }
+    // A miss. A run of them (an agent resolving the objects of a dump, or the objects
+    // allocation tracking told it of) is served by rebuilding the whole index at once.
+    let misses = MISSES.fetch_add(1, Relaxed) + 1;
+    if is_defined(tag) && DEFINED_MISSES.fetch_add(1, Relaxed) + 1 == DEFINED_MISSES_TO_INDEX {
+        log::info!("the agent resolves many tracked objects' IDs: allocation tracking now indexes the objects it tags");
+        INDEX_ALLOCATIONS.store(true, Relaxed);
+    }
+    // Misses on objects a heap walk described (a dump's objects, all tagged at once) call for a
+    // rebuild soon; scattered misses only when they have cost about as much as one.
+    let described_misses = if described(tag).is_some() { DESCRIBED_MISSES.fetch_add(1, Relaxed) + 1 } else { 0 };
+    if (described_misses >= MISSES_BEFORE_REBUILD && NOTED.load(Relaxed)) || misses >= SCATTERED_MISSES_BEFORE_REBUILD {
+        rebuild(&jni);
+        match lookup(&jni, tag) {
+            Some(o) if o.is_null() => return Err(dead()),
+            Some(o) => return Ok(o),
+            None => return Err(dead()),
+        }
+    }
     match jvm::object_with_tag(tag) {
-        Ok(Some(o)) => Ok(o),
-        Ok(None) => Err(format!("object {id:p} is no longer alive")),
+        Ok(Some(o)) => {
+            index(&jni, tag, o);
+            Ok(o)
+        }
+        Ok(None) => Err(dead()),
         Err(e) => Err(jvm::err_name(e)),
     }
+}
+
+/// Enters every tagged object in the index (one heap iteration; see the module comment).
+fn rebuild(jni: &jvm::Jni) {
+    let before = REBUILDS.load(SeqCst);
+    let _one = REBUILD.lock().unwrap_or_else(|p| p.into_inner());
+    if REBUILDS.load(SeqCst) != before {
+        return; // another thread rebuilt it meanwhile
+    }
+    NOTED.store(false, Relaxed);
+    MISSES.store(0, Relaxed);
+    DESCRIBED_MISSES.store(0, Relaxed);
+    let t = std::time::Instant::now();
+    let r = jvm::each_tagged_object(jni, |tag, o| {
+        if tag > 0 && tag & 7 == 0 {
+            index(jni, tag, o)
+        }
+    });
+    REBUILDS.fetch_add(1, SeqCst);
+    match r {
+        Ok(n) => log::debug!("object index rebuilt: {n} tagged objects in {:?}", t.elapsed()),
+        Err(e) => log::info!("object index: the rebuild failed ({}); objects are looked up one by one", jvm::err_name(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_reused_after_release_and_blocks_give_back_the_rest() {
+        let _ = REUSE_AFTER_SET.set(0);
+        let a = fresh_tag();
+        let b = fresh_defined_tag();
+        assert_ne!(a, b & !DEFINED);
+        assert!(plausible(a) && plausible(b));
+        assert!(is_defined(b) && !is_defined(a));
+        // Given-back slots are found again, lowest first from the cursor, once there are enough.
+        let mut f = FreeSet { bits: Vec::new(), count: 0, cursor: 0 };
+        for s in [900u64, 5, 70, 5, 4000] {
+            f.put(s);
+        }
+        assert_eq!(f.count, 4);
+        let mut v = Vec::new();
+        assert_eq!(f.take(5, &mut v), 0, "not enough: none taken");
+        assert_eq!(f.take(3, &mut v), 3);
+        assert_eq!(v, vec![5, 70, 900]);
+        assert_eq!(f.take(1, &mut v), 1);
+        assert_eq!(v[3], 4000);
+        let again = vec![fresh_tag()];
+        // Descriptions.
+        let t = again[0];
+        note(t, 0x1230, 24);
+        assert_eq!(described(t), Some((0x1230, 24)));
+        note(t | DEFINED, 0x1238, 1 << 20);
+        assert_eq!(described(t | DEFINED), Some((0x1238, 1 << 20)));
+        assert!(mark_requested(t) && take_requested(t) && !take_requested(t));
+    }
+
 }

@@ -248,7 +248,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
     }
     // Tagged only now: a tag with the DEFINED bit always belongs to a reported object.
     let tag = ids::fresh_defined_tag();
-    if jvm::set_tag(obj, tag).is_err() {
+    if !ids::bind(&jni, obj, tag) {
         return;
     }
     let size = if shape.size > 0 {
@@ -352,7 +352,7 @@ fn class_tag(jni: &jvm::Jni, klass: jclass) -> Option<jlong> {
     if hit.is_some() {
         return hit;
     }
-    let tag = ids::tag_of(klass).ok()?;
+    let tag = ids::indexed_tag_of(klass).ok()?;
     let w = jni.new_weak(klass);
     if !w.is_null() {
         CLASSES.with(|c| {

@@ -228,7 +228,7 @@ impl Described {
 
 /// Announces a class (once, unless `requested`), in the current thread `env`. Returns its ID.
 fn announce(env: *mut JNIEnv, k: jclass, requested: bool) -> Result<jobjectID, String> {
-    announce_tagged(env, k, ids::tag_of(k)?, requested)
+    announce_tagged(env, k, ids::indexed_tag_of(k)?, requested)
 }
 
 fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> Result<jobjectID, String> {
@@ -301,6 +301,11 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
     }
     drop(info);
     Ok(ids::to_id(tag))
+}
+
+/// Whether every agent that wants CLASS_LOAD has had class `tag`'s.
+pub fn announced_to_all(tag: jlong) -> bool {
+    all_told(tag)
 }
 
 /// The ID of class `k`, announcing it first if the agent wants CLASS_LOAD and has not had it.
@@ -429,6 +434,31 @@ pub fn request(id: jobjectID) -> Result<(), String> {
     let r = if is_class { announce(env, obj, true).map(|_| ()) } else { Err(format!("{id:p} is not a class ID")) };
     jni.delete_local_ref(obj);
     r
+}
+
+/// A tagged object died with no GC bracket to report it in: if it was a described or announced
+/// class, it is forgotten (so that its tag, once reused, names nothing of it). Returns whether
+/// it was one.
+pub fn forget(tag: jlong) -> bool {
+    let described = DESCRIBED.remove(&tag).map(|(_, d)| d);
+    let announced = ANNOUNCED.remove(&tag).map(|(_, r)| r);
+    if described.is_none() && announced.is_none() {
+        return false;
+    }
+    let mut methods: Vec<usize> = announced.map(|r| r.methods).unwrap_or_default();
+    if let Some(d) = &described {
+        methods.extend(d.methods.iter().map(|m| m.method_id as usize));
+        if d.class != 0 {
+            if let Some(jni) = jvm::Jni::current() {
+                jni.delete_weak(d.class as jobject);
+            }
+        }
+    }
+    lines::invalidate(&methods);
+    for m in &methods {
+        METHODS.remove(m);
+    }
+    true
 }
 
 thread_local! {

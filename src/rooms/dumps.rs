@@ -23,7 +23,8 @@
 //!
 //! IDs: an object's ID is its tag; objects first seen in the walk are tagged there (plain
 //! tags, no "defined" bit: they get no OBJECT_FREE unless the agent requests their
-//! OBJECT_ALLOC). Classes and threads named in the dump are announced (CLASS_LOAD,
+//! OBJECT_ALLOC). The walk also records each object's class and size with `ids::note`, so that
+//! a requested OBJECT_ALLOC for any object of the dump is answered without finding the object. Classes and threads named in the dump are announced (CLASS_LOAD,
 //! THREAD_START, if enabled) before the event is sent; any other object ID in it can be
 //! resolved with `RequestEvent(JVMPI_EVENT_OBJECT_ALLOC)` while the object lives.
 //!
@@ -232,7 +233,7 @@ fn layout(jni: &jvm::Jni, k: jclass, tag: jlong) -> Option<Arc<ClassLayout>> {
         Kind::PrimArray { ty }
     } else if sig.starts_with('[') {
         let e = jni.component_type(k)?;
-        let element = ids::tag_of(e).unwrap_or(0);
+        let element = ids::indexed_tag_of(e).unwrap_or(0);
         jni.delete_local_ref(e);
         Kind::ObjArray { element }
     } else {
@@ -337,10 +338,8 @@ struct State {
     /// A primitive array record whose length is written when its values come: (where its
     /// length is, element type).
     cur_prim: Option<(usize, u8)>,
-    /// Tags for objects the walk meets untagged: the next one and the end of the block
-    /// reserved for the walk.
-    next_tag: jlong,
-    end_tag: jlong,
+    /// Tags for objects the walk meets untagged (taken in blocks; the rest go back).
+    tags: ids::TagBlock,
     /// thread tag → (JNIEnv, number of frames shown).
     threads: HashMap<jlong, (usize, jint)>,
     /// thread tag → top-based indices of the JVM's frames that traces leave out (the shim's
@@ -513,6 +512,8 @@ impl State {
         referrer: Option<jlong>,
         length: jint,
     ) {
+        // What a requested OBJECT_ALLOC of this object will say (see `ids`).
+        ids::note(tag, class_tag, size);
         if class_tag == self.class_class && !self.single && !self.classes.contains(tag) {
             self.mirrors.insert(tag);
         }
@@ -702,19 +703,9 @@ impl State {
     /// A tag for an object the walk meets untagged (from a block reserved for the walk).
     #[inline]
     fn fresh_tag(&mut self) -> jlong {
-        if self.next_tag == self.end_tag {
-            let (first, end) = ids::reserve_tags(TAG_BLOCK);
-            self.next_tag = first;
-            self.end_tag = end;
-        }
-        let t = self.next_tag;
-        self.next_tag += ids::STEP;
-        t
+        self.tags.next()
     }
 }
-
-/// How many tags the walk reserves at a time.
-const TAG_BLOCK: jlong = 4096;
 
 fn prim_size(ty: u8) -> usize {
     match ty as jint {
@@ -831,7 +822,7 @@ fn class_table(jni: &jvm::Jni) -> Result<(ClassTable, jlong), String> {
     let mut map = ClassTable::with_capacity(all.len());
     let mut class_class = 0;
     for k in all {
-        let tag = match ids::tag_of(k) {
+        let tag = match ids::indexed_tag_of(k) {
             Ok(t) => t,
             Err(_) => {
                 jni.delete_local_ref(k);
@@ -974,8 +965,7 @@ fn new_state(jni: &jvm::Jni, level: jint, single: bool) -> Result<State, String>
         cur: (0, usize::MAX),
         cur_class: usize::MAX,
         cur_prim: None,
-        next_tag: 0,
-        end_tag: 0,
+        tags: ids::TagBlock::new(),
         threads: HashMap::default(),
         left_out: HashMap::default(),
         unknown_classes: 0,
@@ -1084,7 +1074,7 @@ pub fn request_object_dump(id: jobjectID) -> Result<(), String> {
     let r = (|| {
         let mut st = new_state(&jni, JVMPI_DUMP_LEVEL_2, true)?;
         let k = jni.object_class(obj);
-        let ktag = ids::tag_of(k).unwrap_or(0);
+        let ktag = ids::indexed_tag_of(k).unwrap_or(0);
         jni.delete_local_ref(k);
         if matches!(st.classes.get(ktag).map(|c| &c.layout.kind), Some(Kind::ObjArray { .. })) {
             st.lengths.insert(tag, jni.array_length(obj));

