@@ -15,7 +15,11 @@
 //!   that owner's `JNIEnv*` as `env_id`, when the blocked thread gets in — just before its
 //!   CONTENDED_ENTERED, from the thread that entered. So each contended entry is preceded by
 //!   exactly one exit of the thread that held the monitor, in the right order relative to the
-//!   entry; the exit arrives in the entering thread, and later than the owner left.
+//!   entry; the exit arrives in the entering thread, and later than the owner left. Its env_id
+//!   is always of a thread the agent was told about and has not had the THREAD_END of: the
+//!   owner stays pinned while the exit is delivered (its THREAD_END waits), and an owner the
+//!   agent does not know (the shim's own thread, a thread already ended, such as one whose exit
+//!   woke the joiners blocked on its `Thread` object) gets no CONTENDED_EXIT.
 //! - `Thread.sleep` (HotSpot 1.5: WAIT/WAITED with a NULL object): JVMTI reports no event for a
 //!   sleep on any JDK, so none is sent.
 
@@ -79,7 +83,10 @@ pub fn on_contended_entered(env: *mut JNIEnv, obj: jobject) {
         return;
     }
     if owner != 0 && owner != env as usize && events::enabled(JVMPI_EVENT_MONITOR_CONTENDED_EXIT) {
-        send_monitor(JVMPI_EVENT_MONITOR_CONTENDED_EXIT, owner as *mut JNIEnv, obj);
+        match threads::pin_known(owner, events::listeners(JVMPI_EVENT_MONITOR_CONTENDED_EXIT)) {
+            Some(pin) => send_monitor(JVMPI_EVENT_MONITOR_CONTENDED_EXIT, pin.env(), obj),
+            None => log::debug!("MONITOR_CONTENDED_EXIT: the owner {owner:#x} has ended or is unknown to the agent; not sent"),
+        }
     }
     if events::enabled(JVMPI_EVENT_MONITOR_CONTENDED_ENTERED) {
         send_monitor(JVMPI_EVENT_MONITOR_CONTENDED_ENTERED, env, obj);

@@ -63,7 +63,7 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     if let Some(d) = DOORS.get() {
         table::install(0, (d.interface)(0));
     }
-    events::set_announcer(threads::ensure_current_announced);
+    events::set_announcer(threads::before_send);
     if let Some(d) = DOORS.get() {
         jvm::set_jni_hooks(d.jni_hooks);
     }
@@ -214,7 +214,7 @@ pub fn vm_death(env: *mut JNIEnv) {
     classes::flush_pending(env, std::time::Duration::ZERO);
     gc::last_bracket(env, &mut patience);
     if events::close(&mut patience) && events::enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
-        events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, env));
+        events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, threads::event_env(env)));
     }
     events::finish();
     threads::release_all();
@@ -332,9 +332,15 @@ pub fn profiler_exit(code: jint) {
         // Another thread's exit is under way: System.exit would wait for it for ever, holding
         // whatever the agent holds here (a handler's lock its JVM_SHUT_DOWN handler wants).
         log::info!("ProfilerExit({code}): the JVM is already exiting; returned");
+        // No new bracket, and no heap walk in one under way (in this thread, maybe).
+        gc::stop();
         return;
     }
     log::info!("ProfilerExit({code})");
+    // No wait inside the JVM's exit for events the shim asked for (see `jvm::silence_for_exit`),
+    // and no new GC bracket.
+    jvm::silence_for_exit();
+    gc::stop();
     gc::leaving();
     events::leaving(|| jni.system_exit(code));
     if events::shutting_down() {

@@ -45,8 +45,9 @@ struct Queues {
     notify: Vec<usize>,
 }
 
+/// The current thread's env_id for the agent (in the shim's own threads, the stand-in's).
 fn env_now() -> usize {
-    jvm::current_jni().map_or(0, |e| e as usize)
+    jvm::current_jni().map_or(0, |e| crate::threads::event_env(e) as usize)
 }
 
 fn queue(m: &RawMon, notify: bool, env: usize, add: bool) {
