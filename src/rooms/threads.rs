@@ -145,16 +145,20 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
 /// Sends THREAD_START for `rec` once to each agent that wants it (or every time to the
 /// requesting agent, when requested).
 fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result<(), String> {
-    let to = if requested {
-        0
-    } else {
-        let want = events::listeners(JVMPI_EVENT_THREAD_START);
-        want & !rec.announced.fetch_or(want, SeqCst)
-    };
-    if !requested && to == 0 {
+    let want = events::listeners(JVMPI_EVENT_THREAD_START);
+    if !requested && want & !rec.announced.load(SeqCst) == 0 {
         return Ok(());
     }
     let (name, group, parent) = jvm::thread_names(rec.jthread()).map_err(jvm::err_name)?;
+    if !requested && name.is_empty() && group.is_empty() {
+        // A thread attaching itself (DestroyJavaVM) is still running its Thread's constructor:
+        // it is announced with its name once that is done (its JVMTI ThreadStart, or a later event).
+        return Err(UNNAMED.into());
+    }
+    let to = if requested { 0 } else { want & !rec.announced.fetch_or(want, SeqCst) };
+    if !requested && to == 0 {
+        return Ok(());
+    }
     let (name, group, parent) = (jvm::cstring(&name), jvm::cstring(&group), jvm::cstring(&parent));
     // HotSpot sent THREAD_START in the new thread itself: env_id is the thread's own JNIEnv, also
     // when the shim announces a thread that was running before the agent started. A requested
@@ -175,6 +179,9 @@ fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result
     }
     Ok(())
 }
+
+/// Why a thread is not announced yet: its `java.lang.Thread` has no name and no group yet.
+const UNNAMED: &str = "the thread's object is still being constructed";
 
 /// JVMTI ThreadStart (and VMInit for the main thread): the thread is running, on this thread.
 pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
@@ -616,11 +623,13 @@ fn ensure_announced(env: *mut JNIEnv, even_after_end: bool) -> bool {
         }),
     };
     if let Some(rec) = rec {
+        if events::enabled(JVMPI_EVENT_THREAD_START) && announce(&rec, env, false).is_err_and(|e| e == UNNAMED) {
+            // Not announced yet, so its events are not sent (HotSpot announced an attaching
+            // thread once its Thread object existed).
+            return false;
+        }
         jvm::set_announced_here(true);
         ENDED.remove(&(env as usize));
-        if events::enabled(JVMPI_EVENT_THREAD_START) {
-            let _ = announce(&rec, env, false);
-        }
     }
     !after_end
 }
