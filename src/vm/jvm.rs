@@ -367,18 +367,13 @@ pub fn unwant(ev: jvmtiEvent) {
     }
 }
 
-/// Before the shim takes the JVM down on the agent's behalf (ProfilerExit): the JVMTI events
-/// that would make the exiting thread wait for another one are switched off, ObjectFree first.
-/// With ObjectFree on, VM death waits (without a safepoint check) for the thread posting
-/// ObjectFree events to finish, which may itself wait for a safepoint that the exiting thread
-/// holds up: HotSpot hangs. Then the collection events, so that no new GC bracket starts.
+/// Before the shim takes the JVM down on the agent's behalf (ProfilerExit): the collection
+/// events are switched off, so that no new GC bracket starts. (ObjectFree is left on: switching
+/// it off makes the calling thread post the pending ObjectFree events, which on JDK 17 can
+/// deadlock with the Service Thread doing the same, just as VM death's own flush can.)
 pub fn silence_for_exit() {
     let _g = EVENT_SWITCH.lock().unwrap_or_else(|p| p.into_inner());
-    for ev in [
-        jvmti::JVMTI_EVENT_OBJECT_FREE,
-        jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_START,
-        jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
-    ] {
+    for ev in [jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_START, jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH] {
         if WANTED[ev as usize].swap(0, Ordering::Relaxed) > 0 {
             if let Err(e) = set_mode(ev, false) {
                 log::debug!("disabling JVMTI event {ev} for the exit: {}", err_name(e));
