@@ -367,12 +367,14 @@ const EXIT_STUCK: std::time::Duration = std::time::Duration::from_secs(8);
 /// the other is stopped for a safepoint), about 1 exit in 20 while threads allocate and collect.
 /// A plain pthread (not a JVM thread) watches: if VM death has not begun [`EXIT_STUCK`] after
 /// the exiting thread's ThreadEnd (shutdown hooks may take their time before that),
-/// it delivers JVM_SHUT_DOWN itself (named by the exiting thread, which the agent knows), so the
+/// it delivers JVM_SHUT_DOWN itself (named by the exiting thread, which the agent knows, and
+/// owning the raw monitors that thread owns, as if it ran there), so the
 /// agent still writes its data, and ends the process with `code`; if VM death began but the
 /// emulation is not over 60 s later, or the JVM has not ended 10 s after JVM_SHUT_DOWN, it ends
 /// the process too.
 fn exit_watchdog(code: jint, env: *mut JNIEnv) {
     let env = env as usize;
+    let me = crate::monitors::identity();
     let spawned = std::thread::Builder::new().name("JVMPI exit watchdog".into()).spawn(move || {
         let start = std::time::Instant::now();
         let mut over_at: Option<std::time::Instant> = None;
@@ -406,6 +408,8 @@ fn exit_watchdog(code: jint, env: *mut JNIEnv) {
                 // JVM_SHUT_DOWN in one more thread, so that a handler stuck in a call into the
                 // stuck JVM does not keep the process alive either.
                 let last = std::thread::spawn(move || {
+                    // On behalf of the stuck exiting thread, whose raw monitors it holds.
+                    crate::monitors::assume_identity(me);
                     let mut patience = events::Patience::new();
                     if events::close(&mut patience) && events::enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
                         events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, env as *mut JNIEnv));
