@@ -227,9 +227,16 @@ pub fn is_over() -> bool {
 pub fn leaving<R>(f: impl FnOnce() -> R) -> R {
     let mine = mine();
     PARKED.fetch_add(mine, SeqCst);
+    let was = LEAVING_HERE.with(|l| l.replace(mine));
     let r = f();
+    LEAVING_HERE.with(|l| l.set(was));
     PARKED.fetch_sub(mine, SeqCst);
     r
+}
+
+thread_local! {
+    /// This thread's events counted in [`PARKED`] (it is leaving the JVM from a handler).
+    static LEAVING_HERE: Cell<usize> = const { Cell::new(0) };
 }
 
 fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
@@ -517,7 +524,9 @@ pub fn close(patience: &mut Patience) -> bool {
         // Cannot happen once registered; the hot path's counts may then be seen late.
         log::debug!("membarrier failed at VM death");
     }
-    let mine = mine();
+    // This thread's own events are not waited for; if it is leaving (ProfilerExit), they are
+    // among the parked ones already and are not taken off twice.
+    let mine = mine().saturating_sub(LEAVING_HERE.with(|l| l.get()));
     let others = || in_flight().saturating_sub(mine + PARKED.load(SeqCst));
     while others() > 0 && !patience.exhausted() {
         std::thread::sleep(Duration::from_millis(1));
