@@ -180,6 +180,7 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
         gc::quiesce_for_exit();
     }
     alloc::on_thread_end(env);
+    crate::javamonitors::on_thread_end(env);
     threads::on_thread_end(env, thread);
 }
 

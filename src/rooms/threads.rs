@@ -548,8 +548,10 @@ pub fn announced_here() -> bool {
 /// Before an event is sent in the current thread: the thread must be registered (so that its
 /// thread-local storage works) and, if the agent wants THREAD_START, announced — once, and
 /// again after its THREAD_END if its JNIEnv is reused.
-pub fn ensure_current_announced(env: *mut JNIEnv) {
-    ensure_announced(env, false);
+/// False if the thread may send no event now (its `Thread` object is still being constructed,
+/// or it is finishing after its THREAD_END).
+pub fn ensure_current_announced(env: *mut JNIEnv) -> bool {
+    ensure_announced(env, false)
 }
 
 /// The gate's announcer (see `events::set_announcer`): before an event with `env` is sent in
