@@ -14,13 +14,19 @@ use std::path::PathBuf;
 
 /// A copy of the recorder library under another file name (a second agent instance).
 fn recorder_copy() -> PathBuf {
+    // Test threads of one process share its id: the copy is made by one of them at a time, and
+    // each temporary file has its own name.
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
     let src = agent("recorder");
     let dst = src.with_file_name("librecorder_second.so");
     let fresh = std::fs::metadata(&dst)
         .and_then(|d| Ok(d.modified()? >= std::fs::metadata(&src)?.modified()?))
         .unwrap_or(false);
     if !fresh {
-        let tmp = dst.with_extension(format!("so.{}.tmp", std::process::id()));
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = dst.with_extension(format!("so.{}.{n}.tmp", std::process::id()));
         std::fs::copy(&src, &tmp).expect("copy the recorder library");
         std::fs::rename(&tmp, &dst).expect("rename the recorder copy");
     }

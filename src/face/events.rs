@@ -93,6 +93,19 @@ pub fn listeners(event: jint) -> u32 {
     m & ONLY.with(|o| o.get())
 }
 
+/// The agents (bit a = agent a) that enabled `event`, wherever it is sent from.
+pub fn listeners_of(event: jint) -> u32 {
+    if !enabled(event) {
+        return 0;
+    }
+    ENABLED.iter().enumerate().filter(|(_, e)| e.load(Relaxed) & (1 << event) != 0).fold(0, |m, (a, _)| m | 1 << a)
+}
+
+/// The agent (bit a = agent a) a requested event sent from this thread now goes to.
+pub fn requester_mask() -> u32 {
+    1 << REQUESTER.with(|r| r.get())
+}
+
 /// Runs `f` with events from this thread going to agent `a` only (its catch-up).
 pub fn only<R>(a: usize, f: impl FnOnce() -> R) -> R {
     let saved = ONLY.with(|o| o.replace(1 << a));
@@ -214,9 +227,16 @@ pub fn is_over() -> bool {
 pub fn leaving<R>(f: impl FnOnce() -> R) -> R {
     let mine = mine();
     PARKED.fetch_add(mine, SeqCst);
+    let was = LEAVING_HERE.with(|l| l.replace(mine));
     let r = f();
+    LEAVING_HERE.with(|l| l.set(was));
     PARKED.fetch_sub(mine, SeqCst);
     r
+}
+
+thread_local! {
+    /// This thread's events counted in [`PARKED`] (it is leaving the JVM from a handler).
+    static LEAVING_HERE: Cell<usize> = const { Cell::new(0) };
 }
 
 fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
@@ -266,7 +286,9 @@ pub fn send_to(mask: u32, ev: &mut JVMPI_Event) -> bool {
         return false;
     }
     if let Some(announce) = ANNOUNCER.get() {
-        announce(ev.env_id);
+        if !announce(&mut ev.env_id) {
+            return false;
+        }
     }
     deliver_to(mask, ev, true)
 }
@@ -418,14 +440,21 @@ fn in_flight() -> usize {
 /// Sends an event an agent requested with `RequestEvent` (flag set here), to that agent only.
 pub fn send_requested(ev: &mut JVMPI_Event) -> bool {
     ev.event_type |= JVMPI_REQUESTED_EVENT;
+    // The requesting thread, announced (in the shim's own threads: the thread they stand in for).
+    if let Some(announce) = ANNOUNCER.get() {
+        announce(&mut ev.env_id);
+    }
     deliver(REQUESTER.with(|r| r.get()), ev, false)
 }
 
-/// Registers the function that announces the current thread to the agent (threads room).
-pub fn set_announcer(f: fn(*mut JNIEnv)) {
+/// Registers the function that announces the current thread to the agent before an event
+/// (threads room). It may put another env_id in the event (the shim's own threads send with
+/// that of a thread the agent knows), and it says false for an event no agent may get (sent
+/// by a thread after its THREAD_END).
+pub fn set_announcer(f: fn(&mut *mut JNIEnv) -> bool) {
     let _ = ANNOUNCER.set(f);
 }
-static ANNOUNCER: OnceLock<fn(*mut JNIEnv)> = OnceLock::new();
+static ANNOUNCER: OnceLock<fn(&mut *mut JNIEnv) -> bool> = OnceLock::new();
 
 /// Opens the gate: the legacy `JVM_OnLoad` has returned.
 pub fn open() {
@@ -495,7 +524,9 @@ pub fn close(patience: &mut Patience) -> bool {
         // Cannot happen once registered; the hot path's counts may then be seen late.
         log::debug!("membarrier failed at VM death");
     }
-    let mine = mine();
+    // This thread's own events are not waited for; if it is leaving (ProfilerExit), they are
+    // among the parked ones already and are not taken off twice.
+    let mine = mine().saturating_sub(LEAVING_HERE.with(|l| l.get()));
     let others = || in_flight().saturating_sub(mine + PARKED.load(SeqCst));
     while others() > 0 && !patience.exhausted() {
         std::thread::sleep(Duration::from_millis(1));

@@ -232,7 +232,11 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
         // threads) runs its own java.lang.Thread's constructor before the agent has heard of
         // the thread. It is announced first, and its THREAD_START names that object, which is
         // from then on the thread's (not reported again: RequestEvent describes it).
-        threads::ensure_current_announced(env);
+        if !threads::ensure_current_announced(env) {
+            // Not announced yet, or ended: its events are not sent, so the object gets no ID
+            // (none is freed that was never allocated).
+            return;
+        }
         if !matches!(jvm::get_tag(obj), Ok(0)) {
             return;
         }

@@ -920,7 +920,8 @@ fn stacks(jni: &jvm::Jni, with_traces: bool) -> Stacks {
     let mut left_out = HashMap::default();
     for t in jvm::all_threads().unwrap_or_default() {
         let tag = ids::tag_of(t).unwrap_or(0);
-        let env = threads::env_by_tag(tag).unwrap_or(0);
+        // Only threads the requesting agent knows, pinned until the dump is delivered.
+        let env = threads::known_env_by_tag(tag);
         let st = jvm::stack_trace(t, MAX_FRAMES).unwrap_or_default();
         let (fs, out) = calltrace::shown_frames(&st);
         map.insert(tag, (env, if st.is_empty() { -1 } else { fs.len() as jint }));
@@ -1049,6 +1050,7 @@ pub fn request_heap_dump(arg: *mut c_void) -> Result<(), String> {
     }
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let _pins = threads::hold_pins();
     let mut snap = heap_snapshot(env, level)?;
     let out = &mut snap.state.out;
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_HEAP_DUMP, env);
@@ -1116,7 +1118,7 @@ fn env_of_thread(t: jobject) -> usize {
     if t.is_null() {
         return 0;
     }
-    ids::tag_of(t).ok().and_then(threads::env_by_tag).unwrap_or(0)
+    ids::tag_of(t).ok().map_or(0, threads::known_env_by_tag)
 }
 
 /// Every Java monitor that is owned or has waiters. JVMTI has no list of monitors; every one
@@ -1152,17 +1154,19 @@ fn java_monitors(jni: &jvm::Jni) -> Result<Vec<JavaMonitor>, String> {
         jni.delete_local_ref(m);
         let Ok((owner, _count, waiters, notify_waiters)) = usage else { continue };
         let notify_tags: Vec<jlong> = notify_waiters.iter().map(|&t| ids::tag_of(t).unwrap_or(0)).collect();
-        let notify: Vec<usize> = notify_waiters.iter().map(|&t| env_of_thread(t)).collect();
+        // Threads the agent does not know are left out of the lists.
+        let notify: Vec<usize> = notify_waiters.iter().map(|&t| env_of_thread(t)).filter(|&e| e != 0).collect();
         let enter: Vec<usize> = waiters
             .iter()
             .filter(|&&t| !notify_tags.contains(&ids::tag_of(t).unwrap_or(-1)))
             .map(|&t| env_of_thread(t))
+            .filter(|&e| e != 0)
             .collect();
         let owner_env = env_of_thread(owner);
         for t in waiters.into_iter().chain(notify_waiters).chain((!owner.is_null()).then_some(owner)) {
             jni.delete_local_ref(t);
         }
-        if !owner.is_null() || !enter.is_empty() || !notify.is_empty() {
+        if owner_env != 0 || !enter.is_empty() || !notify.is_empty() {
             out.push(JavaMonitor { tag, owner: owner_env, enter, notify });
         }
     }
@@ -1207,11 +1211,19 @@ pub fn request_monitor_dump() -> Result<(), String> {
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     let jni = jvm::Jni::of(env);
     let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let _pins = threads::hold_pins();
     threads::announce_all();
     let suspended = suspend_others(&jni);
     let ours: Vec<jlong> = suspended.0.iter().filter_map(|&t| ids::tag_of(t).ok()).collect();
     let java = java_monitors(&jni);
-    let raw = crate::monitors::snapshot();
+    let mut raw = crate::monitors::snapshot();
+    for m in &mut raw {
+        // Only threads the agent knows (pinned until the dump is delivered).
+        m.owner = if m.owner == 0 { 0 } else { threads::known_env(m.owner) };
+        for list in [&mut m.enter, &mut m.notify] {
+            list.retain(|&e| threads::known_env(e) != 0);
+        }
+    }
     let (_, mut traces, frames, tags, _) = stacks(&jni, true);
     let mut status: Vec<jint> = traces
         .iter()

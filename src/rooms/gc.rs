@@ -24,7 +24,7 @@
 
 use crate::abi::*;
 use crate::deaths::DeadQueue;
-use crate::{alloc, classes, events, ids, jvm, objects};
+use crate::{alloc, classes, events, ids, jvm, objects, threads};
 use jvmti_bindings::sys::jni::{jlong, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;
@@ -130,7 +130,10 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
     // For GC_FINISH: the heap walk measures the heap (and makes the JVM post deaths it has not
     // posted yet). Without GC_FINISH no walk: late deaths come with the next bracket.
     let finish = events::enabled(JVMPI_EVENT_GC_FINISH);
-    let (objects, bytes) = if finish { jvm::count_heap().unwrap_or((0, 0)) } else { (0, 0) };
+    // Not once the JVM is going down (a heap walk then waits for a safepoint the exit may hold
+    // up): GC_FINISH then says the heap's figures are unknown (0).
+    let walk = finish && !STOP.load(SeqCst);
+    let (objects, bytes) = if walk { jvm::count_heap().unwrap_or((0, 0)) } else { (0, 0) };
     events::progressed();
     // The queue's memory goes with the batch, so it is given back after each bracket.
     let dead = std::mem::replace(&mut *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()), DeadQueue::new());
@@ -185,6 +188,7 @@ impl Drop for Released {
 }
 
 unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut JNIEnv, _arg: *mut c_void) {
+    threads::own_thread_here();
     crate::guard("GC events thread", (), || {
         let _ = WAKE.set(std::thread::current());
         // Between brackets this thread also announces classes nothing else links.
@@ -197,7 +201,7 @@ unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut
             while FINISHED.load(SeqCst) == seen && !STOP.load(SeqCst) {
                 if classes::has_pending() {
                     std::thread::park_timeout(classes::PENDING_AGE);
-                    jni.framed(|| classes::flush_pending(env, classes::PENDING_AGE));
+                    jni.framed(|| threads::with_stand_in(|| classes::flush_pending(env, classes::PENDING_AGE)));
                 } else {
                     std::thread::park();
                 }
@@ -206,7 +210,8 @@ unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut
                 return;
             }
             seen = FINISHED.load(SeqCst);
-            jni.framed(|| deliver_bracket(env));
+            // Its events carry the env_id of a thread the agent knows (this one is the shim's).
+            jni.framed(|| threads::with_stand_in(|| deliver_bracket(env)));
         }
     })
 }
@@ -222,6 +227,7 @@ pub fn start(env: *mut JNIEnv) -> Result<(), String> {
     }
     let jni = jvm::Jni::of(env);
     let t = jni.new_thread("JVMPI GC events").ok_or("cannot make the GC events thread")?;
+    threads::mark_own(t);
     let r = jvm::run_agent_thread(t, gc_thread_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);
     jni.delete_local_ref(t);
     r.map_err(jvm::err_name)

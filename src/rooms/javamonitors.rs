@@ -15,12 +15,21 @@
 //!   that owner's `JNIEnv*` as `env_id`, when the blocked thread gets in — just before its
 //!   CONTENDED_ENTERED, from the thread that entered. So each contended entry is preceded by
 //!   exactly one exit of the thread that held the monitor, in the right order relative to the
-//!   entry; the exit arrives in the entering thread, and later than the owner left.
+//!   entry; the exit arrives in the entering thread, and later than the owner left. Its env_id
+//!   is always of a thread the agent was told about and has not had the THREAD_END of: the
+//!   owner stays pinned while the exit is delivered (its THREAD_END waits). An owner that ends
+//!   before the entrant gets in sends the exits it owes itself, just before its THREAD_END (the
+//!   entrant's ENTERED waits for them). An owner the agent does not know (the shim's own
+//!   thread, a thread after its THREAD_END, such as one whose exit wakes the joiners blocked on
+//!   its `Thread` object) gets no CONTENDED_EXIT.
 //! - `Thread.sleep` (HotSpot 1.5: WAIT/WAITED with a NULL object): JVMTI reports no event for a
 //!   sleep on any JDK, so none is sent.
 
 use crate::abi::*;
 use crate::{events, ids, jvm, threads};
+use dashmap::DashMap;
+use std::sync::atomic::{AtomicU8, Ordering::SeqCst};
+use std::sync::{Arc, LazyLock};
 use jvmti_bindings::sys::jni::{jlong, jobject, JNIEnv};
 use std::cell::Cell;
 use std::time::Instant;
@@ -28,8 +37,48 @@ use std::time::Instant;
 thread_local! {
     /// When this thread's current wait began.
     static WAIT_START: Cell<Option<Instant>> = const { Cell::new(None) };
-    /// The JNIEnv of the thread that owned the monitor this thread is blocked on.
-    static OWNER: Cell<usize> = const { Cell::new(0) };
+    /// The exit owed for the monitor this thread is blocked on.
+    static OWED: std::cell::RefCell<Option<Arc<Owed>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A CONTENDED_EXIT owed by the owner of a monitor a thread is blocked on: sent by the entrant
+/// when it gets in, or by the owner itself if it ends first (before its THREAD_END).
+struct Owed {
+    owner: usize,
+    object: usize,
+    /// 0: owed; 1: being sent; 2: sent (or given up).
+    state: AtomicU8,
+}
+
+/// Exits owed, by owner JNIEnv.
+static BY_OWNER: LazyLock<DashMap<usize, Vec<Arc<Owed>>>> = LazyLock::new(DashMap::new);
+
+fn forget(o: &Arc<Owed>) {
+    if let Some(mut v) = BY_OWNER.get_mut(&o.owner) {
+        v.retain(|x| !Arc::ptr_eq(x, o));
+    }
+    BY_OWNER.remove_if(&o.owner, |_, v| v.is_empty());
+}
+
+fn send_exit(env: *mut JNIEnv, object: usize) {
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_MONITOR_CONTENDED_EXIT, env);
+    ev.u.monitor = Monitor { object: object as jobjectID };
+    events::send(&mut ev);
+}
+
+/// Before the THREAD_END of the thread of `env` (lifecycle): the exits it owes to threads still
+/// blocked on (or just getting into) monitors it has left are sent now, from it, as HotSpot 1.5
+/// sent them from the owner's thread.
+pub fn on_thread_end(env: *mut JNIEnv) {
+    let Some((_, owed)) = BY_OWNER.remove(&(env as usize)) else { return };
+    for o in owed {
+        if o.state.compare_exchange(0, 1, SeqCst, SeqCst).is_ok() {
+            if events::enabled(JVMPI_EVENT_MONITOR_CONTENDED_EXIT) {
+                send_exit(env, o.object);
+            }
+            o.state.store(2, SeqCst);
+        }
+    }
 }
 
 fn send_monitor(kind: i32, env: *mut JNIEnv, obj: jobject) {
@@ -65,7 +114,17 @@ pub fn on_contended_enter(env: *mut JNIEnv, obj: jobject) {
             jvm::Jni::of(env).delete_local_ref(t);
             e
         });
-        OWNER.with(|o| o.set(owner.map_or(0, |e| e as usize)));
+        let owed = match (owner, ids::id_of(obj)) {
+            (Some(e), Ok(id)) if e != env => {
+                let o = Arc::new(Owed { owner: e as usize, object: id as usize, state: AtomicU8::new(0) });
+                BY_OWNER.entry(e as usize).or_default().push(o.clone());
+                Some(o)
+            }
+            _ => None,
+        };
+        if let Some(old) = OWED.with(|o| o.replace(owed)) {
+            forget(&old);
+        }
     }
     if events::enabled(JVMPI_EVENT_MONITOR_CONTENDED_ENTER) {
         send_monitor(JVMPI_EVENT_MONITOR_CONTENDED_ENTER, env, obj);
@@ -74,12 +133,27 @@ pub fn on_contended_enter(env: *mut JNIEnv, obj: jobject) {
 
 /// JVMTI MonitorContendedEntered: the thread got the monitor it blocked on.
 pub fn on_contended_entered(env: *mut JNIEnv, obj: jobject) {
-    let owner = OWNER.with(|o| o.replace(0));
+    let owed = OWED.with(|o| o.borrow_mut().take());
+    if let Some(o) = &owed {
+        forget(o);
+    }
     if !events::is_ready() {
         return;
     }
-    if owner != 0 && owner != env as usize && events::enabled(JVMPI_EVENT_MONITOR_CONTENDED_EXIT) {
-        send_monitor(JVMPI_EVENT_MONITOR_CONTENDED_EXIT, owner as *mut JNIEnv, obj);
+    if let Some(o) = owed.filter(|_| events::enabled(JVMPI_EVENT_MONITOR_CONTENDED_EXIT)) {
+        if o.state.compare_exchange(0, 1, SeqCst, SeqCst).is_ok() {
+            match threads::pin_known(o.owner, events::listeners(JVMPI_EVENT_MONITOR_CONTENDED_EXIT)) {
+                Some(pin) => send_exit(pin.env(), o.object),
+                None => log::debug!("MONITOR_CONTENDED_EXIT: the owner {:#x} is unknown to the agent; not sent", o.owner),
+            }
+            o.state.store(2, SeqCst);
+        } else {
+            // The owner is sending it as it ends: the exit comes before this entry.
+            let deadline = Instant::now() + std::time::Duration::from_secs(5);
+            while o.state.load(SeqCst) != 2 && Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        }
     }
     if events::enabled(JVMPI_EVENT_MONITOR_CONTENDED_ENTERED) {
         send_monitor(JVMPI_EVENT_MONITOR_CONTENDED_ENTERED, env, obj);

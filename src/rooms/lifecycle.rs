@@ -63,7 +63,7 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     if let Some(d) = DOORS.get() {
         table::install(0, (d.interface)(0));
     }
-    events::set_announcer(threads::ensure_current_announced);
+    events::set_announcer(threads::before_send);
     if let Some(d) = DOORS.get() {
         jvm::set_jni_hooks(d.jni_hooks);
     }
@@ -176,9 +176,11 @@ fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), String> {
 /// starts no more heap walks (see [`gc::quiesce_for_exit`]) before the thread ends for the agent.
 pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
     if takes_the_jvm_down(thread) {
+        let _ = HALT_AT.set(std::time::Instant::now());
         gc::quiesce_for_exit();
     }
     alloc::on_thread_end(env);
+    crate::javamonitors::on_thread_end(env);
     threads::on_thread_end(env, thread);
 }
 
@@ -214,7 +216,7 @@ pub fn vm_death(env: *mut JNIEnv) {
     classes::flush_pending(env, std::time::Duration::ZERO);
     gc::last_bracket(env, &mut patience);
     if events::close(&mut patience) && events::enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
-        events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, env));
+        events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, threads::event_env(env)));
     }
     events::finish();
     threads::release_all();
@@ -332,9 +334,15 @@ pub fn profiler_exit(code: jint) {
         // Another thread's exit is under way: System.exit would wait for it for ever, holding
         // whatever the agent holds here (a handler's lock its JVM_SHUT_DOWN handler wants).
         log::info!("ProfilerExit({code}): the JVM is already exiting; returned");
+        // No new bracket, and no heap walk in one under way (in this thread, maybe).
+        gc::stop();
         return;
     }
     log::info!("ProfilerExit({code})");
+    // No new GC bracket, and a watchdog in case the JVM's exit itself hangs.
+    jvm::silence_for_exit();
+    gc::stop();
+    exit_watchdog(code, threads::event_env(env));
     gc::leaving();
     events::leaving(|| jni.system_exit(code));
     if events::shutting_down() {
@@ -344,6 +352,88 @@ pub fn profiler_exit(code: jint) {
     // System.exit returns only if it could not run: end the process directly.
     let _ = std::io::stdout().flush();
     std::process::exit(code);
+}
+
+/// When the thread taking the JVM down had its ThreadEnd (the shutdown hooks have run; VM death
+/// comes next).
+static HALT_AT: OnceLock<std::time::Instant> = OnceLock::new();
+
+/// How long the JVM's halt (after the shutdown hooks) may go without VM death beginning before
+/// the watchdog ends it.
+const EXIT_STUCK: std::time::Duration = std::time::Duration::from_secs(8);
+
+/// ProfilerExit's promise is that the process ends with `code`. HotSpot's own exit can hang
+/// before VM death: on JDK 17 its flush of pending ObjectFree events in the exiting thread can
+/// deadlock with the Service Thread's (one waits for the other without a safepoint check while
+/// the other is stopped for a safepoint), about 1 exit in 20 while threads allocate and collect.
+/// A plain pthread (not a JVM thread) watches: if VM death has not begun [`EXIT_STUCK`] after
+/// the exiting thread's ThreadEnd (shutdown hooks may take their time before that),
+/// it delivers JVM_SHUT_DOWN itself (named by the exiting thread, which the agent knows, and
+/// owning the raw monitors that thread owns, as if it ran there), so the
+/// agent still writes its data, and ends the process with `code`; if VM death began but the
+/// emulation is not over 60 s later, or the JVM has not ended 10 s after JVM_SHUT_DOWN, it ends
+/// the process too.
+fn exit_watchdog(code: jint, env: *mut JNIEnv) {
+    let env = env as usize;
+    let me = crate::monitors::identity();
+    let spawned = std::thread::Builder::new().name("JVMPI exit watchdog".into()).spawn(move || {
+        let start = std::time::Instant::now();
+        let mut over_at: Option<std::time::Instant> = None;
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let now = std::time::Instant::now();
+            if events::is_over() {
+                let t = *over_at.get_or_insert(now);
+                if now.duration_since(t) < std::time::Duration::from_secs(10) {
+                    continue;
+                }
+                log::warn!("ProfilerExit({code}): the JVM had not ended 10 s after JVM_SHUT_DOWN; the process ends now");
+                break;
+            }
+            if events::shutting_down() {
+                if now.duration_since(start) < std::time::Duration::from_secs(60) {
+                    continue;
+                }
+                log::warn!("ProfilerExit({code}): VM death has not finished after 60 s; the process ends now");
+                break;
+            }
+            if HALT_AT.get().is_none_or(|&t| now.duration_since(t) < EXIT_STUCK) {
+                continue;
+            }
+            log::warn!(
+                "ProfilerExit({code}): the JVM's exit made no progress for {} s (HotSpot's exit is stuck before VM \
+                 death); JVM_SHUT_DOWN is sent now and the process ends",
+                EXIT_STUCK.as_secs()
+            );
+            if events::begin_shutdown() {
+                // JVM_SHUT_DOWN in one more thread, so that a handler stuck in a call into the
+                // stuck JVM does not keep the process alive either.
+                let last = std::thread::spawn(move || {
+                    // On behalf of the stuck exiting thread, whose raw monitors it holds.
+                    crate::monitors::assume_identity(me);
+                    let mut patience = events::Patience::new();
+                    if events::close(&mut patience) && events::enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
+                        events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, env as *mut JNIEnv));
+                    }
+                    events::finish();
+                    record::finish_trace();
+                    report::write(None);
+                });
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+                while !last.is_finished() && std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            }
+            break;
+        }
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        // SAFETY: ends the process with the agent's code; the JVM's own exit is stuck.
+        unsafe { libc::_exit(code) }
+    });
+    if let Err(e) = spawned {
+        log::debug!("ProfilerExit: no exit watchdog ({e})");
+    }
 }
 
 /// The shim's `JVM_OnLoad` (the "double agent"): a JVM that calls it instead of `Agent_OnLoad`.

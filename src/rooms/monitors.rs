@@ -45,8 +45,9 @@ struct Queues {
     notify: Vec<usize>,
 }
 
+/// The current thread's env_id for the agent (in the shim's own threads, the stand-in's).
 fn env_now() -> usize {
-    jvm::current_jni().map_or(0, |e| e as usize)
+    jvm::current_jni().map_or(0, |e| crate::threads::event_env(e) as usize)
 }
 
 fn queue(m: &RawMon, notify: bool, env: usize, add: bool) {
@@ -99,11 +100,23 @@ static MONITORS: LazyLock<DashMap<usize, Arc<RawMon>>> = LazyLock::new(DashMap::
 static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
-    static ME: u64 = NEXT_THREAD.fetch_add(1, Relaxed);
+    static ME: std::cell::Cell<u64> = std::cell::Cell::new(NEXT_THREAD.fetch_add(1, Relaxed));
 }
 
 fn me() -> u64 {
-    ME.with(|m| *m)
+    ME.with(|m| m.get())
+}
+
+/// The current thread's identity as a raw-monitor owner.
+pub fn identity() -> u64 {
+    me()
+}
+
+/// The current thread acts, for raw monitors, as the thread of `id` (taken with [`identity`]):
+/// ProfilerExit's watchdog delivers JVM_SHUT_DOWN on behalf of an exiting thread stuck in the
+/// JVM, whose handlers may hold the monitors the agent's JVM_SHUT_DOWN handler enters.
+pub fn assume_identity(id: u64) {
+    ME.with(|m| m.set(id));
 }
 
 fn get(h: JVMPI_RawMonitor, what: &str) -> Option<Arc<RawMon>> {

@@ -10,7 +10,7 @@
 //! agent's handler runs in an ordinary Java thread as other requests do.
 
 use crate::abi::*;
-use crate::{events, jvm};
+use crate::{events, jvm, threads};
 use jvmti_bindings::sys::jni::JNIEnv;
 use jvmti_bindings::sys::jvmti::jvmtiEnv;
 use std::ffi::c_void;
@@ -67,6 +67,7 @@ pub fn arm() -> Result<(), String> {
         let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
         let jni = jvm::Jni::of(env);
         let t = jni.new_thread("JVMPI reset request").ok_or("cannot make the reset request thread")?;
+        threads::mark_own(t);
         let r = jvm::run_agent_thread(t, reader_main, fds[0] as usize as *const c_void, JVMPI_NORMAL_PRIORITY);
         jni.delete_local_ref(t);
         r.map_err(jvm::err_name)?;
@@ -85,6 +86,7 @@ pub fn arm() -> Result<(), String> {
 }
 
 unsafe extern "system" fn reader_main(_j: *mut jvmtiEnv, env: *mut JNIEnv, arg: *mut c_void) {
+    threads::own_thread_here();
     let fd = arg as usize as libc::c_int;
     let mut buf = [0u8; 64];
     loop {
@@ -99,7 +101,8 @@ unsafe extern "system" fn reader_main(_j: *mut jvmtiEnv, env: *mut JNIEnv, arg: 
         // Signals that arrive together ask for one reset.
         crate::guard("DATA_RESET_REQUEST", (), || {
             if events::enabled(JVMPI_EVENT_DATA_RESET_REQUEST) {
-                events::send(&mut JVMPI_Event::new(JVMPI_EVENT_DATA_RESET_REQUEST, env));
+                // In a thread the agent knows of (this one is the shim's).
+                threads::with_stand_in(|| events::send(&mut JVMPI_Event::new(JVMPI_EVENT_DATA_RESET_REQUEST, env)));
             }
         });
     }

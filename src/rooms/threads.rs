@@ -55,6 +55,10 @@ pub struct ThreadRec {
     /// Thread CPU time at the latest JVMPI SuspendThread (-1: never suspended).
     cpu_at_suspend: AtomicI64,
     has_run: AtomicBool,
+    /// Events naming this thread from another thread, being delivered now (see [`Pinned`]).
+    pins: AtomicUsize,
+    /// Its THREAD_END is about to be delivered: no new pin.
+    ending: AtomicBool,
     /// JVMPI's suspension of this thread, and whether its THREAD_END has been delivered.
     suspension: Mutex<Suspension>,
 }
@@ -111,8 +115,8 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
             GRAVEYARD.lock().unwrap_or_else(|p| p.into_inner()).push((Instant::now(), r));
         }
     }
-    if tag == RESUMER_TAG.load(SeqCst) {
-        return None; // the shim's own helper: no JVMPI thread, never suspended by the agent
+    if is_own(tag) {
+        return None; // the shim's own helper: no JVMPI thread, never announced nor suspended
     }
     let global = jni.new_global_ref(thread);
     if global.is_null() {
@@ -126,6 +130,8 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
         announced: AtomicU32::new(0),
         cpu_at_suspend: AtomicI64::new(-1),
         has_run: AtomicBool::new(true),
+        pins: AtomicUsize::new(0),
+        ending: AtomicBool::new(false),
         suspension: Mutex::new(Suspension::default()),
     });
     let entry = THREADS.entry(env).or_insert(rec.clone()).clone();
@@ -139,16 +145,20 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
 /// Sends THREAD_START for `rec` once to each agent that wants it (or every time to the
 /// requesting agent, when requested).
 fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result<(), String> {
-    let to = if requested {
-        0
-    } else {
-        let want = events::listeners(JVMPI_EVENT_THREAD_START);
-        want & !rec.announced.fetch_or(want, SeqCst)
-    };
-    if !requested && to == 0 {
+    let want = events::listeners(JVMPI_EVENT_THREAD_START);
+    if !requested && want & !rec.announced.load(SeqCst) == 0 {
         return Ok(());
     }
     let (name, group, parent) = jvm::thread_names(rec.jthread()).map_err(jvm::err_name)?;
+    if !requested && name.is_empty() && group.is_empty() {
+        // A thread attaching itself (DestroyJavaVM) is still running its Thread's constructor:
+        // it is announced with its name once that is done (its JVMTI ThreadStart, or a later event).
+        return Err(UNNAMED.into());
+    }
+    let to = if requested { 0 } else { want & !rec.announced.fetch_or(want, SeqCst) };
+    if !requested && to == 0 {
+        return Ok(());
+    }
     let (name, group, parent) = (jvm::cstring(&name), jvm::cstring(&group), jvm::cstring(&parent));
     // HotSpot sent THREAD_START in the new thread itself: env_id is the thread's own JNIEnv, also
     // when the shim announces a thread that was running before the agent started. A requested
@@ -169,6 +179,9 @@ fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result
     }
     Ok(())
 }
+
+/// Why a thread is not announced yet: its `java.lang.Thread` has no name and no group yet.
+const UNNAMED: &str = "the thread's object is still being constructed";
 
 /// JVMTI ThreadStart (and VMInit for the main thread): the thread is running, on this thread.
 pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
@@ -200,9 +213,11 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
         return;
     }
     jvm::set_announced_here(false);
-    if !THREADS.contains_key(&(env as usize)) {
-        return;
-    }
+    let Some(rec) = THREADS.get(&(env as usize)).map(|r| r.clone()) else { return };
+    // Events about this thread that other threads are delivering (a MONITOR_CONTENDED_EXIT it
+    // caused, a dump naming it) reach the agent before its THREAD_END; none starts from now.
+    rec.ending.store(true, SeqCst);
+    wait_unpinned(&rec);
     if events::enabled(JVMPI_EVENT_THREAD_END) {
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_THREAD_END, env);
         events::send(&mut ev);
@@ -244,6 +259,167 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
 /// answer for a thread that is gone, not a warning, and its ResumeThread still reaches it.
 static ENDED: LazyLock<DashMap<usize, (Instant, Arc<ThreadRec>)>> = LazyLock::new(DashMap::new);
 
+// ---- pins: events that name another thread -----------------------------------------------------
+
+/// A live thread the agents were told about, named by an event (or a dump) that another thread
+/// is delivering: until this is dropped the thread's THREAD_END waits, so the agent never gets
+/// an env_id whose THREAD_END it has already had (HotSpot 1.5 sent such events with the thread
+/// alive, at a safepoint or in the thread itself).
+pub struct Pinned(Arc<ThreadRec>);
+
+impl Pinned {
+    pub fn env(&self) -> *mut JNIEnv {
+        self.0.env as *mut JNIEnv
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        self.0.pins.fetch_sub(1, SeqCst);
+    }
+}
+
+fn pin_rec(rec: &Arc<ThreadRec>, agents: u32) -> Option<Pinned> {
+    rec.pins.fetch_add(1, SeqCst);
+    let p = Pinned(rec.clone());
+    if rec.ending.load(SeqCst) || rec.suspension().ended {
+        return None;
+    }
+    // Each of `agents` that wants THREAD_START must have heard this thread's.
+    let need = agents & events::listeners_of(JVMPI_EVENT_THREAD_START);
+    (rec.announced.load(SeqCst) & need == need).then_some(p)
+}
+
+/// Pins the live thread of `env` if every agent of `agents` (bit a = agent a) that wants
+/// THREAD_START was told about it and its THREAD_END has not begun; None otherwise (the event
+/// or the entry that would name it is left out).
+pub fn pin_known(env: usize, agents: u32) -> Option<Pinned> {
+    let rec = THREADS.get(&env).map(|r| r.clone())?;
+    pin_rec(&rec, agents)
+}
+
+/// [`pin_known`] for the thread whose `java.lang.Thread` has this tag.
+pub fn pin_known_by_tag(tag: jlong, agents: u32) -> Option<Pinned> {
+    pin_known(BY_TAG.get(&tag).map(|e| *e)?, agents)
+}
+
+thread_local! {
+    /// Pins taken for the dump this thread is making ([`hold_pins`], [`known_env_by_tag`]).
+    static HELD: std::cell::RefCell<Vec<Pinned>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Keeps the threads a dump names ([`known_env_by_tag`]) pinned until it is dropped (after the
+/// dump has been delivered). Nested dumps keep their own.
+pub struct HeldPins(usize);
+
+impl Drop for HeldPins {
+    fn drop(&mut self) {
+        let _ = HELD.try_with(|h| h.borrow_mut().truncate(self.0));
+    }
+}
+
+pub fn hold_pins() -> HeldPins {
+    HeldPins(HELD.with(|h| h.borrow().len()))
+}
+
+/// The JNIEnv of the thread whose `java.lang.Thread` has this tag, for a dump (or a dump's
+/// entry) that the requesting agent gets: only if it knows the thread ([`pin_known`]), which
+/// stays pinned while the last [`hold_pins`] of this thread lasts. 0 otherwise.
+pub fn known_env_by_tag(tag: jlong) -> usize {
+    match pin_known_by_tag(tag, events::requester_mask()) {
+        Some(p) => {
+            let env = p.0.env;
+            HELD.with(|h| h.borrow_mut().push(p));
+            env
+        }
+        None => 0,
+    }
+}
+
+/// [`known_env_by_tag`] for a JNIEnv.
+pub fn known_env(env: usize) -> usize {
+    match pin_known(env, events::requester_mask()) {
+        Some(p) => {
+            HELD.with(|h| h.borrow_mut().push(p));
+            env
+        }
+        None => 0,
+    }
+}
+
+/// Waits (20 s at most, without calling into the VM) until no event naming `rec` is being
+/// delivered by another thread.
+fn wait_unpinned(rec: &ThreadRec) {
+    let mine = STAND_IN.with(|s| s.borrow().as_ref().is_some_and(|p| std::ptr::eq(&*p.0, rec))) as usize;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while rec.pins.load(SeqCst) > mine {
+        if Instant::now() >= deadline {
+            log::warn!("THREAD_END of {:#x}: an event naming the thread has been in the agent for 20 s; sent anyway", rec.env);
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+// ---- the shim's own threads --------------------------------------------------------------------
+
+/// Tags of the `java.lang.Thread`s of the shim's own threads ("JVMPI GC events", "JVMPI reset
+/// request", the resumer): never entered in the thread table, never announced.
+static OWN_TAGS: Mutex<Vec<jlong>> = Mutex::new(Vec::new());
+
+fn is_own(tag: jlong) -> bool {
+    OWN_TAGS.lock().unwrap_or_else(|p| p.into_inner()).contains(&tag)
+}
+
+/// Marks a thread object the shim made for itself, before it starts (its JVMTI ThreadStart).
+pub fn mark_own(t: jthread) {
+    if let Ok(tag) = ids::tag_of(t) {
+        OWN_TAGS.lock().unwrap_or_else(|p| p.into_inner()).push(tag);
+    }
+}
+
+thread_local! {
+    /// Set in the shim's own threads (at the start of their bodies).
+    static OWN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The known thread whose env_id the events of this (own) thread carry, while pinned.
+    static STAND_IN: std::cell::RefCell<Option<Pinned>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Called first in the body of each of the shim's own threads.
+pub fn own_thread_here() {
+    OWN.with(|o| o.set(true));
+}
+
+/// Runs `f` in one of the shim's own threads with the events it sends carrying the env_id of a
+/// thread every agent knows (HotSpot's GC events carried the thread that triggered the
+/// collection): the main thread while it lives, else the longest-known live thread. It stays
+/// pinned for the whole of `f` (a GC bracket's START and FINISH name the same thread). With no
+/// such thread, the events of `f` are not sent.
+pub fn with_stand_in<R>(f: impl FnOnce() -> R) -> R {
+    if STAND_IN.with(|s| s.borrow().is_some()) {
+        return f();
+    }
+    let agents = !0u32;
+    let mut best: Option<(jlong, Pinned)> = None;
+    for r in THREADS.iter() {
+        if best.as_ref().is_some_and(|(t, _)| *t <= r.tag) {
+            continue;
+        }
+        if let Some(p) = pin_rec(r.value(), agents) {
+            best = Some((r.tag, p));
+        }
+    }
+    STAND_IN.with(|s| *s.borrow_mut() = best.map(|b| b.1));
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            let _ = STAND_IN.try_with(|s| s.borrow_mut().take());
+        }
+    }
+    let _clear = Clear;
+    f()
+}
+
 /// Ended threads whose global references are deleted once no call can still be using them.
 static GRAVEYARD: Mutex<Vec<(Instant, Arc<ThreadRec>)>> = Mutex::new(Vec::new());
 
@@ -252,8 +428,6 @@ static GRAVEYARD: Mutex<Vec<(Instant, Arc<ThreadRec>)>> = Mutex::new(Vec::new())
 /// Ended threads still suspended by the agent, for the resumer.
 static OWED: Mutex<Vec<Arc<ThreadRec>>> = Mutex::new(Vec::new());
 static RESUMER: OnceLock<std::thread::Thread> = OnceLock::new();
-/// The tag of the resumer's `java.lang.Thread` (it is not entered in the thread table).
-static RESUMER_TAG: AtomicI64 = AtomicI64::new(-1);
 /// Set while the resumer works on what it took from `OWED` (set under `OWED`'s lock).
 static RESUMING: AtomicBool = AtomicBool::new(false);
 /// JVMPI suspensions under way, and whether new ones are refused (VM death).
@@ -271,6 +445,7 @@ fn resume_later(rec: &Arc<ThreadRec>) {
 }
 
 unsafe extern "system" fn resumer_main(_jvmti: *mut jvmti::jvmtiEnv, _env: *mut JNIEnv, _arg: *mut c_void) {
+    own_thread_here();
     crate::guard("JVMPI thread resumer", (), || {
         let _ = RESUMER.set(std::thread::current());
         loop {
@@ -307,9 +482,7 @@ unsafe extern "system" fn resumer_main(_jvmti: *mut jvmti::jvmtiEnv, _env: *mut 
 pub fn start(env: *mut JNIEnv) -> Result<(), String> {
     let jni = jvm::Jni::of(env);
     let t = jni.new_thread("JVMPI thread resumer").ok_or("cannot make the resumer thread")?;
-    if let Ok(tag) = ids::tag_of(t) {
-        RESUMER_TAG.store(tag, SeqCst);
-    }
+    mark_own(t);
     let r = jvm::run_agent_thread(t, resumer_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);
     jni.delete_local_ref(t);
     r.map_err(jvm::err_name)
@@ -375,8 +548,42 @@ pub fn announced_here() -> bool {
 /// Before an event is sent in the current thread: the thread must be registered (so that its
 /// thread-local storage works) and, if the agent wants THREAD_START, announced — once, and
 /// again after its THREAD_END if its JNIEnv is reused.
-pub fn ensure_current_announced(env: *mut JNIEnv) {
+/// False if the thread may send no event now (its `Thread` object is still being constructed,
+/// or it is finishing after its THREAD_END).
+pub fn ensure_current_announced(env: *mut JNIEnv) -> bool {
     ensure_announced(env, false)
+}
+
+/// The gate's announcer (see `events::set_announcer`): before an event with `env` is sent in
+/// the current thread. In one of the shim's own threads the event's own env_id becomes the
+/// stand-in's ([`with_stand_in`]), or the event is not sent; elsewhere the thread is announced
+/// first, and an event sent by a thread after its THREAD_END (it wakes its joiners) is not sent.
+pub fn before_send(env: &mut *mut JNIEnv) -> bool {
+    if OWN.with(|o| o.get()) {
+        if env.is_null() || jvm::current_jni() != Some(*env) {
+            return true;
+        }
+        return match STAND_IN.with(|s| s.borrow().as_ref().map(|p| p.env())) {
+            Some(e) => {
+                *env = e;
+                true
+            }
+            None => {
+                log::debug!("an event from the shim's own thread with no known thread to name: not sent");
+                false
+            }
+        };
+    }
+    ensure_announced(*env, false)
+}
+
+/// The env_id for an event the current thread sends about itself: its own, or in one of the
+/// shim's own threads the stand-in's ([`with_stand_in`]; NULL without one).
+pub fn event_env(env: *mut JNIEnv) -> *mut JNIEnv {
+    if !OWN.with(|o| o.get()) {
+        return env;
+    }
+    STAND_IN.with(|s| s.borrow().as_ref().map_or(std::ptr::null_mut(), |p| p.env()))
 }
 
 /// [`ensure_current_announced`] for JVM_SHUT_DOWN: VM death comes in the `DestroyJavaVM` thread
@@ -384,25 +591,31 @@ pub fn ensure_current_announced(env: *mut JNIEnv) {
 /// thread and its storage, so it is announced again. HotSpot 1.5 sent JVM_SHUT_DOWN before that
 /// thread's end.
 pub fn announce_for_shutdown(env: *mut JNIEnv) {
-    ensure_announced(env, true)
+    if !OWN.with(|o| o.get()) {
+        ensure_announced(env, true);
+    }
 }
 
-fn ensure_announced(env: *mut JNIEnv, even_after_end: bool) {
+/// Announces the current thread if it has not been; false if it may send no event (it is
+/// finishing after its THREAD_END).
+fn ensure_announced(env: *mut JNIEnv, even_after_end: bool) -> bool {
     if env.is_null() || jvm::here() & jvm::ANNOUNCED != 0 || jvm::temporarily_attached() {
-        return;
+        return true;
     }
     if jvm::current_jni() != Some(env) {
-        return; // an event about another thread (catch-up); that thread is announced by its sender
+        return true; // an event about another thread (catch-up); that thread is announced by its sender
     }
+    let mut after_end = false;
     let rec = match THREADS.get(&(env as usize)).map(|r| r.clone()) {
         Some(r) => Some(r),
         None => jvm::current_thread().ok().filter(|t| !t.is_null()).and_then(|t| {
             let jni = jvm::Jni::of(env);
             // The thread is finishing after its THREAD_END (it takes its own Thread object's lock
-            // to wake its joiners): HotSpot 1.5 sent such events with no new THREAD_START.
+            // to wake its joiners): the agent may hear no more of it.
             let ended = ENDED.get(&(env as usize)).map(|e| e.1.tag);
             if !even_after_end && ended.is_some() && ended == ids::tag_of(t).ok() {
                 jni.delete_local_ref(t);
+                after_end = true;
                 return None;
             }
             // A virtual thread borrows its carrier's JNIEnv: it is not a JVMPI thread.
@@ -412,12 +625,15 @@ fn ensure_announced(env: *mut JNIEnv, even_after_end: bool) {
         }),
     };
     if let Some(rec) = rec {
+        if events::enabled(JVMPI_EVENT_THREAD_START) && announce(&rec, env, false).is_err_and(|e| e == UNNAMED) {
+            // Not announced yet, so its events are not sent (HotSpot announced an attaching
+            // thread once its Thread object existed).
+            return false;
+        }
         jvm::set_announced_here(true);
         ENDED.remove(&(env as usize));
-        if events::enabled(JVMPI_EVENT_THREAD_START) {
-            let _ = announce(&rec, env, false);
-        }
     }
+    !after_end
 }
 
 // ---- threads that were there before the shim -------------------------------------------------
@@ -453,6 +669,10 @@ pub fn announce_all() {
     let jni = jvm::Jni::of(env);
     let Ok(all) = jvm::all_threads() else { return };
     for t in all {
+        if ids::tag_of(t).is_ok_and(is_own) {
+            jni.delete_local_ref(t);
+            continue;
+        }
         let known = ids::tag_of(t).ok().and_then(|tag| BY_TAG.get(&tag).map(|e| *e));
         let target = known.or_else(|| env_of_running_thread(&jni, t));
         match target.and_then(|e| register(&jni, e, t)) {

@@ -367,6 +367,21 @@ pub fn unwant(ev: jvmtiEvent) {
     }
 }
 
+/// Before the shim takes the JVM down on the agent's behalf (ProfilerExit): the collection
+/// events are switched off, so that no new GC bracket starts. (ObjectFree is left on: switching
+/// it off makes the calling thread post the pending ObjectFree events, which on JDK 17 can
+/// deadlock with the Service Thread doing the same, just as VM death's own flush can.)
+pub fn silence_for_exit() {
+    let _g = EVENT_SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    for ev in [jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_START, jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH] {
+        if WANTED[ev as usize].swap(0, Ordering::Relaxed) > 0 {
+            if let Err(e) = set_mode(ev, false) {
+                log::debug!("disabling JVMTI event {ev} for the exit: {}", err_name(e));
+            }
+        }
+    }
+}
+
 pub fn phase() -> Result<jvmti::jvmtiPhase> {
     env()?.get_phase()
 }
