@@ -74,6 +74,13 @@ pub fn forget_requested(tag: jlong) -> bool {
 /// `RequestEvent(JVMPI_EVENT_OBJECT_ALLOC, id)`.
 pub fn request(id: jobjectID) -> Result<(), String> {
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
+    if let Some(info) = crate::alloc::pending_description(id) {
+        // Announced by this thread's allocation hook, its constructor not yet run.
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
+        ev.u.obj_alloc = info;
+        events::send_requested(&mut ev);
+        return Ok(());
+    }
     let obj = ids::object_of(id)?;
     let info = describe(env, obj);
     if !ids::is_defined(ids::to_tag(id)) {
