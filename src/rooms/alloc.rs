@@ -476,16 +476,20 @@ pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Opt
 }
 
 /// The instance size of a class (the same for every instance), measured once on an instance
-/// made without a constructor. None for a class with its own `finalize()` (that instance
-/// would be finalized): its first instance is measured when it is reported from
-/// `Object.<init>`, and reserved for from then on.
+/// made without a constructor (JNI `AllocObject`; HotSpot registers an object for
+/// finalization when its `Object.<init>` returns, so that instance is never finalized). With
+/// `-XX:-RegisterFinalizersAtInit` (registration at allocation) a class with its own
+/// `finalize()` gets None instead: its first instance is measured when it is reported from
+/// `Object.<init>`, and announced at `new` from then on.
 fn instance_size(jni: &jvm::Jni, klass: jclass, ctag: jlong) -> Option<jint> {
-    if let Some(m) = jni.method_id_in(klass, "finalize", "()V", false) {
-        let decl = jvm::method_class(m).ok()?;
-        let sig = jvm::class_signature(decl);
-        jni.delete_local_ref(decl);
-        if sig.ok()? != "Ljava/lang/Object;" {
-            return None;
+    if finalizers_at_allocation() {
+        if let Some(m) = jni.method_id_in(klass, "finalize", "()V", false) {
+            let decl = jvm::method_class(m).ok()?;
+            let sig = jvm::class_signature(decl);
+            jni.delete_local_ref(decl);
+            if sig.ok()? != "Ljava/lang/Object;" {
+                return None;
+            }
         }
     }
     let o = jni.alloc_object(klass)?;
@@ -496,6 +500,21 @@ fn instance_size(jni: &jvm::Jni, klass: jclass, ctag: jlong) -> Option<jint> {
         e.size = s;
     }
     Some(s)
+}
+
+/// Whether the JVM registers finalizable objects when they are allocated rather than when
+/// their `Object.<init>` returns (`-XX:-RegisterFinalizersAtInit` on its command line or in
+/// the option variables it reads).
+fn finalizers_at_allocation() -> bool {
+    static AT_ALLOCATION: LazyLock<bool> = LazyLock::new(|| {
+        let flag = "-XX:-RegisterFinalizersAtInit";
+        let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+        String::from_utf8_lossy(&cmdline).contains(flag)
+            || ["JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS"]
+                .iter()
+                .any(|v| std::env::var(v).is_ok_and(|s| s.contains(flag)))
+    });
+    *AT_ALLOCATION
 }
 
 /// `Object.<init>` of `obj` in this thread: it takes the newest reservation of its class (the
