@@ -2,24 +2,39 @@
 //! `ARENA_NEW` for the one arena.
 //!
 //! JVMTI has no event for allocations made by bytecode, and its sampled allocation event is not
-//! exact before JDK 25. So the shim instruments bytecode (the `bci` room):
+//! exact before JDK 25. So the shim instruments bytecode (the `bci` room). HotSpot posted
+//! OBJECT_ALLOC at the allocation, before any constructor ran, and agents depend on that order
+//! (a leak finder charges each allocation to the method on top of the stack it keeps from
+//! METHOD_ENTRY/EXIT; a site profiler reads the allocating line from GetCallTrace):
 //!
-//! * `java.lang.Object.<init>` calls `JvmpiShimTracker.objectInit(this)` first: every object a
-//!   constructor runs for — `new`, reflection, `NewObject` from JNI — passes there once;
+//! * after every `new C`, `JvmpiShimTracker.newObject(C.class)`: the uninitialised object
+//!   cannot be passed to a method, its class can. OBJECT_ALLOC is sent there with a fresh ID
+//!   ([`reserve`]), kept in this thread's list of reservations;
+//! * `java.lang.Object.<init>` calls `JvmpiShimTracker.objectInit(this)` first: the object
+//!   takes the newest reservation of its class ([`init`]); constructions nest like brackets
+//!   (`new A(new B())` reaches B's `Object.<init>` first), and reservations above it belong to
+//!   constructions that threw before getting there (abandoned: OBJECT_FREE at a later GC
+//!   bracket, as HotSpot's dead objects got). An object no hook announced (hidden classes,
+//!   class files older than Java 5, allocations of the agent's own handler) is reported there;
+//! * the JDK's own allocations for reflection and method handles are hooked where they happen:
+//!   before the native reflective constructor call (`newInstance0`) a reservation for the
+//!   constructor's class, after `Unsafe.allocateInstance` the object itself;
 //! * every `newarray`/`anewarray`/`multianewarray` is followed by `JvmpiShimTracker.newArray(a)`;
 //!   the sub-arrays a `multianewarray` makes are reported with their outer array;
 //! * allocations without bytecode come from JVMTI `VMObjectAlloc` (reflective array creation,
 //!   `clone`, …) and from the JNI function table (`AllocObject`, `New<Type>Array`,
-//!   `NewObjectArray`, `NewString`, `NewStringUTF`; see the `jnihooks` room).
+//!   `NewObjectArray`, `NewString`, `NewStringUTF` after they return; `NewObject`,
+//!   `NewObjectA`, `NewObjectV` reserve before they run the constructor; see the `jnihooks`
+//!   room).
 //!
-//! The tracker is a class the shim generates and defines in the bootstrap loader, its native
-//! `onNew` bound with `RegisterNatives` before anything calls it. Enabling OBJECT_ALLOC
+//! The tracker is a class the shim generates and defines in the bootstrap loader, its natives
+//! bound with `RegisterNatives` before anything calls them. Enabling OBJECT_ALLOC
 //! instruments classes as they load (the class-file hook) and those already loaded
 //! (`RetransformClasses`); disabling it switches the tracker's `on` flag off at once and then
 //! retransforms every class back, so that nothing stays behind in the program's code (measured:
 //! a call left in `Object.<init>` slowed allocation by 8–35% even switched off).
 //!
-//! An object gets its ID (a fresh tag with the DEFINED bit) the first time one of these paths
+//! An object gets its ID (a tag with the DEFINED bit) the first time one of these paths
 //! sees it; the second path to see the same object finds the tag and stays silent, so each
 //! object is reported once.
 
