@@ -460,13 +460,11 @@ pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Opt
     let tag = ids::fresh_defined_tag();
     PENDING.with(|p| {
         let mut p = p.borrow_mut();
-        // Reservations of frames that are gone (shallower code is running now).
-        let mut k = 0;
-        while k < p.len() {
-            if p[k].sp.saturating_add(SP_SLACK) < sp {
-                abandon(p.remove(k));
-            } else {
-                k += 1;
+        // Reservations of frames that are gone (shallower code is running now); the newest
+        // are the deepest, so the search stops at the first that may still be alive.
+        while p.last().is_some_and(|e| e.sp.saturating_add(SP_SLACK) < sp) {
+            if let Some(e) = p.pop() {
+                abandon(e);
             }
         }
         if p.len() >= PENDING_MAX {
