@@ -42,15 +42,22 @@ fn is_alloc(i: &Instruction) -> bool {
     matches!(i, Instruction::Newarray(_) | Instruction::Anewarray(_) | Instruction::Multianewarray(..))
 }
 
-/// Every array allocation in `class` is followed by `dup; invokestatic <tracker>.newArray`;
-/// returns the number of allocation sites.
-fn check_hooked(class: &[u8], tracker: &str) -> Result<usize, String> {
+/// The index of the reference to the tracker's `name` hook, if the class's pool has it.
+fn hook_ref(class: &[u8], tracker: &str, name: &str) -> Result<Option<u16>, String> {
     let mut ce = ClassEditor::parse(class).map_err(|e| format!("re-parse: {e}"))?;
     let before = ce.to_bytes().map_err(|e| e.to_string())?;
-    let hook = ce.pool().method_ref(tracker, "newArray", HOOK).map_err(|e| e.to_string())?;
-    if ce.to_bytes().map_err(|e| e.to_string())? != before {
-        return Err("no newArray method reference in the constant pool".into());
-    }
+    let r = ce.pool().method_ref(tracker, name, HOOK).map_err(|e| e.to_string())?;
+    Ok((ce.to_bytes().map_err(|e| e.to_string())? == before).then_some(r))
+}
+
+/// Every array allocation in `class` is followed by `dup; invokestatic <tracker>.newArray`,
+/// every `new C` (class files of version 49 and later) by `ldc C; invokestatic
+/// <tracker>.newObject`; returns the number of allocation sites.
+fn check_hooked(class: &[u8], tracker: &str) -> Result<usize, String> {
+    let ce = ClassEditor::parse(class).map_err(|e| format!("re-parse: {e}"))?;
+    let ldc_class = ce.major_version() >= 49;
+    let array_hook = hook_ref(class, tracker, "newArray")?;
+    let new_hook = hook_ref(class, tracker, "newObject")?;
     let mut sites = 0;
     for m in 0..ce.method_count() {
         let Some(ed) = ce.method_editor(m).map_err(|e| format!("re-decode: {e}"))? else { continue };
@@ -58,8 +65,21 @@ fn check_hooked(class: &[u8], tracker: &str) -> Result<usize, String> {
         for (k, i) in code.iter().enumerate() {
             if is_alloc(i) {
                 sites += 1;
+                let Some(hook) = array_hook else { return Err("no newArray method reference in the constant pool".into()) };
                 if code.get(k + 1) != Some(&Instruction::Dup) || code.get(k + 2) != Some(&Instruction::Invokestatic(hook)) {
                     return Err(format!("method #{m}: allocation at {k} is not hooked"));
+                }
+            }
+            if let (Instruction::New(c), true) = (i, ldc_class) {
+                sites += 1;
+                let Some(hook) = new_hook else { return Err("no newObject method reference in the constant pool".into()) };
+                let ldc_ok = match code.get(k + 1) {
+                    Some(Instruction::Ldc(x)) => u16::from(*x) == *c,
+                    Some(Instruction::Ldc_w(x)) => x == c,
+                    _ => false,
+                };
+                if !ldc_ok || code.get(k + 2) != Some(&Instruction::Invokestatic(hook)) {
+                    return Err(format!("method #{m}: new at {k} is not hooked"));
                 }
             }
         }

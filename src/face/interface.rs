@@ -281,6 +281,11 @@ unsafe extern "C" fn jobject_id_to_jobject(id: jobjectID) -> jobject {
         }
         access::call("jobjectID2jobject", std::ptr::null_mut(), || {
             ids::object_of(id).unwrap_or_else(|e| {
+                if crate::alloc::pending_description(id).is_some() {
+                    // Announced by OBJECT_ALLOC at its `new`; its constructor has not run yet.
+                    log::debug!("jobjectID2jobject: {id:p} is being constructed; NULL until its constructor runs");
+                    return std::ptr::null_mut();
+                }
                 record::refused("jobjectID2jobject");
                 log::log!(events::edge_level(None), "jobjectID2jobject: {e}; NULL");
                 std::ptr::null_mut()

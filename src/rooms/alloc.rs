@@ -2,24 +2,39 @@
 //! `ARENA_NEW` for the one arena.
 //!
 //! JVMTI has no event for allocations made by bytecode, and its sampled allocation event is not
-//! exact before JDK 25. So the shim instruments bytecode (the `bci` room):
+//! exact before JDK 25. So the shim instruments bytecode (the `bci` room). HotSpot posted
+//! OBJECT_ALLOC at the allocation, before any constructor ran, and agents depend on that order
+//! (a leak finder charges each allocation to the method on top of the stack it keeps from
+//! METHOD_ENTRY/EXIT; a site profiler reads the allocating line from GetCallTrace):
 //!
-//! * `java.lang.Object.<init>` calls `JvmpiShimTracker.objectInit(this)` first: every object a
-//!   constructor runs for — `new`, reflection, `NewObject` from JNI — passes there once;
+//! * after every `new C`, `JvmpiShimTracker.newObject(C.class)`: the uninitialised object
+//!   cannot be passed to a method, its class can. OBJECT_ALLOC is sent there with a fresh ID
+//!   ([`reserve`]), kept in this thread's list of reservations;
+//! * `java.lang.Object.<init>` calls `JvmpiShimTracker.objectInit(this)` first: the object
+//!   takes the newest reservation of its class ([`init`]); constructions nest like brackets
+//!   (`new A(new B())` reaches B's `Object.<init>` first), and reservations above it belong to
+//!   constructions that threw before getting there (abandoned: OBJECT_FREE at a later GC
+//!   bracket, as HotSpot's dead objects got). An object no hook announced (hidden classes,
+//!   class files older than Java 5, allocations of the agent's own handler) is reported there;
+//! * the JDK's own allocations for reflection and method handles are hooked where they happen:
+//!   before the native reflective constructor call (`newInstance0`) a reservation for the
+//!   constructor's class, after `Unsafe.allocateInstance` the object itself;
 //! * every `newarray`/`anewarray`/`multianewarray` is followed by `JvmpiShimTracker.newArray(a)`;
 //!   the sub-arrays a `multianewarray` makes are reported with their outer array;
 //! * allocations without bytecode come from JVMTI `VMObjectAlloc` (reflective array creation,
 //!   `clone`, …) and from the JNI function table (`AllocObject`, `New<Type>Array`,
-//!   `NewObjectArray`, `NewString`, `NewStringUTF`; see the `jnihooks` room).
+//!   `NewObjectArray`, `NewString`, `NewStringUTF` after they return; `NewObject`,
+//!   `NewObjectA`, `NewObjectV` reserve before they run the constructor; see the `jnihooks`
+//!   room).
 //!
-//! The tracker is a class the shim generates and defines in the bootstrap loader, its native
-//! `onNew` bound with `RegisterNatives` before anything calls it. Enabling OBJECT_ALLOC
+//! The tracker is a class the shim generates and defines in the bootstrap loader, its natives
+//! bound with `RegisterNatives` before anything calls them. Enabling OBJECT_ALLOC
 //! instruments classes as they load (the class-file hook) and those already loaded
 //! (`RetransformClasses`); disabling it switches the tracker's `on` flag off at once and then
 //! retransforms every class back, so that nothing stays behind in the program's code (measured:
 //! a call left in `Object.<init>` slowed allocation by 8–35% even switched off).
 //!
-//! An object gets its ID (a fresh tag with the DEFINED bit) the first time one of these paths
+//! An object gets its ID (a tag with the DEFINED bit) the first time one of these paths
 //! sees it; the second path to see the same object finds the tag and stays silent, so each
 //! object is reported once.
 
@@ -114,7 +129,14 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
     let k = jni
         .define_boot_class(TRACKER, &bci::tracker_class(TRACKER))
         .ok_or("cannot define the allocation tracker class in the boot class loader")?;
-    let natives = [jvm::Native { name: c"onNew", signature: c"(Ljava/lang/Object;)V", f: on_new as *mut c_void }];
+    let sig = c"(Ljava/lang/Object;)V";
+    let natives = [
+        jvm::Native { name: c"onInit", signature: sig, f: on_init as *mut c_void },
+        jvm::Native { name: c"onNew", signature: sig, f: on_new as *mut c_void },
+        jvm::Native { name: c"onNewObject", signature: sig, f: on_new_object as *mut c_void },
+        jvm::Native { name: c"onMade", signature: sig, f: on_made as *mut c_void },
+        jvm::Native { name: c"onReflectNew", signature: sig, f: on_reflect_new as *mut c_void },
+    ];
     if !jni.register_natives(k, &natives) {
         return Err("cannot bind the allocation tracker's native method".into());
     }
@@ -124,11 +146,15 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
     // No call trace shows the tracker; at allocations seen in Object.<init> traces begin at the
     // allocating method (the calltrace room).
     let hook = "(Ljava/lang/Object;)V";
-    let own: Vec<_> = [("objectInit", hook), ("newArray", hook), ("onNew", hook)]
+    let own: Vec<_> = bci::ALLOC_HOOKS
         .iter()
-        .filter_map(|(n, sig)| jni.method_id_in(k, n, sig, true))
+        .flat_map(|(h, n)| [*h, *n])
+        .filter_map(|n| jni.method_id_in(k, n, hook, true))
         .collect();
     calltrace::hide(&own);
+    if let Some(m) = jni.method_id_in(k, "objectInit", hook, true) {
+        calltrace::set_init_hook(m);
+    }
     if let Some(m) = jni.method_id("java/lang/Object", "<init>", "()V", false) {
         calltrace::set_object_init(m);
     }
@@ -152,9 +178,46 @@ pub enum Source {
     VmOrJni,
 }
 
-/// The tracker's native `onNew(Object)`: an object or array has just been made in this thread.
+/// The tracker's native `onNew(Object)`: an array has just been made in this thread.
 unsafe extern "system" fn on_new(env: *mut JNIEnv, _tracker: jclass, obj: jobject) {
     crate::guard("JvmpiShimTracker.onNew", (), || report(env, obj, Source::Bytecode))
+}
+
+/// The tracker's native `onInit(Object)`, first thing in `java.lang.Object.<init>`: the object
+/// takes the ID its `new` announced, or is reported now if no hook saw it being allocated.
+unsafe extern "system" fn on_init(env: *mut JNIEnv, _tracker: jclass, obj: jobject) {
+    crate::guard("JvmpiShimTracker.onInit", (), || init(env, obj))
+}
+
+/// The tracker's native `onNewObject(Class)`, right after a `new` of that class: OBJECT_ALLOC
+/// now, with an ID the object takes in `Object.<init>`.
+unsafe extern "system" fn on_new_object(env: *mut JNIEnv, _tracker: jclass, klass: jobject) {
+    let sp = stack_mark();
+    crate::guard("JvmpiShimTracker.onNewObject", (), || {
+        reserve(env, klass, sp, false);
+    })
+}
+
+/// The tracker's native `onMade(Object)`: `Unsafe.allocateInstance` has just made this object
+/// (method handles and reflection do, before they run a constructor).
+unsafe extern "system" fn on_made(env: *mut JNIEnv, _tracker: jclass, obj: jobject) {
+    crate::guard("JvmpiShimTracker.onMade", (), || report(env, obj, Source::VmOrJni))
+}
+
+/// The tracker's native `onReflectNew(Constructor)`: the VM is about to make an instance of the
+/// constructor's class and run the constructor on it (the JDK's native reflective call).
+unsafe extern "system" fn on_reflect_new(env: *mut JNIEnv, _tracker: jclass, ctor: jobject) {
+    let sp = stack_mark();
+    crate::guard("JvmpiShimTracker.onReflectNew", (), || {
+        if ctor.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) {
+            return;
+        }
+        let jni = jvm::Jni::of(env);
+        let Some(m) = jni.from_reflected_method(ctor) else { return };
+        let Ok(k) = jvm::method_class(m) else { return };
+        reserve(env, k, sp, true);
+        jni.delete_local_ref(k);
+    })
 }
 
 /// Sends OBJECT_ALLOC for `obj` unless it has been reported (or given an ID) already.
@@ -326,6 +389,223 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass) -> Option<(jlong, S
     Some((ctag, shape))
 }
 
+// ---- reservations: OBJECT_ALLOC at `new`, before any constructor runs ---------------------------
+
+/// An object announced with OBJECT_ALLOC whose constructor chain has not reached
+/// `Object.<init>` yet: its ID waits for it there.
+#[derive(Clone, Copy)]
+struct Pending {
+    tag: jlong,
+    /// The tag of its class.
+    ctag: jlong,
+    class_id: usize,
+    size: jint,
+    /// The native stack pointer at the hook (see [`stack_mark`]).
+    sp: usize,
+}
+
+thread_local! {
+    /// This thread's reservations, oldest first. Constructions nest like brackets (the inner
+    /// `new` of `new A(new B())` reaches `Object.<init>` first), so the newest reservation of
+    /// the object's class is the object's.
+    static PENDING: RefCell<Vec<Pending>> = const { RefCell::new(Vec::new()) };
+}
+
+/// More reservations than this waiting in one thread: the oldest is taken as abandoned.
+const PENDING_MAX: usize = 4096;
+/// A reservation made by a frame this much deeper than the current hook's is abandoned: the
+/// frame that ran its `new` has returned or thrown (a frame's own hooks never run shallower
+/// than its earlier ones by more than this).
+const SP_SLACK: usize = 1024;
+
+/// An address in the current native frame: how deep the thread's stack is.
+#[inline(always)]
+fn stack_mark() -> usize {
+    let x = 0u8;
+    std::hint::black_box(&x) as *const u8 as usize
+}
+
+/// The object of a reservation will never be constructed (its constructor, or the evaluation
+/// of its arguments, threw): as on HotSpot, where that object was garbage, it gets OBJECT_FREE
+/// at the next GC bracket.
+fn abandon(p: Pending) {
+    crate::gc::on_object_free(p.tag);
+}
+
+/// Announces the allocation of an instance of `klass` that is about to be constructed in this
+/// thread (right after a `new`, or before the VM makes one for reflection or JNI `NewObject`):
+/// OBJECT_ALLOC now, with a fresh ID that the object takes when its constructor chain reaches
+/// `Object.<init>` ([`init`]). `sp` is [`stack_mark`] of the calling native. `checked`: the
+/// class is not known to be instantiable and initialised (reflection, JNI), so it is checked.
+/// Returns the reserved tag, or None when nothing was announced (the object is then reported
+/// from `Object.<init>`).
+pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Option<jlong> {
+    if klass.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() || jvm::shim_internal() {
+        return None;
+    }
+    if REPORTING.with(|r| r.get()) || !threads::announced_here() {
+        // Allocations of the agent's own OBJECT_ALLOC handler, and of a thread not announced
+        // yet, are reported from `Object.<init>` (after the handler, after THREAD_START).
+        return None;
+    }
+    if checked {
+        let m = jvm::class_modifiers(klass).ok()?;
+        // ACC_INTERFACE | ACC_ABSTRACT: no instance will be made.
+        if m & 0x0600 != 0 || jvm::class_status(klass).ok()? & jvmti::JVMTI_CLASS_STATUS_INITIALIZED == 0 {
+            return None;
+        }
+    }
+    let jni = jvm::Jni::of(env);
+    let (ctag, shape) = shape_of(env, &jni, klass)?;
+    if shape.is_array != JVMPI_NORMAL_OBJECT {
+        return None;
+    }
+    let size = if shape.size > 0 { shape.size } else { instance_size(&jni, klass, ctag)? };
+    let tag = ids::fresh_defined_tag();
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        // Reservations of frames that are gone (shallower code is running now); the newest
+        // are the deepest, so the search stops at the first that may still be alive.
+        while p.last().is_some_and(|e| e.sp.saturating_add(SP_SLACK) < sp) {
+            if let Some(e) = p.pop() {
+                abandon(e);
+            }
+        }
+        if p.len() >= PENDING_MAX {
+            abandon(p.remove(0));
+        }
+        p.push(Pending { tag, ctag, class_id: shape.class_id, size, sp });
+    });
+    REPORTING.with(|r| r.set(true));
+    let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
+    ev.u.obj_alloc = ObjAlloc {
+        arena_id: objects::ARENA,
+        class_id: shape.class_id as jobjectID,
+        is_array: JVMPI_NORMAL_OBJECT,
+        size,
+        obj_id: ids::to_id(tag),
+    };
+    announce_arena(env);
+    events::send(&mut ev);
+    drain_deferred(env);
+    REPORTING.with(|r| r.set(false));
+    Some(tag)
+}
+
+/// The instance size of a class (the same for every instance), measured once on an instance
+/// made without a constructor (JNI `AllocObject`; HotSpot registers an object for
+/// finalization when its `Object.<init>` returns, so that instance is never finalized). With
+/// `-XX:-RegisterFinalizersAtInit` (registration at allocation) a class with its own
+/// `finalize()` gets None instead: its first instance is measured when it is reported from
+/// `Object.<init>`, and announced at `new` from then on.
+fn instance_size(jni: &jvm::Jni, klass: jclass, ctag: jlong) -> Option<jint> {
+    if finalizers_at_allocation() {
+        if let Some(m) = jni.method_id_in(klass, "finalize", "()V", false) {
+            let decl = jvm::method_class(m).ok()?;
+            let sig = jvm::class_signature(decl);
+            jni.delete_local_ref(decl);
+            if sig.ok()? != "Ljava/lang/Object;" {
+                return None;
+            }
+        }
+    }
+    let o = jni.alloc_object(klass)?;
+    let s = jvm::object_size(o);
+    jni.delete_local_ref(o);
+    let s = s.ok()?.min(jint::MAX as i64) as jint;
+    if let Some(mut e) = SHAPES.get_mut(&ctag) {
+        e.size = s;
+    }
+    Some(s)
+}
+
+/// Whether the JVM registers finalizable objects when they are allocated rather than when
+/// their `Object.<init>` returns (`-XX:-RegisterFinalizersAtInit` on its command line or in
+/// the option variables it reads).
+fn finalizers_at_allocation() -> bool {
+    static AT_ALLOCATION: LazyLock<bool> = LazyLock::new(|| {
+        let flag = "-XX:-RegisterFinalizersAtInit";
+        let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+        String::from_utf8_lossy(&cmdline).contains(flag)
+            || ["JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS"]
+                .iter()
+                .any(|v| std::env::var(v).is_ok_and(|s| s.contains(flag)))
+    });
+    *AT_ALLOCATION
+}
+
+/// `Object.<init>` of `obj` in this thread: it takes the newest reservation of its class (the
+/// reservations above it were abandoned: their constructors threw before reaching here), or,
+/// when no hook announced it, is reported now.
+fn init(env: *mut JNIEnv, obj: jobject) {
+    if obj.is_null() {
+        return;
+    }
+    let any = PENDING.with(|p| !p.borrow().is_empty());
+    if any && !REPORTING.with(|r| r.get()) && !jvm::shim_internal() {
+        let jni = jvm::Jni::of(env);
+        if VM_MADE.with(|v| !v.borrow().is_empty()) && was_vm_made(&jni, obj) {
+            return; // reported when the VM or JNI made it
+        }
+        let klass = jni.object_class(obj);
+        let ctag = class_tag(&jni, klass);
+        jni.delete_local_ref(klass);
+        if let Some(ctag) = ctag {
+            let hit = PENDING.with(|p| {
+                let mut p = p.borrow_mut();
+                let i = p.iter().rposition(|e| e.ctag == ctag)?;
+                let above: Vec<Pending> = p.drain(i + 1..).collect();
+                Some((p.pop()?, above))
+            });
+            if let Some((mine, above)) = hit {
+                above.into_iter().for_each(abandon);
+                if jvm::set_tag(obj, mine.tag).is_ok() {
+                    return;
+                }
+                abandon(mine);
+            }
+        }
+    }
+    report(env, obj, Source::Bytecode)
+}
+
+/// JNI `NewObject`/`NewObjectV`/`NewObjectA` are about to make an instance of `klass` and run a
+/// constructor on it: announced now, before the constructor runs. Returns what
+/// [`jni_constructed`] needs.
+pub fn jni_constructing(env: *mut JNIEnv, klass: jclass, sp: usize) -> Option<jlong> {
+    if !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) {
+        return None;
+    }
+    reserve(env, klass, sp, true)
+}
+
+/// The JNI call of [`jni_constructing`] has returned: a reservation its constructor did not
+/// take (it threw, or the VM refused) is abandoned.
+pub fn jni_constructed(tag: Option<jlong>) {
+    let Some(tag) = tag else { return };
+    let left = PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        let i = p.iter().position(|e| e.tag == tag)?;
+        Some(p.drain(i..).collect::<Vec<_>>())
+    });
+    left.into_iter().flatten().for_each(abandon);
+}
+
+/// `RequestEvent(OBJECT_ALLOC)` for an ID announced in this thread whose object is still being
+/// constructed (an agent asking from its OBJECT_ALLOC handler): its description, as announced.
+pub fn pending_description(id: jobjectID) -> Option<ObjAlloc> {
+    let tag = ids::to_tag(id);
+    PENDING.with(|p| {
+        p.borrow().iter().rev().find(|e| e.tag == tag).map(|e| ObjAlloc {
+            arena_id: objects::ARENA,
+            class_id: e.class_id as jobjectID,
+            is_array: JVMPI_NORMAL_OBJECT,
+            size: e.size,
+            obj_id: id,
+        })
+    })
+}
+
 // ---- per-thread caches on the allocation path ---------------------------------------------------
 
 const CACHED: usize = 4;
@@ -342,6 +622,7 @@ thread_local! {
 /// JVMTI ThreadEnd, in the ending thread: its caches' weak references are given back (the
 /// thread-locals themselves go only after the thread has left the JVM, too late for JNI).
 pub fn on_thread_end(env: *mut JNIEnv) {
+    PENDING.with(|p| std::mem::take(&mut *p.borrow_mut())).into_iter().for_each(abandon);
     let jni = jvm::Jni::of(env);
     for (w, _) in CLASSES.with(|c| std::mem::take(&mut *c.borrow_mut())) {
         jni.delete_weak(w as jobject);

@@ -28,6 +28,8 @@ use std::sync::LazyLock;
 static HIDDEN: LazyLock<DashSet<usize>> = LazyLock::new(DashSet::new);
 /// `java.lang.Object.<init>` (0: not known yet).
 static OBJECT_INIT: AtomicUsize = AtomicUsize::new(0);
+/// The allocation tracker's hook at the start of `Object.<init>` (0: not known yet).
+static INIT_HOOK: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     /// Set while this thread reports an allocation seen in `Object.<init>`.
@@ -99,6 +101,13 @@ pub fn set_object_init(m: jmethodID) {
     OBJECT_INIT.store(m as usize, Relaxed);
 }
 
+/// Registers the allocation tracker's hook called first thing in `Object.<init>`: a stack
+/// stopped inside it (any thread's) shows the method that ran `new` on top, as if the thread
+/// were still at the allocation, since the shim's work there belongs to the allocation.
+pub fn set_init_hook(m: jmethodID) {
+    INIT_HOOK.store(m as usize, Relaxed);
+}
+
 /// Runs `f` (the delivery of an allocation seen in `Object.<init>`) with traces of this thread
 /// beginning at the allocating method.
 pub fn at_object_init<R>(f: impl FnOnce() -> R) -> R {
@@ -110,6 +119,8 @@ pub fn at_object_init<R>(f: impl FnOnce() -> R) -> R {
 
 /// The frames a trace shows, from the JVM's frames (callee first).
 fn visible(frames: &[(jmethodID, jlong)], at_object_init: bool) -> Vec<(jmethodID, jlong)> {
+    let hook = INIT_HOOK.load(Relaxed);
+    let at_object_init = at_object_init || (hook != 0 && frames.iter().take(3).any(|(m, _)| *m as usize == hook));
     let wrapping = WRAPPING.load(Relaxed);
     let mut v: Vec<_> = if HIDDEN.is_empty() && !wrapping {
         frames.to_vec()

@@ -129,6 +129,13 @@ fn describe_kept(env: *mut jvmti_bindings::sys::jni::JNIEnv, tag: jlong) -> Opti
 /// `RequestEvent(JVMPI_EVENT_OBJECT_ALLOC, id)`.
 pub fn request(id: jobjectID) -> Result<(), String> {
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
+    if let Some(info) = crate::alloc::pending_description(id) {
+        // Announced by this thread's allocation hook, its constructor not yet run.
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
+        ev.u.obj_alloc = info;
+        events::send_requested(&mut ev);
+        return Ok(());
+    }
     let tag = ids::to_tag(id);
     if !ids::plausible(tag) {
         return Err(format!("{id:p} is not a jobjectID this shim gave out"));

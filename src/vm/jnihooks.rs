@@ -4,8 +4,10 @@
 //! which a few functions report before returning:
 //!
 //! * objects made without a constructor or bytecode — `AllocObject`, `NewObjectArray`,
-//!   `New<Primitive>Array`, `NewString`, `NewStringUTF` — go to the allocation room
-//!   (`NewObject` runs a constructor, which the instrumented `Object.<init>` reports);
+//!   `New<Primitive>Array`, `NewString`, `NewStringUTF` — go to the allocation room;
+//! * `NewObjectA`, `NewObjectV` and (on x86-64) `NewObject` announce the object before the
+//!   JVM's function makes it and runs its constructor, which binds the announced ID in the
+//!   instrumented `Object.<init>` (elsewhere `NewObject`'s objects are reported from there);
 //! * `NewGlobalRef`/`DeleteGlobalRef` and `NewWeakGlobalRef`/`DeleteWeakGlobalRef` send
 //!   `JNI_GLOBALREF_ALLOC/FREE` and `JNI_WEAK_GLOBALREF_ALLOC/FREE`.
 //!
@@ -41,6 +43,14 @@ pub fn install() -> Result<(), String> {
     let mut t = jvm::jni_table_copy().map_err(jvm::err_name)?;
     let _ = ORIGINAL.set(Table(original));
     t.AllocObject = alloc_object;
+    t.NewObjectA = new_object_a;
+    t.NewObjectV = new_object_v;
+    #[cfg(target_arch = "x86_64")]
+    {
+        NEW_OBJECT_ORIG.store(original_new_object() as usize, std::sync::atomic::Ordering::SeqCst);
+        // SAFETY: the trampoline has NewObject's signature and ends in a jump to the JVM's own.
+        t.NewObject = unsafe { std::mem::transmute::<*const (), jni::JniNewObjectFn>(new_object_trampoline as *const ()) };
+    }
     t.NewObjectArray = new_object_array;
     t.NewBooleanArray = new_boolean_array;
     t.NewByteArray = new_byte_array;
@@ -70,6 +80,116 @@ unsafe extern "system" fn alloc_object(env: *mut JNIEnv, k: jclass) -> jobject {
     // SAFETY: the JVM's own AllocObject with the caller's arguments.
     allocated(env, unsafe { (orig().AllocObject)(env, k) })
 }
+
+/// Before a JNI constructor call: the announcement (see the allocation room).
+fn constructing(env: *mut JNIEnv, k: jclass, sp: usize) -> Option<jni::jlong> {
+    crate::guard("JNI NewObject hook", None, || alloc::jni_constructing(env, k, sp))
+}
+
+fn constructed(tag: Option<jni::jlong>) {
+    crate::guard("JNI NewObject hook", (), || alloc::jni_constructed(tag))
+}
+
+fn stack_mark() -> usize {
+    let x = 0u8;
+    std::hint::black_box(&x) as *const u8 as usize
+}
+
+unsafe extern "system" fn new_object_a(env: *mut JNIEnv, k: jclass, m: jni::jmethodID, args: *const jni::jvalue) -> jobject {
+    let tag = constructing(env, k, stack_mark());
+    // SAFETY: the JVM's own NewObjectA with the caller's arguments.
+    let r = unsafe { (orig().NewObjectA)(env, k, m, args) };
+    constructed(tag);
+    r
+}
+
+unsafe extern "system" fn new_object_v(env: *mut JNIEnv, k: jclass, m: jni::jmethodID, args: jni::va_list) -> jobject {
+    let tag = constructing(env, k, stack_mark());
+    // SAFETY: the JVM's own NewObjectV with the caller's arguments (the va_list passed on as is).
+    let r = unsafe { (orig().NewObjectV)(env, k, m, args) };
+    constructed(tag);
+    r
+}
+
+/// The JVM's variadic `NewObject`, which the trampoline jumps to.
+#[cfg(target_arch = "x86_64")]
+static NEW_OBJECT_ORIG: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+#[cfg(target_arch = "x86_64")]
+fn original_new_object() -> *const () {
+    orig().NewObject as *const ()
+}
+
+/// Called by the trampoline with NewObject's first two arguments, every argument register saved.
+#[cfg(target_arch = "x86_64")]
+extern "C" fn new_object_pre(env: *mut JNIEnv, k: jclass) {
+    // A constructor that throws leaves its reservation behind: the allocation room finds it
+    // abandoned later (no code runs after the JVM's NewObject here to say so).
+    let _ = constructing(env, k, stack_mark());
+}
+
+#[cfg(target_arch = "x86_64")]
+extern "C" {
+    /// `NewObject(env, clazz, methodID, ...)`: saves the argument registers (and `al`, the
+    /// count of vector registers of a variadic call), calls [`new_object_pre`], restores them
+    /// and jumps to the JVM's `NewObject` with the caller's stack untouched.
+    fn jvmpi_shim_new_object_trampoline();
+}
+
+#[cfg(target_arch = "x86_64")]
+use jvmpi_shim_new_object_trampoline as new_object_trampoline;
+
+#[cfg(target_arch = "x86_64")]
+std::arch::global_asm!(
+    ".pushsection .text.jvmpi_shim_new_object_trampoline,\"ax\",@progbits",
+    ".p2align 4",
+    ".hidden jvmpi_shim_new_object_trampoline",
+    ".globl jvmpi_shim_new_object_trampoline",
+    ".type jvmpi_shim_new_object_trampoline,@function",
+    "jvmpi_shim_new_object_trampoline:",
+    "push rbp",
+    "mov rbp, rsp",
+    "push rdi",
+    "push rsi",
+    "push rdx",
+    "push rcx",
+    "push r8",
+    "push r9",
+    "push rax",
+    "sub rsp, 136",
+    "movdqu [rsp], xmm0",
+    "movdqu [rsp + 16], xmm1",
+    "movdqu [rsp + 32], xmm2",
+    "movdqu [rsp + 48], xmm3",
+    "movdqu [rsp + 64], xmm4",
+    "movdqu [rsp + 80], xmm5",
+    "movdqu [rsp + 96], xmm6",
+    "movdqu [rsp + 112], xmm7",
+    "call {pre}",
+    "movdqu xmm0, [rsp]",
+    "movdqu xmm1, [rsp + 16]",
+    "movdqu xmm2, [rsp + 32]",
+    "movdqu xmm3, [rsp + 48]",
+    "movdqu xmm4, [rsp + 64]",
+    "movdqu xmm5, [rsp + 80]",
+    "movdqu xmm6, [rsp + 96]",
+    "movdqu xmm7, [rsp + 112]",
+    "add rsp, 136",
+    "pop rax",
+    "pop r9",
+    "pop r8",
+    "pop rcx",
+    "pop rdx",
+    "pop rsi",
+    "pop rdi",
+    "pop rbp",
+    "mov r11, qword ptr [rip + {orig}@GOTPCREL]",
+    "jmp qword ptr [r11]",
+    ".size jvmpi_shim_new_object_trampoline, . - jvmpi_shim_new_object_trampoline",
+    ".popsection",
+    pre = sym new_object_pre,
+    orig = sym NEW_OBJECT_ORIG,
+);
 
 unsafe extern "system" fn new_object_array(env: *mut JNIEnv, len: jsize, k: jclass, init: jobject) -> jni::jobjectArray {
     // SAFETY: the JVM's own NewObjectArray with the caller's arguments.

@@ -529,6 +529,12 @@ pub fn class_signature(k: jclass) -> Result<String> {
     unsafe { env()?.get_class_signature(k) }.map(|(s, _)| s)
 }
 
+/// JVMTI `GetClassModifiers` (ACC_ABSTRACT, ACC_INTERFACE, …).
+pub fn class_modifiers(k: jclass) -> Result<jint> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_class_modifiers(k) }
+}
+
 pub fn class_status(k: jclass) -> Result<jint> {
     // SAFETY: facade contract.
     unsafe { env()?.get_class_status(k) }
@@ -941,6 +947,23 @@ impl Jni {
             // SAFETY: `obj` is a local reference of this thread that the caller no longer uses.
             unsafe { self.0.delete_local_ref(obj) }
         }
+    }
+    /// An instance of `k` made without a constructor (JNI `AllocObject`), as the shim's own
+    /// work (never reported); None (exception cleared) if the JVM refuses.
+    pub fn alloc_object(&self, k: jclass) -> Option<jobject> {
+        let _i = Internal::enter();
+        // SAFETY: facade contract: `k` is a live class reference.
+        let o = unsafe { self.0.alloc_object(k) };
+        if o.is_none() {
+            self.clear_exception();
+        }
+        o
+    }
+    /// The method of a `java.lang.reflect.Method` or `Constructor` (JNI `FromReflectedMethod`).
+    pub fn from_reflected_method(&self, m: jobject) -> Option<jmethodID> {
+        // SAFETY: facade contract: `m` is a live Method or Constructor reference.
+        let id = unsafe { self.0.from_reflected_method(m) };
+        (!id.is_null()).then_some(id)
     }
     pub fn object_class(&self, obj: jobject) -> jclass {
         // SAFETY: facade contract.

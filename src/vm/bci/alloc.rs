@@ -1,4 +1,5 @@
-//! The allocation plan (hooks after every array allocation and at the start of
+//! The allocation plan (hooks after every `new` and array allocation, around the JDK's
+//! allocations for reflection and method handles, and at the start of
 //! `java.lang.Object.<init>`), and the tracker class it calls.
 
 use super::classfile::ClassEditor;
@@ -18,21 +19,46 @@ pub struct AllocHooks<'a> {
 
 const HOOK: &str = "(Ljava/lang/Object;)V";
 
+/// The tracker's hooks, in the order of [`tracker_class`]'s methods: (hook, native it calls).
+/// All take one `Object` and return nothing.
+pub const ALLOC_HOOKS: [(&str, &str); 5] = [
+    ("objectInit", "onInit"),
+    ("newArray", "onNew"),
+    ("newObject", "onNewObject"),
+    ("made", "onMade"),
+    ("reflectNew", "onReflectNew"),
+];
+
+/// The first class-file version whose `ldc` may load a `CONSTANT_Class` (Java 5).
+const LDC_CLASS: u16 = 49;
+
 /// Rewrites a class for allocation tracking. Returns `Ok(None)` when the class needs no change.
 ///
 /// * `java/lang/Object`: at the very start of `<init>()V`,
-///   `aload_0; invokestatic <tracker>.objectInit(Ljava/lang/Object;)V`.
-/// * every method of every class: right after each `newarray` / `anewarray` /
-///   `multianewarray`, `dup; invokestatic <tracker>.newArray(Ljava/lang/Object;)V`
-///   (`max_stack` grows by one where the allocation happens at the method's deepest stack).
-/// * the tracker class itself is never rewritten. A class that cannot be parsed, or whose code
-///   would exceed 65535 bytes, is an `Err` saying why (the caller keeps the original).
+///   `aload_0; invokestatic <tracker>.objectInit(Ljava/lang/Object;)V` (the object is bound to
+///   the ID its `new` announced, or reported there when no hook saw it being allocated);
+/// * after each `new C` (class files of version 49 and later, where `ldc` may load a class),
+///   `ldc C; invokestatic <tracker>.newObject(Ljava/lang/Object;)V`: the allocation is reported
+///   before any constructor runs (the uninitialised object itself cannot be passed, its class
+///   can);
+/// * right after each `newarray` / `anewarray` / `multianewarray`,
+///   `dup; invokestatic <tracker>.newArray(Ljava/lang/Object;)V`;
+/// * right after each call of `jdk.internal.misc.Unsafe.allocateInstance(Class)` (method
+///   handles and reflection on JDK 18+ allocate there before they call the constructor),
+///   `dup; invokestatic <tracker>.made(Ljava/lang/Object;)V`;
+/// * before each call of a static `newInstance0(Constructor, Object[])` (the JDK's native
+///   reflective constructor call), `swap; dup_x1; invokestatic <tracker>.reflectNew(…)`: the
+///   object the VM is about to make is reported before its constructor runs.
+///
+/// `max_stack` grows where a hook sits at the method's deepest stack. The tracker class itself
+/// is never rewritten. A class that cannot be parsed, or whose code would exceed 65535 bytes,
+/// is an `Err` saying why (the caller keeps the original).
 pub fn instrument_allocations(class_file: &[u8], hooks: &AllocHooks) -> Result<Option<Vec<u8>>, BciError> {
     let mut ce = ClassEditor::parse(class_file)?;
     if ce.class_name() == hooks.tracker {
         return Ok(None);
     }
-    let mut refs: Option<(u16, u16)> = None;
+    let mut refs: Option<AllocRefs> = None;
     for m in 0..ce.method_count() {
         let Some(mut ed) = ce.method_editor(m)? else { continue };
         plan_allocations(&mut ce, m, &mut ed, hooks, &mut refs)?;
@@ -44,6 +70,61 @@ pub fn instrument_allocations(class_file: &[u8], hooks: &AllocHooks) -> Result<O
     ce.to_bytes().map(Some)
 }
 
+/// The tracker's method references in one class's constant pool, added as they are needed.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AllocRefs([Option<u16>; ALLOC_HOOKS.len()]);
+
+impl AllocRefs {
+    fn get(&mut self, ce: &mut ClassEditor<'_>, hooks: &AllocHooks, which: usize) -> Result<u16, BciError> {
+        if let Some(r) = self.0[which] {
+            return Ok(r);
+        }
+        let r = ce.pool().method_ref(hooks.tracker, ALLOC_HOOKS[which].0, HOOK)?;
+        self.0[which] = Some(r);
+        Ok(r)
+    }
+}
+
+const OBJECT_INIT: usize = 0;
+const NEW_ARRAY: usize = 1;
+const NEW_OBJECT: usize = 2;
+const MADE: usize = 3;
+const REFLECT_NEW: usize = 4;
+
+/// What kind of allocation site an instruction is.
+enum Site {
+    Array,
+    /// `new` of the class constant at this index.
+    New(u16),
+    AllocateInstance,
+    NewInstance0,
+}
+
+fn site(ce: &ClassEditor<'_>, i: &Instruction, ldc_class: bool) -> Option<Site> {
+    match i {
+        Instruction::Newarray(_) | Instruction::Anewarray(_) | Instruction::Multianewarray(..) => Some(Site::Array),
+        Instruction::New(c) if ldc_class => Some(Site::New(*c)),
+        Instruction::Invokevirtual(r) => {
+            let (n, d) = ce.pool_ref().get_member(*r).ok()?;
+            if n.as_bytes() != b"allocateInstance" || d.as_bytes() != b"(Ljava/lang/Class;)Ljava/lang/Object;" {
+                return None;
+            }
+            let class = match ce.pool_ref().get(*r)? {
+                ristretto_classfile::Constant::MethodRef { class_index, .. } => *class_index,
+                _ => return None,
+            };
+            (ce.pool_ref().get_class_name(class).ok()?.as_bytes() == b"jdk/internal/misc/Unsafe").then_some(Site::AllocateInstance)
+        }
+        Instruction::Invokestatic(r) => {
+            let (n, d) = ce.pool_ref().get_member(*r).ok()?;
+            (n.as_bytes() == b"newInstance0"
+                && d.as_bytes() == b"(Ljava/lang/reflect/Constructor;[Ljava/lang/Object;)Ljava/lang/Object;")
+                .then_some(Site::NewInstance0)
+        }
+        _ => None,
+    }
+}
+
 /// Adds the allocation plan to one method's editor (see [`instrument_allocations`]); `refs`
 /// caches the tracker's constants across the methods of a class.
 pub fn plan_allocations(
@@ -51,65 +132,80 @@ pub fn plan_allocations(
     m: usize,
     ed: &mut super::MethodEditor,
     hooks: &AllocHooks,
-    refs: &mut Option<(u16, u16)>,
+    refs: &mut Option<AllocRefs>,
 ) -> Result<(), BciError> {
     let object_init = ce.class_name() == "java/lang/Object" && {
         let info = ce.method(m)?;
         info.name == "<init>" && info.descriptor == "()V"
     };
-    let sites: Vec<usize> = ed
-        .instructions()
-        .iter()
-        .enumerate()
-        .filter(|(_, i)| matches!(i, Instruction::Newarray(_) | Instruction::Anewarray(_) | Instruction::Multianewarray(..)))
-        .map(|(k, _)| k)
-        .collect();
+    let ldc_class = ce.major_version() >= LDC_CLASS;
+    let sites: Vec<(usize, Site)> =
+        ed.instructions().iter().enumerate().filter_map(|(k, i)| site(ce, i, ldc_class).map(|s| (k, s))).collect();
     if sites.is_empty() && !object_init {
         return Ok(());
     }
-    let (object_init_ref, new_array_ref) = match *refs {
-        Some(r) => r,
-        None => {
-            let pool = ce.pool();
-            let r = (pool.method_ref(hooks.tracker, "objectInit", HOOK)?, pool.method_ref(hooks.tracker, "newArray", HOOK)?);
-            *refs = Some(r);
-            r
-        }
-    };
+    let refs = refs.get_or_insert_with(AllocRefs::default);
     if object_init {
-        ed.insert_before(0, &[Instruction::Aload_0, Instruction::Invokestatic(object_init_ref)])?;
+        let r = refs.get(ce, hooks, OBJECT_INIT)?;
+        ed.insert_before(0, &[Instruction::Aload_0, Instruction::Invokestatic(r)])?;
     }
-    for k in sites {
-        ed.insert_after(k, &[Instruction::Dup, Instruction::Invokestatic(new_array_ref)])?;
+    for (k, s) in sites {
+        match s {
+            Site::Array => {
+                let r = refs.get(ce, hooks, NEW_ARRAY)?;
+                ed.insert_after(k, &[Instruction::Dup, Instruction::Invokestatic(r)])?;
+            }
+            Site::New(c) => {
+                let r = refs.get(ce, hooks, NEW_OBJECT)?;
+                let ldc = match u8::try_from(c) {
+                    Ok(c) => Instruction::Ldc(c),
+                    Err(_) => Instruction::Ldc_w(c),
+                };
+                ed.insert_after(k, &[ldc, Instruction::Invokestatic(r)])?;
+            }
+            Site::AllocateInstance => {
+                let r = refs.get(ce, hooks, MADE)?;
+                ed.insert_after(k, &[Instruction::Dup, Instruction::Invokestatic(r)])?;
+            }
+            Site::NewInstance0 => {
+                let r = refs.get(ce, hooks, REFLECT_NEW)?;
+                ed.insert_before(k, &[Instruction::Swap, Instruction::Dup_x1, Instruction::Invokestatic(r)])?;
+            }
+        }
     }
     Ok(())
 }
 
-/// The tracker class (class file version 52, with StackMapTables):
+/// The tracker class (class file version 52, with StackMapTables): for each of
+/// [`ALLOC_HOOKS`] a hook calling its native while `on`:
 ///
 /// ```java
 /// public final class <tracker> {
 ///     public static volatile boolean on;
-///     public static void objectInit(Object o) { if (on) onNew(o); }
+///     public static void objectInit(Object o) { if (on) onInit(o); }
 ///     public static void newArray(Object a)   { if (on) onNew(a); }
-///     private static native void onNew(Object o);
+///     public static void newObject(Object c)  { if (on) onNewObject(c); }  // c: the Class
+///     public static void made(Object o)       { if (on) onMade(o); }
+///     public static void reflectNew(Object c) { if (on) onReflectNew(c); } // c: a Constructor
+///     private static native void onInit(Object o); // … one per hook
 /// }
 /// ```
 pub fn tracker_class(tracker: &str) -> Vec<u8> {
     build_tracker(tracker, false).expect("the tracker class is well-formed")
 }
 
-/// A tracker for tests, with the same `on`, `objectInit` and `newArray` as [`tracker_class`]
-/// but no native method: while `on`, `objectInit` counts in `objects`, `newArray` in `arrays`,
-/// and both keep the object in `last`.
+/// A tracker for tests, with the same `on` and hooks as [`tracker_class`] but no native
+/// method: while `on`, `objectInit` counts in `objects`, `newArray` in `arrays` (both keep the
+/// object in `last`), and the other hooks in `news`.
 ///
 /// ```java
 /// public final class <tracker> {
 ///     public static volatile boolean on;
-///     public static int objects, arrays;
+///     public static int objects, arrays, news;
 ///     public static Object last;
 ///     public static void objectInit(Object o) { if (on) { objects++; last = o; } }
 ///     public static void newArray(Object a)   { if (on) { arrays++; last = a; } }
+///     public static void newObject(Object c)  { if (on) news++; } // made, reflectNew alike
 /// }
 /// ```
 pub fn tracker_class_counting(tracker: &str) -> Vec<u8> {
@@ -159,42 +255,48 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
             }],
         }
     };
-    let object_init_name = cp.add_utf8("objectInit")?;
-    let new_array_name = cp.add_utf8("newArray")?;
     let mut methods = Vec::new();
     if counting {
         field(&mut cp, "objects", "I", public_static)?;
         field(&mut cp, "arrays", "I", public_static)?;
+        field(&mut cp, "news", "I", public_static)?;
         field(&mut cp, "last", "Ljava/lang/Object;", public_static)?;
         let last = cp.add_field_ref(this_class, "last", "Ljava/lang/Object;")?;
-        for (name, counter) in [(object_init_name, "objects"), (new_array_name, "arrays")] {
+        for (k, (hook, _)) in ALLOC_HOOKS.iter().enumerate() {
+            let name = cp.add_utf8(hook)?;
+            let counter = match k {
+                OBJECT_INIT => "objects",
+                NEW_ARRAY => "arrays",
+                _ => "news",
+            };
             let c = cp.add_field_ref(this_class, counter, "I")?;
-            let body = vec![
-                I::Getstatic(on),
-                I::Ifeq(8),
-                I::Getstatic(c),
-                I::Iconst_1,
-                I::Iadd,
-                I::Putstatic(c),
-                I::Aload_0,
-                I::Putstatic(last),
-                I::Return,
-            ];
+            let mut body = vec![I::Getstatic(on), I::Ifeq(0), I::Getstatic(c), I::Iconst_1, I::Iadd, I::Putstatic(c)];
+            if k == OBJECT_INIT || k == NEW_ARRAY {
+                body.extend([I::Aload_0, I::Putstatic(last)]);
+            }
+            body.push(I::Return);
+            body[1] = I::Ifeq(body.len() as u16 - 1);
             methods.push(hook_method(name, body, 2));
         }
     } else {
-        let on_new_name = cp.add_utf8("onNew")?;
-        let on_new = cp.add_method_ref(this_class, "onNew", HOOK)?;
-        for name in [object_init_name, new_array_name] {
-            let body = vec![I::Getstatic(on), I::Ifeq(4), I::Aload_0, I::Invokestatic(on_new), I::Return];
+        let mut natives: Vec<&str> = Vec::new();
+        for (hook, native) in ALLOC_HOOKS {
+            let name = cp.add_utf8(hook)?;
+            let target = cp.add_method_ref(this_class, native, HOOK)?;
+            let body = vec![I::Getstatic(on), I::Ifeq(4), I::Aload_0, I::Invokestatic(target), I::Return];
             methods.push(hook_method(name, body, 1));
+            if !natives.contains(&native) {
+                natives.push(native);
+            }
         }
-        methods.push(Method {
-            access_flags: MethodAccessFlags::PRIVATE | MethodAccessFlags::STATIC | MethodAccessFlags::NATIVE,
-            name_index: on_new_name,
-            descriptor_index: hook_desc,
-            attributes: Vec::new(),
-        });
+        for native in natives {
+            methods.push(Method {
+                access_flags: MethodAccessFlags::PRIVATE | MethodAccessFlags::STATIC | MethodAccessFlags::NATIVE,
+                name_index: cp.add_utf8(native)?,
+                descriptor_index: hook_desc,
+                attributes: Vec::new(),
+            });
+        }
     }
     let class = ClassFile {
         version: JAVA_8,

@@ -16,7 +16,7 @@ const TRACKER: &str = "CountingTracker";
 /// The javac stub of the counting tracker; its class file is replaced by the generated one.
 const TRACKER_STUB: &str = "public final class CountingTracker {
     public static volatile boolean on;
-    public static int objects, arrays;
+    public static int objects, arrays, news;
     public static Object last;
     public static void objectInit(Object o) {}
     public static void newArray(Object a) {}
@@ -325,6 +325,8 @@ fn alloc_plan(new: &[u8]) -> (Plan, Plan) {
     let is_object = ce.class_name() == "java/lang/Object";
     let oi = ce.pool().method_ref(TRACKER, "objectInit", "(Ljava/lang/Object;)V").unwrap();
     let init = ce.find_method("<init>", "()V");
+    let ldc_class = ce.major_version() >= 49;
+    let no = ce.pool().method_ref(TRACKER, "newObject", "(Ljava/lang/Object;)V").unwrap();
     let before: Plan = Box::new(move |m: usize, j: usize, _: &Instruction| {
         if is_object && Some(m) == init && j == 0 {
             vec![Instruction::Aload_0, Instruction::Invokestatic(oi)]
@@ -335,6 +337,13 @@ fn alloc_plan(new: &[u8]) -> (Plan, Plan) {
     let after: Plan = Box::new(move |_: usize, _: usize, i: &Instruction| match i {
         Instruction::Newarray(_) | Instruction::Anewarray(_) | Instruction::Multianewarray(..) => {
             vec![Instruction::Dup, Instruction::Invokestatic(r)]
+        }
+        Instruction::New(c) if ldc_class => {
+            let ldc = match u8::try_from(*c) {
+                Ok(c) => Instruction::Ldc(c),
+                Err(_) => Instruction::Ldc_w(*c),
+            };
+            vec![ldc, Instruction::Invokestatic(no)]
         }
         _ => vec![],
     });
@@ -806,8 +815,13 @@ fn tracker_classes_are_well_formed() {
     let ce_bytes = tracker_class("T");
     let ce = ClassEditor::parse(&ce_bytes).unwrap();
     let names: Vec<String> = (0..ce.method_count()).map(|m| ce.method(m).unwrap().name).collect();
-    assert_eq!(names, ["objectInit", "newArray", "onNew"]);
-    assert_eq!(ce.method(2).unwrap().access, 0x010A, "private static native");
+    assert_eq!(
+        names,
+        ["objectInit", "newArray", "newObject", "made", "reflectNew", "onInit", "onNew", "onNewObject", "onMade", "onReflectNew"]
+    );
+    for m in 5..10 {
+        assert_eq!(ce.method(m).unwrap().access, 0x010A, "private static native");
+    }
 }
 
 #[test]

@@ -7,7 +7,7 @@ package bci;
  */
 public final class CountingTracker {
     public static volatile boolean on;
-    public static int objects, arrays;
+    public static int objects, arrays, news;
     public static Object last;
 
     public static void objectInit(Object o) {}

@@ -92,10 +92,13 @@ public class VerifyDriver {
         c.getDeclaredMethods();
     }
 
-    /** The first line, the method of "Location:" and the "Reason:" of a VerifyError's message. */
+    /**
+     * The first line, the method of "Location:" and the "Reason:" of a VerifyError's message.
+     * Numbers in the first line (bytecode offsets, which the rewriting shifts) are left out.
+     */
     static String where(Throwable t) {
         String[] lines = String.valueOf(t.getMessage()).split("\n");
-        StringBuilder sb = new StringBuilder(lines[0]);
+        StringBuilder sb = new StringBuilder(lines[0].replaceAll("[0-9]+", "#"));
         for (int i = 0; i + 1 < lines.length; i++) {
             String l = lines[i].trim();
             String next = lines[i + 1].trim();
