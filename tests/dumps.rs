@@ -637,6 +637,7 @@ fn nested_requests_from_every_handler() {
             ("OBJECT_ALLOC", &["CLASS_LOAD", "HEAP_DUMP", "MONITOR_DUMP"][..]),
             ("JVM_SHUT_DOWN", &["HEAP_DUMP", "MONITOR_DUMP", "OBJECT_DUMP", "OBJECT_ALLOC", "CLASS_LOAD"][..]),
             ("JVM_SHUT_DOWN-leaf-class", &["OBJECT_DUMP"][..]),
+            ("HEAP_DUMP-level2", &["OBJECT_DUMP"][..]),
         ];
         for (h, qs) in must {
             for q in qs {

@@ -371,6 +371,8 @@ struct State {
     out: Vec<u8>,
     classes: ClassTable,
     class_class: jlong,
+    /// Where each CLASS_DUMP record of a level-2 heap dump is in `out` (class tag → range).
+    class_records: HashMap<jlong, (usize, usize)>,
     /// java.lang.Object's tag: the superclass that JVMTI's walk never reports (HotSpot's
     /// FollowReferences leaves out a SUPERCLASS reference to java.lang.Object).
     object_class: jlong,
@@ -722,8 +724,10 @@ impl State {
         };
         order.sort_unstable();
         let classes = std::mem::take(&mut self.classes.list);
+        let whole = only.is_none() && self.level == JVMPI_DUMP_LEVEL_2;
         for (t, i) in order {
             let c = &classes[i];
+            let start = self.out.len();
             if self.level == JVMPI_DUMP_LEVEL_0 {
                 self.u1(JVMPI_NORMAL_OBJECT as u8);
                 self.id(t);
@@ -747,6 +751,9 @@ impl State {
                 let at = self.zeros(n);
                 let m = c.statics.len().min(n);
                 self.out[at..at + m].copy_from_slice(&c.statics[..m]);
+                if whole {
+                    self.class_records.insert(t, (start, self.out.len()));
+                }
             }
         }
         self.classes.list = classes;
@@ -1034,8 +1041,11 @@ fn stacks(jni: &jvm::Jni, with_traces: bool) -> Stacks {
     let mut tags = Vec::new();
     let mut left_out = HashMap::default();
     for t in jvm::all_threads().unwrap_or_default() {
-        let tag = ids::tag_of(t).unwrap_or(0);
-        let env = threads::env_by_tag(tag).unwrap_or(0);
+        // Read, not assigned: the other threads are suspended, and one of them may be stopped
+        // inside the assignment's lock (`ids::tag_of`). The threads the agent knows were tagged
+        // when they were announced (`threads::announce_all` before the snapshot).
+        let tag = jvm::get_tag(t).unwrap_or(0);
+        let env = if tag == 0 { 0 } else { threads::env_by_tag(tag).unwrap_or(0) };
         let st = jvm::stack_trace(t, MAX_FRAMES).unwrap_or_default();
         let (fs, out) = calltrace::shown_frames(&st);
         map.insert(tag, (env, if st.is_empty() { -1 } else { fs.len() as jint }));
@@ -1082,6 +1092,7 @@ fn new_state(jni: &jvm::Jni, level: jint, single: Option<jobject>) -> Result<Sta
         classes,
         class_class,
         object_class,
+        class_records: HashMap::default(),
         lengths: HashMap::default(),
         cur: (0, usize::MAX),
         cur_class: usize::MAX,
@@ -1208,8 +1219,38 @@ pub fn request_heap_dump(arg: *mut c_void) -> Result<(), String> {
         num_traces: snap.traces.len() as jint,
         traces: if snap.traces.is_empty() { std::ptr::null_mut() } else { snap.traces.as_mut_ptr() },
     };
-    delivered(events::send_requested(&mut ev))?;
+    let records = std::mem::take(&mut snap.state.class_records);
+    let sent = if records.is_empty() {
+        events::send_requested(&mut ev)
+    } else {
+        DELIVERING.with(|d| d.borrow_mut().push((records, snap.state.out.as_ptr())));
+        let sent = events::send_requested(&mut ev);
+        DELIVERING.with(|d| d.borrow_mut().pop());
+        sent
+    };
+    delivered(sent)?;
     Ok(())
+}
+
+thread_local! {
+    /// The level-2 heap dumps being delivered in this thread (innermost last): where each
+    /// class's CLASS_DUMP record is, and the dump's buffer (alive while it is delivered).
+    static DELIVERING: std::cell::RefCell<Vec<(HashMap<jlong, (usize, usize)>, *const u8)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The CLASS_DUMP record of class `tag` in a level-2 heap dump this thread is delivering: an
+/// OBJECT_DUMP of a class asked for from inside the HEAP_DUMP handler (hprof asks for one per
+/// instance it prints) answers with the class as that dump shows it, the snapshot the agent is
+/// reading, at the cost of a copy instead of a heap walk (a safepoint) each.
+fn record_being_delivered(tag: jlong) -> Option<Vec<u8>> {
+    DELIVERING.with(|d| {
+        let d = d.borrow();
+        let (map, buf) = d.last()?;
+        let &(a, b) = map.get(&tag)?;
+        // SAFETY: `buf` is the buffer of the heap dump being delivered in this thread (it lives
+        // until its delivery returns, which pops it); `a..b` is a record inside it.
+        Some(unsafe { std::slice::from_raw_parts(buf.add(a), b - a) }.to_vec())
+    })
 }
 
 /// `RequestEvent(JVMPI_EVENT_OBJECT_DUMP, id)`: one record at level 2. From any handler, an
@@ -1219,9 +1260,14 @@ pub fn request_heap_dump(arg: *mut c_void) -> Result<(), String> {
 pub fn request_object_dump(id: jobjectID) -> Result<(), String> {
     may_dump()?;
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
+    let tag = ids::to_tag(id);
+    if let Some(mut out) = record_being_delivered(tag) {
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_DUMP, env);
+        ev.u.object_dump = ObjectDump { data_len: out.len() as jint, data: out.as_mut_ptr() as *mut _ };
+        return delivered(events::send_requested(&mut ev));
+    }
     let jni = jvm::Jni::of(env);
     let obj = ids::object_of(id)?;
-    let tag = ids::to_tag(id);
     let r = (|| {
         let mut st = new_state(&jni, JVMPI_DUMP_LEVEL_2, Some(obj))?;
         let k = jni.object_class(obj);
@@ -1363,7 +1409,7 @@ pub fn request_monitor_dump() -> Result<(), String> {
     threads::announce_all();
     let one = ONE.lock();
     let suspended = suspend_others(&jni);
-    let ours: Vec<jlong> = suspended.0.iter().filter_map(|&t| ids::tag_of(t).ok()).collect();
+    let ours: Vec<jlong> = suspended.0.iter().filter_map(|&t| jvm::get_tag(t).ok().filter(|&g| g != 0)).collect();
     let java = java_monitors(&jni);
     let raw = crate::monitors::snapshot();
     let (_, mut traces, frames, tags, _) = stacks(&jni, true);

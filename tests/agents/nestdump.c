@@ -195,7 +195,18 @@ static void ask_monitor_dump(const char *handler) {
 }
 
 /* ---- handlers ------------------------------------------------------------------------------ */
+static void ask_leaf_class(const char *handler) {
+    for (int i = 0; i < TABLE; i++)
+        if (classes[i].id && is_leaf_class(classes[i].name)) ask_object_dump(handler, classes[i].id, 0);
+}
+
 static void on_heap_dump(JVMPI_Event *e) {
+    if (e->u.heap_dump.dump_level == JVMPI_DUMP_LEVEL_2) {
+        /* hprof's heap=dump: the class of an instance it prints, dumped on the spot. */
+        got.records = 100;
+        ask_leaf_class("HEAP_DUMP-level2");
+        return;
+    }
     const unsigned char *p = (const unsigned char *)e->u.heap_dump.begin, *end = (const unsigned char *)e->u.heap_dump.end;
     long n = 0;
     jobjectID ids[40];
@@ -346,8 +357,12 @@ static void notify(JVMPI_Event *e) {
             if (k) ask_class_load("JVM_SHUT_DOWN", k);
         }
         /* A direct subclass of java.lang.Object: its superclass is Object, as HotSpot wrote it. */
-        for (int i = 0; i < TABLE; i++)
-            if (classes[i].id && is_leaf_class(classes[i].name)) ask_object_dump("JVM_SHUT_DOWN-leaf-class", classes[i].id, 0);
+        ask_leaf_class("JVM_SHUT_DOWN-leaf-class");
+        {
+            Got r;
+            if (request(JVMPI_EVENT_HEAP_DUMP, NULL, &r) != JVMPI_SUCCESS || r.type != JVMPI_EVENT_HEAP_DUMP)
+                note("JVM_SHUT_DOWN", "HEAP_DUMP-level2", 0, "no level-2 dump");
+        }
         write_results();
         break;
     }
