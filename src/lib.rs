@@ -38,6 +38,7 @@
 //! | [`callbacks`] | the JVMTI callbacks (doors into the rooms)                                |
 //! | [`jvm`]       | the JVMTI environment, capabilities, event switching, JVMTI/JNI facade   |
 //! | [`logger`]    | one-line messages on stderr                                               |
+//! | [`safemem`]   | agent pointers read and written without faulting (garbage → JVMPI_FAIL)   |
 
 pub mod face;
 pub mod rooms;
@@ -48,7 +49,7 @@ pub use face::{abi, access, events, ids, interface, table};
 pub use rooms::{
     alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader, methods, monitors, natives, objects, options, report, reset, threads,
 };
-pub use vm::{bci, callbacks, jnihooks, jvm, logger};
+pub use vm::{bci, callbacks, jnihooks, jvm, logger, safemem};
 
 use jvmti_bindings::sys::jni::{jint, JavaVM, JNI_ERR};
 use std::ffi::{c_char, c_void};

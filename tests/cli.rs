@@ -392,3 +392,42 @@ fn ctl_and_attach_run_jcmd() {
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(text.lines().any(|l| l.starts_with("INIT_DONE")) && text.lines().any(|l| l == "DATA_DUMP"), "{text}");
 }
+
+/// `jcmd <pid> JVMTI.agent_load <shim> agent=<lib>` typed unquoted, as JVMTI users type it:
+/// jcmd's own parser takes `agent=` for a key and hands the shim the bare word `agent`. The
+/// shim says so, and shows the quoted form and `jvmpi-shim attach`; nothing is attached.
+#[test]
+fn unquoted_jcmd_agent_load_names_the_quoted_form() {
+    let home = jdk17_home();
+    if !home.join("bin/jcmd").is_file() {
+        eprintln!("no jcmd in {}: skipped", home.display());
+        return;
+    }
+    let err_path = fresh_log_path("jcmd_unquoted").with_extension("err");
+    let mut jvm = Command::new(home.join("bin/java"))
+        .args(["-cp", &s(&classes()), "Hello", "sleep", "60000"])
+        .env_remove("JAVA_TOOL_OPTIONS")
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()))
+        .spawn()
+        .unwrap();
+    let pid = jvm.id().to_string();
+    let lib = format!("agent={}", s(&agent("recorder")));
+    let o = Command::new(home.join("bin/jcmd")).args([&pid, "JVMTI.agent_load", &shim_path(), &lib]).output().unwrap();
+    // The JVM's stderr line comes with the load; give it a moment to be written.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut err = String::new();
+    while Instant::now() < deadline {
+        err = std::fs::read_to_string(&err_path).unwrap_or_default();
+        if err.contains("jvmpi-shim") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = jvm.kill();
+    let _ = jvm.wait();
+    let jcmd_out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(err.contains("only the word `agent`"), "JVM stderr:\n{err}\njcmd:\n{jcmd_out}");
+    assert!(err.contains("'\"agent=<lib>[:<options>]\"'") && err.contains("jvmpi-shim attach"), "{err}");
+    assert!(!err.contains("attaching a legacy agent"), "{err}");
+}

@@ -606,3 +606,52 @@ fn census(jdk: &Jdk, at: &str, args: &[&str]) {
     // Unreachable objects are not in the dump (HotSpot 1.5 may have listed some).
     assert!(!text.contains("COUNT Census$Dropped "), "{text}");
 }
+
+/// An agent that resolves what it meets on the spot, as hprof's heap=dump did: RequestEvent
+/// (OBJECT_DUMP, OBJECT_ALLOC, CLASS_LOAD, HEAP_DUMP, MONITOR_DUMP) from inside its HEAP_DUMP,
+/// OBJECT_DUMP, MONITOR_DUMP, CLASS_LOAD, OBJECT_ALLOC and JVM_SHUT_DOWN handlers, holding its
+/// own lock across every handler while a thread of its own takes that lock and requests dumps.
+/// Each answer is checked (the event arrived, requested, naming what was asked; a class's
+/// OBJECT_DUMP names a superclass the agent knows, java.lang.Object for a direct subclass) and
+/// the JVM exits normally. Before the fix the first nested dump request hung the JVM for ever.
+#[test]
+fn nested_requests_from_every_handler() {
+    for_each_jdk(|jdk| {
+        let out = fresh_log_path(&format!("nestdump-{}", jdk.feature)).with_extension("txt");
+        let lib = agent("nestdump");
+        let r = run(jdk, &format!("agent={}:out={}", lib.display(), out.display()), "Census", &["wait", "800"], &[]);
+        r.assert_ok();
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        assert!(text.ends_with("DONE\n"), "{text}\n{}", r.describe());
+        assert!(!text.contains("BAD "), "{text}");
+        let site = |h: &str, q: &str| -> (u32, u32, u32) {
+            let l = text.lines().find(|l| l.starts_with(&format!("SITE {h} {q} "))).unwrap_or_else(|| panic!("no {h}/{q}:\n{text}"));
+            let n = |k: &str| l.split(' ').find_map(|w| w.strip_prefix(k)).unwrap().parse::<u32>().unwrap();
+            (n("ok="), n("bad="), n("failed="))
+        };
+        let must = [
+            ("HEAP_DUMP", &["OBJECT_DUMP", "OBJECT_ALLOC", "CLASS_LOAD", "HEAP_DUMP", "MONITOR_DUMP"][..]),
+            ("OBJECT_DUMP", &["OBJECT_DUMP"][..]),
+            ("MONITOR_DUMP", &["OBJECT_DUMP", "HEAP_DUMP"][..]),
+            ("CLASS_LOAD", &["OBJECT_DUMP", "CLASS_LOAD", "HEAP_DUMP"][..]),
+            ("OBJECT_ALLOC", &["CLASS_LOAD", "HEAP_DUMP", "MONITOR_DUMP"][..]),
+            ("JVM_SHUT_DOWN", &["HEAP_DUMP", "MONITOR_DUMP", "OBJECT_DUMP", "OBJECT_ALLOC", "CLASS_LOAD"][..]),
+            ("JVM_SHUT_DOWN-leaf-class", &["OBJECT_DUMP"][..]),
+            ("HEAP_DUMP-level2", &["OBJECT_DUMP"][..]),
+        ];
+        for (h, qs) in must {
+            for q in qs {
+                let (ok, bad, failed) = site(h, q);
+                assert!(ok >= 1 && bad == 0 && failed == 0, "{h}/{q}: ok={ok} bad={bad} failed={failed}\n{text}");
+            }
+        }
+        // About an object whose allocation is being reported: an answer (the object or a
+        // refusal), never a wrong one.
+        for q in ["OBJECT_DUMP", "OBJECT_ALLOC"] {
+            let (ok, bad, failed) = site("OBJECT_ALLOC", q);
+            assert!(ok + failed >= 1 && bad == 0, "OBJECT_ALLOC/{q}\n{text}");
+        }
+        let dumper: u32 = text.lines().find_map(|l| l.strip_prefix("DUMPER ")).unwrap().parse().unwrap();
+        assert!(dumper >= 1, "the agent's own thread got no dump\n{text}");
+    });
+}

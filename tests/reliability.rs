@@ -630,3 +630,54 @@ fn long_stress() {
     );
     assert!(t.failures.is_empty(), "{} failed runs", t.failures.len());
 }
+
+/// Garbage pointers handed to the JVMPI functions (4 of 11 bad-input agents tried crashed the
+/// JVM this way): a garbage dump argument and garbage IDs to RequestEvent, a garbage trace or
+/// frames buffer (and a read-only one) to GetCallTrace, names and thread lists that point
+/// nowhere, jobject2jobjectID of a garbage handle — from JVM_OnLoad, JVM_INIT_DONE, inside a
+/// handler and inside JVM_SHUT_DOWN. Each gets the failure value and one log line, the JVM
+/// runs on, and a real heap dump still works afterwards. A dump asked for from JVM_OnLoad is
+/// refused as too early (not blamed on VM death).
+#[test]
+fn garbage_pointers_get_the_failure_value_in_every_phase() {
+    for_each_jdk(|jdk| {
+        for phase in ["onload", "init", "handler", "shutdown"] {
+            let out = fresh_log_path(&format!("badinput-{}-{phase}", jdk.feature)).with_extension("txt");
+            let lib = agent("badinput");
+            let r = run(jdk, &format!("agent={}:out={},phase={phase}", lib.display(), out.display()), "Census", &[], &[]);
+            r.assert_ok();
+            assert!(r.stdout.contains("kept 1234"), "{phase}: {}", r.describe());
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            let v = |call: &str| -> i64 {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(&format!("R {call} ")))
+                    .unwrap_or_else(|| panic!("{phase}: no {call}\n{text}"))
+                    .parse()
+                    .unwrap()
+            };
+            assert!(text.contains(&format!("DONE {phase}")), "{phase}\n{text}");
+            for call in ["HEAP_DUMP,bad", "OBJECT_DUMP,bad", "OBJECT_ALLOC,bad", "CLASS_LOAD,bad", "THREAD_START,bad", "HEAP_DUMP,level9"] {
+                assert_eq!(v(&format!("RequestEvent({call})")), -1, "{phase}: {call}\n{text}");
+            }
+            assert_eq!(v("GetCallTrace(frames=bad).num_frames"), 0, "{phase}\n{text}");
+            assert_eq!(v("GetCallTrace(frames=readonly).num_frames"), 0, "{phase}\n{text}");
+            assert_eq!(v("GetCallTrace(good).written"), 1, "{phase}\n{text}");
+            assert_eq!(v("RawMonitorCreate(bad)==NULL"), 1, "{phase}\n{text}");
+            assert_eq!(v("CreateSystemThread(bad)"), -1, "{phase}\n{text}");
+            assert_eq!(v("jobject2jobjectID(bad)==NULL"), 1, "{phase}\n{text}");
+            assert_eq!(v("SuspendThreadList(list=bad)"), 5, "{phase}: results left as they were\n{text}");
+            let log = r.stderr_lines_with("jvmpi-shim");
+            let said = |what: &str| log.iter().filter(|l| l.contains(what)).count();
+            assert!(said("0xdeadbeef is not readable") >= 2 && said("jobject2jobjectID(0xdeadbeef)") == 1, "{phase}: {}", r.describe());
+            if phase == "onload" {
+                // No dump can be taken before JVM_OnLoad has returned; nothing blamed on VM death.
+                assert_eq!(v("RequestEvent(HEAP_DUMP,NULL)@onload"), -1, "{text}");
+                assert_eq!(v("RequestEvent(HEAP_DUMP,level0)"), -1, "{text}");
+                assert!(said("too early") >= 1 && said("VM death") == 0, "{}", r.describe());
+            } else {
+                assert_eq!(v("RequestEvent(HEAP_DUMP,level0)"), 0, "{phase}\n{text}");
+                assert_eq!(v("heap_dumps"), 1, "{phase}\n{text}");
+            }
+        }
+    });
+}

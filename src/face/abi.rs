@@ -104,6 +104,7 @@ pub struct JVMPI_CallFrame {
 }
 
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct JVMPI_CallTrace {
     pub env_id: *mut JNIEnv,
     pub num_frames: jint,
@@ -126,6 +127,7 @@ pub struct JVMPI_Field {
 }
 
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct JVMPI_HeapDumpArg {
     pub heap_dump_level: jint,
 }

@@ -140,9 +140,12 @@ fn arg_val(event: jint, arg: *mut c_void) -> Val {
 
 /// The thread a GetCallTrace names.
 fn unsafe_env(trace: *mut JVMPI_CallTrace) -> usize {
-    // SAFETY: a non-NULL trace is the agent's JVMPI_CallTrace (checked again inside the door).
-    unsafe { (*trace).env_id as usize }
+    crate::safemem::read(trace).map_or(0, |t| t.env_id as usize)
 }
+
+/// The most frames one GetCallTrace fills (a garbage depth must not make the shim allocate
+/// gigabytes); deeper stacks are cut there, as HotSpot cut them at its own limit.
+const MAX_DEPTH: jint = 1 << 16;
 
 unsafe extern "C" fn enable_event<const A: usize>(event_type: jint, arg: *mut c_void) -> jint {
     door(&[("event", Val::Int(event_type as i64))], outcome::code, "EnableEvent", JVMPI_FAIL, || {
@@ -168,18 +171,33 @@ unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
             log::warn!("GetCallTrace(NULL trace); ignored");
             return;
         }
-        // SAFETY: the agent passes its own JVMPI_CallTrace (spec: allocated by the agent).
-        let trace = unsafe { &mut *trace };
-        if trace.frames.is_null() || depth <= 0 {
+        // The agent's JVMPI_CallTrace and frames are read and written through `safemem`: a
+        // garbage pointer gives no frames and one log line, not a crash.
+        let Some(mut copy) = crate::safemem::read(trace) else {
+            log::warn!("GetCallTrace: the JVMPI_CallTrace at {trace:p} is not readable; ignored");
+            return;
+        };
+        let num_frames = std::ptr::addr_of_mut!((*trace).num_frames);
+        if copy.frames.is_null() || depth <= 0 {
             if depth > 0 {
                 log::warn!("GetCallTrace: NULL frames buffer; no frames");
             }
-            trace.num_frames = 0;
+            if !crate::safemem::write(num_frames, 0) {
+                log::warn!("GetCallTrace: the JVMPI_CallTrace at {trace:p} is not writable; ignored");
+            }
             return;
         }
-        // SAFETY: the spec makes the agent allocate `depth` frames at `trace.frames`.
-        let frames = unsafe { std::slice::from_raw_parts_mut(trace.frames, depth as usize) };
-        trace.num_frames = access::call("GetCallTrace", 0, || calltrace::fill(trace, frames));
+        let mut frames = vec![JVMPI_CallFrame { lineno: 0, method_id: std::ptr::null_mut() }; depth.min(MAX_DEPTH) as usize];
+        let n = access::call("GetCallTrace", 0, || calltrace::fill(&mut copy, &mut frames));
+        let n = if crate::safemem::write_slice(copy.frames, &frames[..n.max(0) as usize]) {
+            n
+        } else {
+            log::warn!("GetCallTrace: the frames buffer at {:p} is not writable for {n} frames; no frames", copy.frames);
+            0
+        };
+        if !crate::safemem::write(num_frames, n) {
+            log::warn!("GetCallTrace: the JVMPI_CallTrace at {trace:p} is not writable; ignored");
+        }
     })
 }
 
@@ -188,7 +206,15 @@ unsafe extern "C" fn profiler_exit(code: jint) {
 }
 
 unsafe extern "C" fn raw_monitor_create(name: *mut c_char) -> JVMPI_RawMonitor {
-    door(&[("name", Val::Ptr(name as usize))], outcome::monitor, "RawMonitorCreate", std::ptr::null_mut(), || monitors::create(jvm::c_str(name)))
+    door(&[("name", Val::Ptr(name as usize))], outcome::monitor, "RawMonitorCreate", std::ptr::null_mut(), || {
+        match crate::safemem::c_str(name) {
+            Ok(n) => monitors::create(n),
+            Err(e) => {
+                log::warn!("RawMonitorCreate: {e}; NULL");
+                std::ptr::null_mut()
+            }
+        }
+    })
 }
 
 unsafe extern "C" fn raw_monitor_enter(m: JVMPI_RawMonitor) {
@@ -240,8 +266,12 @@ unsafe extern "C" fn create_system_thread<const A: usize>(
     f: Option<unsafe extern "C" fn(*mut c_void)>,
 ) -> jint {
     door(&[("name", Val::Ptr(name as usize)), ("priority", Val::Int(priority as i64))], outcome::code, "CreateSystemThread", JNI_ERR, || {
-        access::call("CreateSystemThread", JNI_ERR, || {
-            threads::create_system_thread(A, &jvm::c_str(name).unwrap_or_default(), priority, f)
+        access::call("CreateSystemThread", JNI_ERR, || match crate::safemem::c_str(name) {
+            Ok(n) => threads::create_system_thread(A, &n.unwrap_or_default(), priority, f),
+            Err(e) => {
+                log::warn!("CreateSystemThread: {e}; JNI_ERR");
+                JNI_ERR
+            }
         })
     })
 }
@@ -300,6 +330,13 @@ unsafe extern "C" fn jobject_to_jobject_id(obj: jobject) -> jobjectID {
             return std::ptr::null_mut();
         }
         access::call("jobject2jobjectID", std::ptr::null_mut(), || {
+            // JNI tells a handle that is none of the thread's local, global or weak references
+            // without reading through it (HotSpot looks the address up in its handle blocks):
+            // refused before JVMTI's GetTag would dereference it.
+            if !jvm::current_jni().is_some_and(|env| jvm::Jni::of(env).is_valid_ref(obj)) {
+                log::warn!("jobject2jobjectID({obj:p}): not a JNI reference of this thread (local, global or weak global); NULL");
+                return std::ptr::null_mut();
+            }
             ids::id_of(obj).unwrap_or_else(|e| {
                 log::log!(events::edge_level(None), "jobject2jobjectID: {e}; NULL");
                 std::ptr::null_mut()
@@ -323,13 +360,30 @@ fn thread_list(count: jint, list: *mut *mut JNIEnv, results: *mut jint, suspend:
         }
         return;
     }
-    // SAFETY: the agent passes `count` JNIEnv pointers and room for `count` results.
-    let (envs, res) = unsafe {
-        (std::slice::from_raw_parts(list, count as usize), std::slice::from_raw_parts_mut(results, count as usize))
-    };
-    if !access::permitted(if suspend { "SuspendThreadList" } else { "ResumeThreadList" }) {
-        res.fill(JVMPI_FAIL);
+    let name = if suspend { "SuspendThreadList" } else { "ResumeThreadList" };
+    if count > 1 << 16 {
+        log::warn!("{name}: {count} threads is no plausible count; ignored");
         return;
     }
-    threads::for_list(envs, res, suspend);
+    // The agent's list and results are copied through `safemem`: garbage is one log line.
+    let mut envs = vec![std::ptr::null_mut::<JNIEnv>(); count as usize];
+    let mut res = vec![JVMPI_FAIL; count as usize];
+    if !crate::safemem::read_bytes(list as *const u8, slice_bytes(&mut envs)) {
+        log::warn!("{name}: the list at {list:p} is not readable for {count} entries; ignored");
+        return;
+    }
+    if !crate::safemem::write_slice(results, &res) {
+        log::warn!("{name}: the results at {results:p} are not writable for {count} entries; ignored");
+        return;
+    }
+    if access::permitted(name) {
+        threads::for_list(&envs, &mut res, suspend);
+    }
+    crate::safemem::write_slice(results, &res);
+}
+
+/// The bytes of a slice of plain pointers, to copy into.
+fn slice_bytes<T: Copy>(v: &mut [*mut T]) -> &mut [u8] {
+    // SAFETY: pointers are plain bytes; the slice is borrowed mutably for the copy.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, std::mem::size_of_val(v)) }
 }

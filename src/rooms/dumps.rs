@@ -159,8 +159,52 @@ struct ClassLayout {
 }
 
 static LAYOUTS: LazyLock<DashMap<jlong, Arc<ClassLayout>>> = LazyLock::new(DashMap::new);
-/// One dump at a time.
-static ONE: Mutex<()> = Mutex::new(());
+/// One snapshot at a time (two threads suspending each other would both stop): held from the
+/// suspension of the other threads until they are resumed, and never while the agent is
+/// called. Re-entrant for its holder all the same, so that nothing the JVM does in the holding
+/// thread meanwhile can deadlock on it.
+static ONE: Reentrant = Reentrant::new();
+
+/// A lock that its holder may take again (depth counted); other threads wait.
+struct Reentrant {
+    state: Mutex<(Option<std::thread::ThreadId>, usize)>,
+    free: std::sync::Condvar,
+}
+
+struct Held(&'static Reentrant);
+
+impl Reentrant {
+    const fn new() -> Reentrant {
+        Reentrant { state: Mutex::new((None, 0)), free: std::sync::Condvar::new() }
+    }
+    fn lock(&'static self) -> Held {
+        let me = std::thread::current().id();
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            match g.0 {
+                Some(o) if o == me => break,
+                None => {
+                    g.0 = Some(me);
+                    break;
+                }
+                Some(_) => g = self.free.wait(g).unwrap_or_else(|p| p.into_inner()),
+            }
+        }
+        g.1 += 1;
+        Held(self)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut g = self.0.state.lock().unwrap_or_else(|p| p.into_inner());
+        g.1 -= 1;
+        if g.1 == 0 {
+            g.0 = None;
+            self.0.free.notify_one();
+        }
+    }
+}
 
 pub const JVMPI_DUMP_LEVEL_0: jint = 0;
 pub const JVMPI_DUMP_LEVEL_1: jint = 1;
@@ -328,6 +372,11 @@ struct State {
     out: Vec<u8>,
     classes: ClassTable,
     class_class: jlong,
+    /// Where each CLASS_DUMP record of a level-2 heap dump is in `out` (class tag → range).
+    class_records: HashMap<jlong, (usize, usize)>,
+    /// java.lang.Object's tag: the superclass that JVMTI's walk never reports (HotSpot's
+    /// FollowReferences leaves out a SUPERCLASS reference to java.lang.Object).
+    object_class: jlong,
     /// Object array tag → length, for object arrays reported as referees and not visited yet
     /// (a primitive array's length comes with its values).
     lengths: HashMap<jlong, jint>,
@@ -676,14 +725,22 @@ impl State {
         };
         order.sort_unstable();
         let classes = std::mem::take(&mut self.classes.list);
+        let whole = only.is_none() && self.level == JVMPI_DUMP_LEVEL_2;
         for (t, i) in order {
             let c = &classes[i];
+            let start = self.out.len();
             if self.level == JVMPI_DUMP_LEVEL_0 {
                 self.u1(JVMPI_NORMAL_OBJECT as u8);
                 self.id(t);
             } else if let Kind::Instance { statics, interfaces, .. } = &c.layout.kind {
+                // HotSpot 1.5 wrote the superclass of every class but Object, Object itself for
+                // its direct subclasses and for interfaces (`super()` of an interface is Object
+                // in HotSpot); JVMTI reports neither, so a class reported with none has Object.
+                // hprof learns superclasses only from the OBJECT_DUMP of a class, and asks again
+                // for every instance while a class other than Object has none.
+                let sup = if c.sup == 0 && t != self.object_class { self.object_class } else { c.sup };
                 self.u1(GC_CLASS_DUMP);
-                for v in [t, c.sup, c.loader, c.signers, c.domain, 0, 0] {
+                for v in [t, sup, c.loader, c.signers, c.domain, 0, 0] {
                     self.id(v);
                 }
                 self.u4(c.instance_size);
@@ -695,6 +752,9 @@ impl State {
                 let at = self.zeros(n);
                 let m = c.statics.len().min(n);
                 self.out[at..at + m].copy_from_slice(&c.statics[..m]);
+                if whole {
+                    self.class_records.insert(t, (start, self.out.len()));
+                }
             }
         }
         self.classes.list = classes;
@@ -815,52 +875,105 @@ unsafe extern "system" fn on_array_values(
 
 // ---- taking a dump ----------------------------------------------------------------------------
 
-/// The loaded classes: tags, layouts, global references. Also tags them (so the walk sees
+/// The loaded classes: tags, layouts, global references, and the tags of java.lang.Class and
+/// java.lang.Object. Also tags them (so the walk sees
 /// their tags as `class_tag`).
-fn class_table(jni: &jvm::Jni) -> Result<(ClassTable, jlong), String> {
+fn class_table(jni: &jvm::Jni) -> Result<(ClassTable, jlong, jlong), String> {
     let all = jvm::loaded_classes().map_err(jvm::err_name)?;
     let mut map = ClassTable::with_capacity(all.len());
     let mut class_class = 0;
+    let mut object_class = 0;
     for k in all {
-        let tag = match ids::indexed_tag_of(k) {
-            Ok(t) => t,
-            Err(_) => {
-                jni.delete_local_ref(k);
-                continue;
-            }
-        };
-        let status = jvm::class_status(k).unwrap_or(0);
-        let primitive = status & jvmti::JVMTI_CLASS_STATUS_PRIMITIVE != 0;
-        if status & (jvmti::JVMTI_CLASS_STATUS_PREPARED | jvmti::JVMTI_CLASS_STATUS_ARRAY | jvmti::JVMTI_CLASS_STATUS_PRIMITIVE) == 0 {
-            // Loaded, not linked: its fields cannot be listed yet. Linking it (without
-            // initialising it) is what announcing it does too (see `classes`).
-            jni.link_class(k);
-        }
-        let prepared = jvm::class_status(k).is_ok_and(|s| s & (jvmti::JVMTI_CLASS_STATUS_PREPARED | jvmti::JVMTI_CLASS_STATUS_ARRAY) != 0);
-        if !primitive && prepared {
-            if let Some(layout) = layout(jni, k, tag) {
-                if class_class == 0 && jvm::class_signature(k).is_ok_and(|s| s == "Ljava/lang/Class;") {
-                    class_class = tag;
+        if let Some(e) = class_entry(jni, k) {
+            if class_class == 0 || object_class == 0 {
+                match jvm::class_signature(k).as_deref() {
+                    Ok("Ljava/lang/Class;") => class_class = e.tag,
+                    Ok("Ljava/lang/Object;") => object_class = e.tag,
+                    _ => {}
                 }
-                let is_instance = matches!(layout.kind, Kind::Instance { .. });
-                map.insert(ClassEntry {
-                        tag,
-                        layout,
-                        class: jni.new_global_ref(k),
-                        is_instance,
-                        sup: 0,
-                        loader: 0,
-                        signers: 0,
-                        domain: 0,
-                        interfaces: Vec::new(),
-                        statics: Vec::new(),
-                    instance_size: 0,
-                });
             }
+            map.insert(e);
         }
         jni.delete_local_ref(k);
     }
-    Ok((map, class_class))
+    Ok((map, class_class, object_class))
+}
+
+/// The table entry of a loaded class (None for a primitive type's class, or one that cannot be
+/// prepared); links the class first if it is only loaded.
+fn class_entry(jni: &jvm::Jni, k: jclass) -> Option<ClassEntry> {
+    let tag = ids::indexed_tag_of(k).ok()?;
+    let status = jvm::class_status(k).unwrap_or(0);
+    if status & jvmti::JVMTI_CLASS_STATUS_PRIMITIVE != 0 {
+        return None;
+    }
+    if status & (jvmti::JVMTI_CLASS_STATUS_PREPARED | jvmti::JVMTI_CLASS_STATUS_ARRAY) == 0 {
+        // Loaded, not linked: its fields cannot be listed yet. Linking it (without
+        // initialising it) is what announcing it does too (see `classes`).
+        jni.link_class(k);
+    }
+    let prepared = jvm::class_status(k).is_ok_and(|s| s & (jvmti::JVMTI_CLASS_STATUS_PREPARED | jvmti::JVMTI_CLASS_STATUS_ARRAY) != 0);
+    if !prepared {
+        return None;
+    }
+    let layout = layout(jni, k, tag)?;
+    let is_instance = matches!(layout.kind, Kind::Instance { .. });
+    Some(ClassEntry {
+        tag,
+        layout,
+        class: jni.new_global_ref(k),
+        is_instance,
+        sup: 0,
+        loader: 0,
+        signers: 0,
+        domain: 0,
+        interfaces: Vec::new(),
+        statics: Vec::new(),
+        instance_size: 0,
+    })
+}
+
+/// The classes an OBJECT_DUMP of `obj` needs, and no others (a request costs what one object
+/// costs, not what the loaded classes do: hprof asks for one per instance it prints): the
+/// object's class, and what the record names as a class — for a class, itself, its superclass
+/// and interfaces; for an object array, its element class. Those are announced after the walk.
+/// Also (tag of java.lang.Class, tag of java.lang.Object).
+fn object_classes(jni: &jvm::Jni, obj: jobject) -> Result<(ClassTable, jlong, jlong), String> {
+    // Local references the function deletes (the object itself is the caller's).
+    let mut list: Vec<jclass> = Vec::new();
+    let mut own = None;
+    let k = jni.object_class(obj);
+    let kk = jni.object_class(k);
+    let object = jni.superclass(kk);
+    let class_class = ids::tag_of(kk)?;
+    let object_class = ids::tag_of(object)?;
+    if ids::tag_of(k)? == class_class {
+        own = Some(obj);
+        let s = jni.superclass(obj);
+        if !s.is_null() {
+            list.push(s);
+        }
+        list.extend(jvm::interfaces(obj).unwrap_or_default());
+    } else if let Some(e) = jvm::class_signature(k).ok().filter(|s| s.starts_with("[L") || s.starts_with("[[")).and_then(|_| jni.component_type(k)) {
+        list.push(e);
+    }
+    list.push(k);
+    let mut map = ClassTable::with_capacity(list.len() + 1);
+    for c in own.into_iter().chain(list.iter().copied()) {
+        if let Some(e) = class_entry(jni, c) {
+            if !map.contains(e.tag) {
+                map.insert(e);
+            } else {
+                jni.delete_global_ref(e.class);
+            }
+        }
+    }
+    for c in list {
+        jni.delete_local_ref(c);
+    }
+    jni.delete_local_ref(kk);
+    jni.delete_local_ref(object);
+    Ok((map, class_class, object_class))
 }
 
 /// Everything a dump event points into.
@@ -919,9 +1032,12 @@ fn stacks(jni: &jvm::Jni, with_traces: bool) -> Stacks {
     let mut tags = Vec::new();
     let mut left_out = HashMap::default();
     for t in jvm::all_threads().unwrap_or_default() {
-        let tag = ids::tag_of(t).unwrap_or(0);
-        // Only threads the requesting agent knows, pinned until the dump is delivered.
-        let env = threads::known_env_by_tag(tag);
+        // Read, not assigned: the other threads are suspended, and one of them may be stopped
+        // inside the assignment's lock (`ids::tag_of`). The threads the agent knows were tagged
+        // when they were announced (`threads::announce_all` before the snapshot). Only threads
+        // the requesting agent knows, pinned until the dump is delivered.
+        let tag = jvm::get_tag(t).unwrap_or(0);
+        let env = if tag == 0 { 0 } else { threads::known_env_by_tag(tag) };
         let st = jvm::stack_trace(t, MAX_FRAMES).unwrap_or_default();
         let (fs, out) = calltrace::shown_frames(&st);
         map.insert(tag, (env, if st.is_empty() { -1 } else { fs.len() as jint }));
@@ -954,14 +1070,21 @@ fn walk(st: &mut State, initial: jobject) -> Result<(), String> {
     unsafe { jvm::follow_references(initial, &cb, st as *mut State as *mut c_void) }.map_err(jvm::err_name)
 }
 
-fn new_state(jni: &jvm::Jni, level: jint, single: bool) -> Result<State, String> {
-    let (classes, class_class) = class_table(jni)?;
+/// The state of a heap dump (`single`: None), or of the OBJECT_DUMP of one object.
+fn new_state(jni: &jvm::Jni, level: jint, single: Option<jobject>) -> Result<State, String> {
+    let (classes, class_class, object_class) = match single {
+        None => class_table(jni)?,
+        Some(obj) => object_classes(jni, obj)?,
+    };
+    let single = single.is_some();
     Ok(State {
         level,
         single,
         out: Vec::new(),
         classes,
         class_class,
+        object_class,
+        class_records: HashMap::default(),
         lengths: HashMap::default(),
         cur: (0, usize::MAX),
         cur_class: usize::MAX,
@@ -989,11 +1112,15 @@ fn finish(env: *mut JNIEnv, jni: &jvm::Jni, st: &mut State) {
     }
 }
 
+/// Takes a heap dump. What calls into the agent (THREAD_START and CLASS_LOAD of what the dump
+/// names, and the CLASS_LOAD that linking a class may cause) happens before and after the
+/// snapshot, never while [`ONE`] is held.
 fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
     let jni = jvm::Jni::of(env);
     let t0 = std::time::Instant::now();
     threads::announce_all();
-    let mut st = new_state(&jni, level, false)?;
+    let mut st = new_state(&jni, level, None)?;
+    let one = ONE.lock();
     let t1 = t0.elapsed();
     // Untouched capacity costs no resident memory; it saves the copies of growing by doubling.
     // (The first dump grows by doubling; large blocks grow by remapping, not copying, so that
@@ -1009,7 +1136,11 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
     let r = walk(&mut st, std::ptr::null_mut());
     let t3 = t0.elapsed();
     resume(&jni, suspended);
-    r?;
+    drop(one);
+    if let Err(e) = r {
+        finish(env, &jni, &mut st);
+        return Err(e);
+    }
     // Class objects JVMTI named but never described get an instance record of
     // java.lang.Class with NULL/0 values, so that every ID of the dump has a record.
     for m in std::mem::take(&mut st.mirrors) {
@@ -1032,24 +1163,42 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
     Ok(Snapshot { state: st, traces, _frames: frames })
 }
 
-/// A dump taken after VM death (the gate closed: inside JVM_SHUT_DOWN) cannot be delivered.
-fn delivered(sent: bool) -> Result<(), String> {
-    if sent { Ok(()) } else { Err("the dump was taken but the event gate is closed (VM death): not delivered".into()) }
+/// Whether a dump may be taken now: not before the agent's `JVM_OnLoad` has returned (the
+/// JVM has not finished starting for the agent; HotSpot 1.5 had not even created its heap).
+fn may_dump() -> Result<(), String> {
+    if !events::is_ready() && !events::is_dead() {
+        return Err("too early: no dump can be taken before JVM_OnLoad has returned (request it from JVM_INIT_DONE on)".into());
+    }
+    Ok(())
 }
 
-/// `RequestEvent(JVMPI_EVENT_HEAP_DUMP, arg)`.
+/// A dump taken after VM death (the gate closed: inside JVM_SHUT_DOWN) cannot be delivered.
+fn delivered(sent: bool) -> Result<(), String> {
+    if sent {
+        Ok(())
+    } else if events::is_dead() {
+        Err("the dump was taken but the event gate is closed (VM death): not delivered".into())
+    } else {
+        Err("the dump was taken but the agent has no NotifyEvent: not delivered".into())
+    }
+}
+
+/// `RequestEvent(JVMPI_EVENT_HEAP_DUMP, arg)`. Any thread may request one from inside any
+/// handler, a HEAP_DUMP's included, as HotSpot 1.5 allowed: nothing of the shim is held while
+/// the event is delivered.
 pub fn request_heap_dump(arg: *mut c_void) -> Result<(), String> {
+    may_dump()?;
     let level = if arg.is_null() {
         JVMPI_DUMP_LEVEL_2
     } else {
-        // SAFETY: the agent passes a JVMPI_HeapDumpArg (JVMPI spec).
-        unsafe { (*(arg as *const JVMPI_HeapDumpArg)).heap_dump_level }
+        crate::safemem::read(arg as *const JVMPI_HeapDumpArg)
+            .ok_or_else(|| format!("the JVMPI_HeapDumpArg at {arg:p} is not readable"))?
+            .heap_dump_level
     };
     if !(JVMPI_DUMP_LEVEL_0..=JVMPI_DUMP_LEVEL_2).contains(&level) {
         return Err(format!("no dump level {level}"));
     }
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
-    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
     let _pins = threads::hold_pins();
     let mut snap = heap_snapshot(env, level)?;
     let out = &mut snap.state.out;
@@ -1062,34 +1211,74 @@ pub fn request_heap_dump(arg: *mut c_void) -> Result<(), String> {
         num_traces: snap.traces.len() as jint,
         traces: if snap.traces.is_empty() { std::ptr::null_mut() } else { snap.traces.as_mut_ptr() },
     };
-    delivered(events::send_requested(&mut ev))?;
+    let records = std::mem::take(&mut snap.state.class_records);
+    let sent = if records.is_empty() {
+        events::send_requested(&mut ev)
+    } else {
+        DELIVERING.with(|d| d.borrow_mut().push((records, snap.state.out.as_ptr())));
+        let sent = events::send_requested(&mut ev);
+        DELIVERING.with(|d| d.borrow_mut().pop());
+        sent
+    };
+    delivered(sent)?;
     Ok(())
 }
 
-/// `RequestEvent(JVMPI_EVENT_OBJECT_DUMP, id)`: one record at level 2.
+thread_local! {
+    /// The level-2 heap dumps being delivered in this thread (innermost last): where each
+    /// class's CLASS_DUMP record is, and the dump's buffer (alive while it is delivered).
+    static DELIVERING: std::cell::RefCell<Vec<(HashMap<jlong, (usize, usize)>, *const u8)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The CLASS_DUMP record of class `tag` in a level-2 heap dump this thread is delivering: an
+/// OBJECT_DUMP of a class asked for from inside the HEAP_DUMP handler (hprof asks for one per
+/// instance it prints) answers with the class as that dump shows it, the snapshot the agent is
+/// reading, at the cost of a copy instead of a heap walk (a safepoint) each.
+fn record_being_delivered(tag: jlong) -> Option<Vec<u8>> {
+    DELIVERING.with(|d| {
+        let d = d.borrow();
+        let (map, buf) = d.last()?;
+        let &(a, b) = map.get(&tag)?;
+        // SAFETY: `buf` is the buffer of the heap dump being delivered in this thread (it lives
+        // until its delivery returns, which pops it); `a..b` is a record inside it.
+        Some(unsafe { std::slice::from_raw_parts(buf.add(a), b - a) }.to_vec())
+    })
+}
+
+/// `RequestEvent(JVMPI_EVENT_OBJECT_DUMP, id)`: one record at level 2. From any handler, an
+/// OBJECT_DUMP's or a HEAP_DUMP's included (hprof asks for the OBJECT_DUMP of a class from
+/// inside its HEAP_DUMP handler: that is how it learns a superclass). The walk of one object
+/// suspends nobody: it takes no lock.
 pub fn request_object_dump(id: jobjectID) -> Result<(), String> {
+    may_dump()?;
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
+    let tag = ids::to_tag(id);
+    if let Some(mut out) = record_being_delivered(tag) {
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_DUMP, env);
+        ev.u.object_dump = ObjectDump { data_len: out.len() as jint, data: out.as_mut_ptr() as *mut _ };
+        return delivered(events::send_requested(&mut ev));
+    }
     let jni = jvm::Jni::of(env);
     let obj = ids::object_of(id)?;
-    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
-    let tag = ids::to_tag(id);
     let r = (|| {
-        let mut st = new_state(&jni, JVMPI_DUMP_LEVEL_2, true)?;
+        let mut st = new_state(&jni, JVMPI_DUMP_LEVEL_2, Some(obj))?;
         let k = jni.object_class(obj);
         let ktag = ids::indexed_tag_of(k).unwrap_or(0);
         jni.delete_local_ref(k);
         if matches!(st.classes.get(ktag).map(|c| &c.layout.kind), Some(Kind::ObjArray { .. })) {
             st.lengths.insert(tag, jni.array_length(obj));
         }
-        walk(&mut st, obj)?;
-        if ktag == st.class_class && st.classes.contains(tag) {
-            st.write_classes(Some(tag));
-        } else if st.cur.0 != tag {
-            // An object that reported nothing: its record has no values.
-            st.begin(tag, ktag);
+        let r = walk(&mut st, obj);
+        if r.is_ok() {
+            if ktag == st.class_class && st.classes.contains(tag) {
+                st.write_classes(Some(tag));
+            } else if st.cur.0 != tag {
+                // An object that reported nothing: its record has no values.
+                st.begin(tag, ktag);
+            }
         }
         finish(env, &jni, &mut st);
-        Ok::<_, String>(st.out)
+        r.map(|()| st.out)
     })();
     jni.delete_local_ref(obj);
     let mut out = r?;
@@ -1208,13 +1397,14 @@ fn write_monitors(java: &[JavaMonitor], raw: &[crate::monitors::RawMonitorState]
 /// waiters, every raw monitor of the agent's, and the traces and statuses of all threads, read
 /// while the other threads are suspended; delivered after they are resumed.
 pub fn request_monitor_dump() -> Result<(), String> {
+    may_dump()?;
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     let jni = jvm::Jni::of(env);
-    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
     let _pins = threads::hold_pins();
     threads::announce_all();
+    let one = ONE.lock();
     let suspended = suspend_others(&jni);
-    let ours: Vec<jlong> = suspended.0.iter().filter_map(|&t| ids::tag_of(t).ok()).collect();
+    let ours: Vec<jlong> = suspended.0.iter().filter_map(|&t| jvm::get_tag(t).ok().filter(|&g| g != 0)).collect();
     let java = java_monitors(&jni);
     let mut raw = crate::monitors::snapshot();
     for m in &mut raw {
@@ -1235,6 +1425,7 @@ pub fn request_monitor_dump() -> Result<(), String> {
         })
         .collect();
     resume(&jni, suspended);
+    drop(one);
     let mut out = write_monitors(&java?, &raw);
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_MONITOR_DUMP, env);
     ev.u.monitor_dump = MonitorDump {

@@ -304,6 +304,10 @@ pub fn attach(vm: *mut JavaVM, raw_options: Option<Vec<u8>>, doors: Doors) -> ji
                 }
             }
         }
+        _ if options::unquoted_jcmd_hint(&text).is_some() => {
+            log::error!("{}", options::unquoted_jcmd_hint(&text).unwrap_or_default());
+            JNI_ERR
+        }
         _ => {
             log::error!("jcmd: unknown jvmpi-shim command `{text}` (known: dump, reset, report[=<file>], [<shim options>,]agent=<lib>[:<options>])");
             JNI_ERR

@@ -40,6 +40,23 @@ pub struct Options {
 /// Families a trace can keep.
 pub const TRACE_FAMILIES: [&str; 9] = ["thread", "class", "object", "gc", "monitor", "method", "jni", "vm", "call"];
 
+/// What `jcmd <pid> JVMTI.agent_load <shim> <options>` hands the shim when the options were typed
+/// unquoted: jcmd's own parser takes `agent=<lib>` (and `log=…`) for a key and value of its own
+/// and passes only the key, the bare word `agent`. The message for that case (None otherwise).
+pub fn unquoted_jcmd_hint(text: &str) -> Option<String> {
+    const KEYS: [&str; 7] = ["agent", "log", "methods", "report", "trace", "trace-events", "trace-max"];
+    let word = text.trim();
+    if !KEYS.contains(&word) {
+        return None;
+    }
+    Some(format!(
+        "jcmd passed the shim only the word `{word}`: typed unquoted, `{word}=…` is taken by jcmd's own parser \
+         for an argument of its own. Quote the whole option string: \
+         jcmd <pid> JVMTI.agent_load <path>/libjvmpi_shim.so '\"agent=<lib>[:<options>]\"', \
+         or let `jvmpi-shim attach <pid> <lib>[:<options>]` build the command"
+    ))
+}
+
 /// Parses the shim's options; the error is a one-line, user-facing message.
 pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
     let raw = raw.unwrap_or(b"");
@@ -121,6 +138,15 @@ mod tests {
 
     fn ok(s: &str) -> Options {
         parse(Some(s.as_bytes())).unwrap()
+    }
+
+    #[test]
+    fn unquoted_jcmd_gives_the_quoted_form() {
+        let m = unquoted_jcmd_hint("agent").unwrap();
+        assert!(m.contains("only the word `agent`"), "{m}");
+        assert!(m.contains("'\"agent=<lib>[:<options>]\"'") && m.contains("jvmpi-shim attach"), "{m}");
+        assert!(unquoted_jcmd_hint("log").is_some());
+        assert!(unquoted_jcmd_hint("agent=x").is_none() && unquoted_jcmd_hint("dump").is_none());
     }
 
     #[test]

@@ -1021,6 +1021,15 @@ impl Jni {
         // SAFETY: `w` is a weak global reference the shim made and drops exactly once.
         unsafe { self.0.delete_weak_global_ref(w) }
     }
+    /// Whether `obj` is a local reference of this thread, a global or a weak global reference.
+    /// HotSpot answers `GetObjectRefType` by looking the address up in its handle blocks and
+    /// storages (never reading through it), so garbage gives JNIInvalidRefType, no crash.
+    pub fn is_valid_ref(&self, obj: jobject) -> bool {
+        let _i = Internal::enter();
+        // SAFETY: GetObjectRefType only looks the handle's address up (see above).
+        let t = unsafe { self.0.get_object_ref_type(obj) };
+        t != jvmti_bindings::sys::jni::jobjectRefType::JNIInvalidRefType
+    }
     pub fn is_same(&self, a: jobject, b: jobject) -> bool {
         // SAFETY: facade contract: live (or weak) references.
         unsafe { self.0.is_same_object(a, b) }

@@ -1,0 +1,144 @@
+//! Memory an agent hands in (a dump argument, a call-trace buffer, a name), read and written
+//! without faulting on a garbage pointer.
+//!
+//! The copies go through the kernel (`process_vm_readv`/`process_vm_writev` on the shim's own
+//! process): an address that is not mapped, or not readable/writable, makes the system call
+//! fail with `EFAULT` instead of raising SIGSEGV in the thread. Page protections are honoured
+//! (a write into read-only memory fails too). Where the system call is not allowed (a seccomp
+//! filter answering `EPERM`/`ENOSYS`), the copy is made directly, as before (one debug line).
+
+use std::ffi::c_char;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+/// The system calls are refused here: copy directly.
+static DIRECT: AtomicBool = AtomicBool::new(false);
+
+fn unavailable(errno: i32) -> bool {
+    if errno == libc::ENOSYS || errno == libc::EPERM {
+        if !DIRECT.swap(true, Relaxed) {
+            log::debug!("process_vm_readv/writev are not allowed here (errno {errno}): agent pointers are used unchecked");
+        }
+        return true;
+    }
+    false
+}
+
+/// Copies `out.len()` bytes from `src` into `out`; false if any of them is not readable.
+pub fn read_bytes(src: *const u8, out: &mut [u8]) -> bool {
+    if out.is_empty() {
+        return true;
+    }
+    if src.is_null() {
+        return false;
+    }
+    if !DIRECT.load(Relaxed) {
+        let local = libc::iovec { iov_base: out.as_mut_ptr() as *mut _, iov_len: out.len() };
+        let remote = libc::iovec { iov_base: src as *mut _, iov_len: out.len() };
+        // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
+        let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        if n >= 0 {
+            return n as usize == out.len();
+        }
+        if !unavailable(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
+            return false;
+        }
+    }
+    // SAFETY: the checked copy is not available; the agent's contract says `src` is readable.
+    unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
+    true
+}
+
+/// Copies `data` to `dst`; false (nothing or part written) if `dst` is not writable.
+pub fn write_bytes(dst: *mut u8, data: &[u8]) -> bool {
+    if data.is_empty() {
+        return true;
+    }
+    if dst.is_null() {
+        return false;
+    }
+    if !DIRECT.load(Relaxed) {
+        let local = libc::iovec { iov_base: data.as_ptr() as *mut _, iov_len: data.len() };
+        let remote = libc::iovec { iov_base: dst as *mut _, iov_len: data.len() };
+        // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
+        let n = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
+        if n >= 0 {
+            return n as usize == data.len();
+        }
+        if !unavailable(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
+            return false;
+        }
+    }
+    // SAFETY: the checked copy is not available; the agent's contract says `dst` is writable.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
+    true
+}
+
+/// Reads a `T` (a plain C struct or number) from `src`; None if it is not readable.
+pub fn read<T: Copy>(src: *const T) -> Option<T> {
+    let mut v = std::mem::MaybeUninit::<T>::zeroed();
+    // SAFETY: the buffer is the `T`'s own bytes.
+    let buf = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, std::mem::size_of::<T>()) };
+    // SAFETY: every byte was copied from a `T` the agent wrote (callers use plain C types).
+    read_bytes(src as *const u8, buf).then(|| unsafe { v.assume_init() })
+}
+
+/// Writes `values` to `dst`; false if `dst` is not writable for all of them.
+pub fn write_slice<T: Copy>(dst: *mut T, values: &[T]) -> bool {
+    // SAFETY: the bytes of plain C values.
+    let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) };
+    write_bytes(dst as *mut u8, bytes)
+}
+
+/// Writes one `T` to `dst`; false if it is not writable.
+pub fn write<T: Copy>(dst: *mut T, v: T) -> bool {
+    write_slice(dst, std::slice::from_ref(&v))
+}
+
+/// The longest agent string read.
+const MAX_STR: usize = 1 << 16;
+
+/// A NUL-terminated string the agent handed in: Ok(None) for NULL, Err if it is not readable
+/// up to its NUL (or longer than 64 KiB).
+pub fn c_str(p: *const c_char) -> Result<Option<String>, String> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    let mut at = p as usize;
+    let mut chunk = [0u8; 256];
+    while bytes.len() < MAX_STR {
+        // Never across a page boundary: the next page may be unmapped though the string ends before it.
+        let n = (4096 - at % 4096).min(chunk.len());
+        if !read_bytes(at as *const u8, &mut chunk[..n]) {
+            return Err(format!("the string at {p:p} is not readable"));
+        }
+        if let Some(z) = chunk[..n].iter().position(|&b| b == 0) {
+            bytes.extend_from_slice(&chunk[..z]);
+            return Ok(Some(String::from_utf8_lossy(&bytes).into_owned()));
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+        at += n;
+    }
+    Err(format!("the string at {p:p} has no end within {MAX_STR} bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_is_refused_and_good_memory_copied() {
+        assert_eq!(read::<i32>(0xdeadbeef as *const i32), None);
+        assert_eq!(read::<i32>(&7), Some(7));
+        let mut x = 0u64;
+        assert!(write(&mut x as *mut u64, 5));
+        assert_eq!(x, 5);
+        assert!(!write(0xdeadbeef as *mut u64, 5));
+        // Read-only memory: a string literal.
+        let lit = b"read only\0";
+        assert!(!write_bytes(lit.as_ptr() as *mut u8, b"x"));
+        assert_eq!(c_str(lit.as_ptr() as *const c_char), Ok(Some("read only".into())));
+        assert!(c_str(0xdeadbeef as *const c_char).is_err());
+        assert_eq!(c_str(std::ptr::null()), Ok(None));
+    }
+}
