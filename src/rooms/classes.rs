@@ -446,13 +446,16 @@ pub fn forget(tag: jlong) -> bool {
         return false;
     }
     let mut methods: Vec<usize> = announced.map(|r| r.methods).unwrap_or_default();
-    if let Some(d) = &described {
+    if let Some(d) = described {
         methods.extend(d.methods.iter().map(|m| m.method_id as usize));
         if d.class != 0 {
             if let Some(jni) = jvm::Jni::current() {
                 jni.delete_weak(d.class as jobject);
             }
         }
+        // No CLASS_UNLOAD will tell the agent: what its CLASS_LOADs pointed to stays readable
+        // for good (the tag, once reused, names nothing of it).
+        UNTOLD.lock().unwrap_or_else(|p| p.into_inner()).push(d);
     }
     lines::invalidate(&methods);
     for m in &methods {
@@ -460,6 +463,9 @@ pub fn forget(tag: jlong) -> bool {
     }
     true
 }
+
+/// Descriptions of classes that died with no CLASS_UNLOAD to tell the agent: kept, never freed.
+static UNTOLD: std::sync::Mutex<Vec<Arc<Described>>> = std::sync::Mutex::new(Vec::new());
 
 thread_local! {
     /// The class whose CLASS_UNLOAD this thread is delivering: its tag and description.
