@@ -95,7 +95,25 @@ pub fn snapshot() -> Vec<RawMonitorState> {
     v
 }
 
-static MONITORS: LazyLock<DashMap<usize, Arc<RawMon>>> = LazyLock::new(DashMap::new);
+/// Handles are the monitors' addresses (distinct, aligned): a multiplicative hash is enough,
+/// and far cheaper than SipHash on a path agents take around every event.
+#[derive(Default)]
+struct HandleHasher(u64);
+impl std::hash::Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.0 = (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+}
+type Handles = DashMap<usize, Arc<RawMon>, std::hash::BuildHasherDefault<HandleHasher>>;
+static MONITORS: LazyLock<Handles> = LazyLock::new(Handles::default);
 static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
@@ -151,10 +169,18 @@ pub fn enter(h: JVMPI_RawMonitor) {
         return;
     }
     let contended = owner != 0;
+    let env = env_now();
+    // Uncontended (agents take their locks around every event, millions of times a second):
+    // no thread is queued, nothing to list for MONITOR_DUMP, no event.
+    if !contended && m.lock.try_enter(me) {
+        m.owner_env.store(env, SeqCst);
+        m.owner.store(me, SeqCst);
+        m.count.store(1, SeqCst);
+        return;
+    }
     if contended {
         event(JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER, &m, h);
     }
-    let env = env_now();
     m.entering.fetch_add(1, SeqCst);
     queue(&m, false, env, true);
     m.lock.enter(me);
@@ -247,6 +273,9 @@ struct LockState {
     count: usize,
     /// Notify-alls so far: a waiter wakes when this changes, not on a spurious wake-up.
     notifications: u64,
+    /// Threads waiting on `free`: leaving the lock wakes one only when there is one (a
+    /// condition variable's notify is a system call even when nobody waits).
+    blocked: usize,
 }
 
 impl Lock {
@@ -262,6 +291,23 @@ impl Lock {
         s
     }
 
+    /// Waits until the lock is free (the state lock is released while waiting).
+    fn until_free<'a>(&self, mut s: MutexGuard<'a, LockState>) -> MutexGuard<'a, LockState> {
+        while s.owner != 0 {
+            s.blocked += 1;
+            s = self.free.wait(s).unwrap_or_else(|p| p.into_inner());
+            s.blocked -= 1;
+        }
+        s
+    }
+
+    /// Wakes one thread waiting for the lock, if any (the state lock is held).
+    fn wake_one(&self, s: &LockState) {
+        if s.blocked > 0 {
+            self.free.notify_one();
+        }
+    }
+
     fn enter(&self, me: u64) {
         let s = self.state();
         if s.owner == me {
@@ -269,9 +315,20 @@ impl Lock {
             s.count += 1;
             return;
         }
-        let mut s = self.until(&self.free, s, |s| s.owner == 0);
+        let mut s = self.until_free(s);
         s.owner = me;
         s.count = 1;
+    }
+
+    /// Enters the lock if it is free, without waiting; false otherwise.
+    fn try_enter(&self, me: u64) -> bool {
+        let mut s = self.state();
+        if s.owner != 0 {
+            return false;
+        }
+        s.owner = me;
+        s.count = 1;
+        true
     }
 
     /// False when `me` does not own the lock.
@@ -283,7 +340,7 @@ impl Lock {
         s.count -= 1;
         if s.count == 0 {
             s.owner = 0;
-            self.free.notify_one();
+            self.wake_one(&s);
         }
         true
     }
@@ -297,7 +354,7 @@ impl Lock {
         }
         let count = std::mem::replace(&mut s.count, 0);
         s.owner = 0;
-        self.free.notify_one();
+        self.wake_one(&s);
         let seen = s.notifications;
         if ms > 0 {
             let deadline = Instant::now() + Duration::from_millis(ms as u64);
@@ -311,7 +368,7 @@ impl Lock {
         } else {
             s = self.until(&self.notified, s, |s| s.notifications != seen);
         }
-        let mut s = self.until(&self.free, s, |s| s.owner == 0);
+        let mut s = self.until_free(s);
         s.owner = me;
         s.count = count;
         true
