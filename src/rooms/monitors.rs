@@ -19,7 +19,7 @@ use dashmap::DashMap;
 use jvmti_bindings::sys::jni::jlong;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard};
+use std::sync::{Condvar, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 struct RawMon {
@@ -59,10 +59,9 @@ fn queue(m: &RawMon, notify: bool, env: usize, add: bool) {
     }
 }
 
-/// One raw monitor as MONITOR_DUMP writes it. The monitor is kept alive (and its name valid)
-/// as long as this lives.
+/// One raw monitor as MONITOR_DUMP writes it (the monitor, and its name, are never freed).
 pub struct RawMonitorState {
-    mon: Arc<RawMon>,
+    mon: &'static RawMon,
     pub handle: usize,
     pub owner: usize,
     pub enter: Vec<usize>,
@@ -82,7 +81,7 @@ pub fn snapshot() -> Vec<RawMonitorState> {
     let mut v: Vec<RawMonitorState> = MONITORS
         .iter()
         .map(|e| {
-            let m = e.value().clone();
+            let m: &'static RawMon = e.value();
             let (enter, notify) = {
                 let q = m.queues.lock().unwrap_or_else(|p| p.into_inner());
                 (q.enter.clone(), q.notify.clone())
@@ -112,7 +111,10 @@ impl std::hash::Hasher for HandleHasher {
         self.0 = (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
     }
 }
-type Handles = DashMap<usize, Arc<RawMon>, std::hash::BuildHasherDefault<HandleHasher>>;
+/// A monitor's memory is never freed (RawMonitorDestroy only forgets the handle): a thread still
+/// inside a destroyed monitor leaves it normally, no handle is ever reused, and a lookup needs no
+/// reference count.
+type Handles = DashMap<usize, &'static RawMon, std::hash::BuildHasherDefault<HandleHasher>>;
 static MONITORS: LazyLock<Handles> = LazyLock::new(Handles::default);
 static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
 
@@ -124,8 +126,8 @@ fn me() -> u64 {
     ME.with(|m| *m)
 }
 
-fn get(h: JVMPI_RawMonitor, what: &str) -> Option<Arc<RawMon>> {
-    let m = MONITORS.get(&(h as usize)).map(|m| m.clone());
+fn get(h: JVMPI_RawMonitor, what: &str) -> Option<&'static RawMon> {
+    let m = MONITORS.get(&(h as usize)).map(|m| *m);
     if m.is_none() {
         crate::face::record::refused(what);
         log::warn!("{what}({h:p}): not a live raw monitor of this agent; ignored");
@@ -144,7 +146,7 @@ fn event(kind: i32, m: &RawMon, h: JVMPI_RawMonitor) {
 
 pub fn create(name: Option<String>) -> JVMPI_RawMonitor {
     let name = name.unwrap_or_default();
-    let m = Arc::new(RawMon {
+    let m: &'static RawMon = Box::leak(Box::new(RawMon {
         lock: Lock::default(),
         quiet: name.starts_with('_'),
         name: jvm::cstring(&name),
@@ -153,8 +155,8 @@ pub fn create(name: Option<String>) -> JVMPI_RawMonitor {
         entering: AtomicUsize::new(0),
         owner_env: AtomicUsize::new(0),
         queues: Mutex::new(Queues::default()),
-    });
-    let h = Arc::as_ptr(&m) as usize;
+    }));
+    let h = m as *const RawMon as usize;
     MONITORS.insert(h, m);
     h as JVMPI_RawMonitor
 }
@@ -165,17 +167,18 @@ pub fn enter(h: JVMPI_RawMonitor) {
     let owner = m.owner.load(SeqCst);
     if owner == me {
         m.lock.enter(me);
-        m.count.fetch_add(1, SeqCst);
+        // Only the owner writes `count` (and `owner_env`); others read them as hints.
+        m.count.store(m.count.load(Relaxed) + 1, Relaxed);
         return;
     }
     let contended = owner != 0;
     let env = env_now();
     // Uncontended (agents take their locks around every event, millions of times a second):
-    // no thread is queued, nothing to list for MONITOR_DUMP, no event.
+    // no thread is queued, nothing to list for MONITOR_DUMP, no event; plain stores.
     if !contended && m.lock.try_enter(me) {
-        m.owner_env.store(env, SeqCst);
-        m.owner.store(me, SeqCst);
-        m.count.store(1, SeqCst);
+        m.owner_env.store(env, Relaxed);
+        m.count.store(1, Relaxed);
+        m.owner.store(me, Release);
         return;
     }
     if contended {
@@ -200,14 +203,15 @@ pub fn exit(h: JVMPI_RawMonitor) {
         log::warn!("RawMonitorExit({h:p}): the calling thread does not own this monitor; ignored");
         return;
     }
-    let last = m.count.load(SeqCst) == 1;
-    if last && m.entering.load(SeqCst) > 0 {
+    let count = m.count.load(Relaxed);
+    if count == 1 && m.entering.load(SeqCst) > 0 {
         // Sent while still the owner, so it precedes the waiter's CONTENDED_ENTERED.
         event(JVMPI_EVENT_RAW_MONITOR_CONTENDED_EXIT, &m, h);
     }
-    if m.count.fetch_sub(1, SeqCst) == 1 {
-        m.owner.store(0, SeqCst);
-        m.owner_env.store(0, SeqCst);
+    m.count.store(count.saturating_sub(1), Relaxed);
+    if count == 1 {
+        m.owner.store(0, Release);
+        m.owner_env.store(0, Relaxed);
     }
     m.lock.exit(me());
 }
@@ -246,7 +250,7 @@ pub fn destroy(h: JVMPI_RawMonitor) {
         log::warn!("RawMonitorDestroy({h:p}): not a live raw monitor of this agent; ignored");
         return;
     };
-    // Threads still inside it keep it alive (they hold a reference) until they leave.
+    // Threads still inside it leave it normally (its memory is kept, see `Handles`).
     let owner = m.owner.load(SeqCst);
     if owner != 0 && owner != me() {
         log::warn!("RawMonitorDestroy({h:p}): destroyed while another thread owns it");
