@@ -52,7 +52,9 @@
 //! `events::send_fast` (a plain store to the thread's counter, a compiler fence, the closed
 //! check, the call). No allocation, no map lookup, no lock, no locked instruction, no
 //! `GetEnv`. Otherwise the general path (`events::send_here` / `events::send`). The rest of the
-//! cost is the JNI call itself: two Java→native transitions per Java call.
+//! cost is the JNI call itself: two Java→native transitions per Java call. INSTRUCTION_START
+//! takes the same hot path (one native call per instruction; `scripts/bench-instructions.sh`
+//! compares it with the JNI floor).
 
 use crate::abi::*;
 use crate::{alloc, bci, calltrace, classes, events, ids, jvm};
