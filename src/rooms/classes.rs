@@ -357,11 +357,22 @@ pub fn has_pending() -> bool {
     !PENDING.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
 }
 
-/// JVMTI ClassLoad. HotSpot 1.5 sent CLASS_LOAD when a class was defined; JVMTI can list a
-/// class's methods only once it is prepared, so the class waits for its ClassPrepare.
+/// JVMTI ClassLoad, in the thread that defined the class. HotSpot 1.5 sent CLASS_LOAD when a
+/// class was defined; JVMTI can list a class's methods only once it is prepared, so the class
+/// waits for its ClassPrepare — which may come in another thread (the first to use the class),
+/// or in the linker thread. While an agent has CLASS_LOAD_HOOK on, the class is linked and
+/// announced here instead, so that its CLASS_LOAD follows its CLASS_LOAD_HOOK in the same
+/// thread, as on HotSpot: agents pair the two per thread (JCOV keeps the class file it parsed
+/// in the hook in a table of the hooking thread's, and takes it out in CLASS_LOAD).
 pub fn on_class_load(env: *mut JNIEnv, k: jclass) {
     if !events::is_ready() || !events::enabled(JVMPI_EVENT_CLASS_LOAD) {
         return;
+    }
+    if events::enabled(JVMPI_EVENT_CLASS_LOAD_HOOK) && !jvm::shim_internal() {
+        match announce(env, k, false) {
+            Ok(_) => return,
+            Err(e) => log::debug!("CLASS_LOAD in the defining thread: {e}; the class waits for its ClassPrepare"),
+        }
     }
     let g = jvm::Jni::of(env).new_global_ref(k);
     if g.is_null() {

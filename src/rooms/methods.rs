@@ -52,7 +52,9 @@
 //! `events::send_fast` (a plain store to the thread's counter, a compiler fence, the closed
 //! check, the call). No allocation, no map lookup, no lock, no locked instruction, no
 //! `GetEnv`. Otherwise the general path (`events::send_here` / `events::send`). The rest of the
-//! cost is the JNI call itself: two Java→native transitions per Java call.
+//! cost is the JNI call itself: two Java→native transitions per Java call. INSTRUCTION_START
+//! takes the same hot path (one native call per instruction; `scripts/bench-instructions.sh`
+//! compares it with the JNI floor).
 
 use crate::abi::*;
 use crate::{alloc, bci, calltrace, classes, events, ids, jvm};
@@ -472,6 +474,12 @@ fn on_enter(env: *mut JNIEnv, index: jint, receiver: Option<jobject>) {
 /// the method's slot, the gate. False: take the general path.
 #[inline(always)]
 fn fast(env: *mut JNIEnv, event: jint, index: jint) -> bool {
+    fast_with(env, event, index, |ev, m| ev.u.method = Method { method_id: m })
+}
+
+/// [`fast`] for any method event: `fill` writes the event's body from the method.
+#[inline(always)]
+fn fast_with(env: *mut JNIEnv, event: jint, index: jint, fill: impl FnOnce(&mut JVMPI_Event, jmethodID)) -> bool {
     if !events::fast(event) {
         return false;
     }
@@ -484,9 +492,15 @@ fn fast(env: *mut JNIEnv, event: jint, index: jint) -> bool {
     // A method's first event takes the general path, which resolves it.
     let Some(m) = method_known(index) else { return false };
     let mut ev = JVMPI_Event::new(event, env);
-    ev.u.method = Method { method_id: m };
+    fill(&mut ev, m);
     events::send_fast(&mut ev, counter);
     true
+}
+
+/// INSTRUCTION_START on the hot path ([`fast`]): same conditions, same cost as a method event.
+#[inline(always)]
+fn fast_insn(env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) -> bool {
+    fast_with(env, JVMPI_EVENT_INSTRUCTION_START, index, |ev, m| ev.u.instruction = Instruction { method_id: m, offset, u })
 }
 
 // The natives run the hot path ([`fast`]) unguarded: it cannot panic (no allocation, no lock,
@@ -530,26 +544,37 @@ fn send_insn(env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) {
     post(h, &mut ev);
 }
 
+/// A branch's outcome. The whole union is written (the other bytes zero): the event is copied
+/// as a whole, and a wide read of bytes only partly written stalls the store buffer.
+#[inline(always)]
 fn if_info(taken: bool) -> InstructionInfo {
-    InstructionInfo { if_info: IfInfo { is_true: taken as _ } }
+    let mut u = InstructionInfo { tableswitch_info: TableswitchInfo { key: 0, low: 0, hi: 0 } };
+    u.if_info = IfInfo { is_true: taken as _ };
+    u
+}
+
+/// An instruction's event: the hot path ([`fast_insn`]), else the general one under `guard`.
+#[inline(always)]
+fn on_insn(what: &str, env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) {
+    if !fast_insn(env, index, offset, u) {
+        crate::guard(what, (), || send_insn(env, index, offset, u))
+    }
 }
 
 unsafe extern "system" fn insn(env: *mut JNIEnv, _k: jclass, index: jint, offset: jint) {
-    crate::guard("JvmpiShimMethods.insn", (), || send_insn(env, index, offset, if_info(false)))
+    on_insn("JvmpiShimMethods.insn", env, index, offset, if_info(false))
 }
 
 unsafe extern "system" fn if_int(env: *mut JNIEnv, _k: jclass, v: jint, index: jint, offset: jint, op: jint) {
-    crate::guard("JvmpiShimMethods.ifInt", (), || send_insn(env, index, offset, if_info(bci::branch_taken(op, 0, v))))
+    on_insn("JvmpiShimMethods.ifInt", env, index, offset, if_info(bci::branch_taken(op, 0, v)))
 }
 
 unsafe extern "system" fn if_cmp(env: *mut JNIEnv, _k: jclass, a: jint, b: jint, index: jint, offset: jint, op: jint) {
-    crate::guard("JvmpiShimMethods.ifCmp", (), || send_insn(env, index, offset, if_info(bci::branch_taken(op, a, b))))
+    on_insn("JvmpiShimMethods.ifCmp", env, index, offset, if_info(bci::branch_taken(op, a, b)))
 }
 
 unsafe extern "system" fn if_ref(env: *mut JNIEnv, _k: jclass, o: jobject, index: jint, offset: jint, op: jint) {
-    crate::guard("JvmpiShimMethods.ifRef", (), || {
-        send_insn(env, index, offset, if_info(bci::branch_taken(op, 0, (!o.is_null()) as i32)))
-    })
+    on_insn("JvmpiShimMethods.ifRef", env, index, offset, if_info(bci::branch_taken(op, 0, (!o.is_null()) as i32)))
 }
 
 unsafe extern "system" fn if_acmp(env: *mut JNIEnv, _k: jclass, a: jobject, b: jobject, index: jint, offset: jint, op: jint) {
@@ -561,9 +586,7 @@ unsafe extern "system" fn if_acmp(env: *mut JNIEnv, _k: jclass, a: jobject, b: j
 }
 
 unsafe extern "system" fn table_switch(env: *mut JNIEnv, _k: jclass, key: jint, index: jint, offset: jint, low: jint, hi: jint) {
-    crate::guard("JvmpiShimMethods.tableSwitch", (), || {
-        send_insn(env, index, offset, InstructionInfo { tableswitch_info: TableswitchInfo { key, low, hi } })
-    })
+    on_insn("JvmpiShimMethods.tableSwitch", env, index, offset, InstructionInfo { tableswitch_info: TableswitchInfo { key, low, hi } })
 }
 
 unsafe extern "system" fn lookup_switch(env: *mut JNIEnv, _k: jclass, key: jint, index: jint, offset: jint) {

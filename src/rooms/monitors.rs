@@ -19,7 +19,7 @@ use dashmap::DashMap;
 use jvmti_bindings::sys::jni::jlong;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard};
+use std::sync::{Condvar, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 struct RawMon {
@@ -60,10 +60,9 @@ fn queue(m: &RawMon, notify: bool, env: usize, add: bool) {
     }
 }
 
-/// One raw monitor as MONITOR_DUMP writes it. The monitor is kept alive (and its name valid)
-/// as long as this lives.
+/// One raw monitor as MONITOR_DUMP writes it (the monitor, and its name, are never freed).
 pub struct RawMonitorState {
-    mon: Arc<RawMon>,
+    mon: &'static RawMon,
     pub handle: usize,
     pub owner: usize,
     pub enter: Vec<usize>,
@@ -83,7 +82,7 @@ pub fn snapshot() -> Vec<RawMonitorState> {
     let mut v: Vec<RawMonitorState> = MONITORS
         .iter()
         .map(|e| {
-            let m = e.value().clone();
+            let m: &'static RawMon = e.value();
             let (enter, notify) = {
                 let q = m.queues.lock().unwrap_or_else(|p| p.into_inner());
                 (q.enter.clone(), q.notify.clone())
@@ -96,7 +95,28 @@ pub fn snapshot() -> Vec<RawMonitorState> {
     v
 }
 
-static MONITORS: LazyLock<DashMap<usize, Arc<RawMon>>> = LazyLock::new(DashMap::new);
+/// Handles are the monitors' addresses (distinct, aligned): a multiplicative hash is enough,
+/// and far cheaper than SipHash on a path agents take around every event.
+#[derive(Default)]
+struct HandleHasher(u64);
+impl std::hash::Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.0 = (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+}
+/// A monitor's memory is never freed (RawMonitorDestroy only forgets the handle): a thread still
+/// inside a destroyed monitor leaves it normally, no handle is ever reused, and a lookup needs no
+/// reference count.
+type Handles = DashMap<usize, &'static RawMon, std::hash::BuildHasherDefault<HandleHasher>>;
+static MONITORS: LazyLock<Handles> = LazyLock::new(Handles::default);
 static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
@@ -119,8 +139,8 @@ pub fn assume_identity(id: u64) {
     ME.with(|m| m.set(id));
 }
 
-fn get(h: JVMPI_RawMonitor, what: &str) -> Option<Arc<RawMon>> {
-    let m = MONITORS.get(&(h as usize)).map(|m| m.clone());
+fn get(h: JVMPI_RawMonitor, what: &str) -> Option<&'static RawMon> {
+    let m = MONITORS.get(&(h as usize)).map(|m| *m);
     if m.is_none() {
         crate::face::record::refused(what);
         log::warn!("{what}({h:p}): not a live raw monitor of this agent; ignored");
@@ -139,7 +159,7 @@ fn event(kind: i32, m: &RawMon, h: JVMPI_RawMonitor) {
 
 pub fn create(name: Option<String>) -> JVMPI_RawMonitor {
     let name = name.unwrap_or_default();
-    let m = Arc::new(RawMon {
+    let m: &'static RawMon = Box::leak(Box::new(RawMon {
         lock: Lock::default(),
         quiet: name.starts_with('_'),
         name: jvm::cstring(&name),
@@ -148,8 +168,8 @@ pub fn create(name: Option<String>) -> JVMPI_RawMonitor {
         entering: AtomicUsize::new(0),
         owner_env: AtomicUsize::new(0),
         queues: Mutex::new(Queues::default()),
-    });
-    let h = Arc::as_ptr(&m) as usize;
+    }));
+    let h = m as *const RawMon as usize;
     MONITORS.insert(h, m);
     h as JVMPI_RawMonitor
 }
@@ -160,14 +180,23 @@ pub fn enter(h: JVMPI_RawMonitor) {
     let owner = m.owner.load(SeqCst);
     if owner == me {
         m.lock.enter(me);
-        m.count.fetch_add(1, SeqCst);
+        // Only the owner writes `count` (and `owner_env`); others read them as hints.
+        m.count.store(m.count.load(Relaxed) + 1, Relaxed);
         return;
     }
     let contended = owner != 0;
+    let env = env_now();
+    // Uncontended (agents take their locks around every event, millions of times a second):
+    // no thread is queued, nothing to list for MONITOR_DUMP, no event; plain stores.
+    if !contended && m.lock.try_enter(me) {
+        m.owner_env.store(env, Relaxed);
+        m.count.store(1, Relaxed);
+        m.owner.store(me, Release);
+        return;
+    }
     if contended {
         event(JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER, &m, h);
     }
-    let env = env_now();
     m.entering.fetch_add(1, SeqCst);
     queue(&m, false, env, true);
     m.lock.enter(me);
@@ -187,14 +216,15 @@ pub fn exit(h: JVMPI_RawMonitor) {
         log::warn!("RawMonitorExit({h:p}): the calling thread does not own this monitor; ignored");
         return;
     }
-    let last = m.count.load(SeqCst) == 1;
-    if last && m.entering.load(SeqCst) > 0 {
+    let count = m.count.load(Relaxed);
+    if count == 1 && m.entering.load(SeqCst) > 0 {
         // Sent while still the owner, so it precedes the waiter's CONTENDED_ENTERED.
         event(JVMPI_EVENT_RAW_MONITOR_CONTENDED_EXIT, &m, h);
     }
-    if m.count.fetch_sub(1, SeqCst) == 1 {
-        m.owner.store(0, SeqCst);
-        m.owner_env.store(0, SeqCst);
+    m.count.store(count.saturating_sub(1), Relaxed);
+    if count == 1 {
+        m.owner.store(0, Release);
+        m.owner_env.store(0, Relaxed);
     }
     m.lock.exit(me());
 }
@@ -233,7 +263,7 @@ pub fn destroy(h: JVMPI_RawMonitor) {
         log::warn!("RawMonitorDestroy({h:p}): not a live raw monitor of this agent; ignored");
         return;
     };
-    // Threads still inside it keep it alive (they hold a reference) until they leave.
+    // Threads still inside it leave it normally (its memory is kept, see `Handles`).
     let owner = m.owner.load(SeqCst);
     if owner != 0 && owner != me() {
         log::warn!("RawMonitorDestroy({h:p}): destroyed while another thread owns it");
@@ -260,6 +290,9 @@ struct LockState {
     count: usize,
     /// Notify-alls so far: a waiter wakes when this changes, not on a spurious wake-up.
     notifications: u64,
+    /// Threads waiting on `free`: leaving the lock wakes one only when there is one (a
+    /// condition variable's notify is a system call even when nobody waits).
+    blocked: usize,
 }
 
 impl Lock {
@@ -275,6 +308,23 @@ impl Lock {
         s
     }
 
+    /// Waits until the lock is free (the state lock is released while waiting).
+    fn until_free<'a>(&self, mut s: MutexGuard<'a, LockState>) -> MutexGuard<'a, LockState> {
+        while s.owner != 0 {
+            s.blocked += 1;
+            s = self.free.wait(s).unwrap_or_else(|p| p.into_inner());
+            s.blocked -= 1;
+        }
+        s
+    }
+
+    /// Wakes one thread waiting for the lock, if any (the state lock is held).
+    fn wake_one(&self, s: &LockState) {
+        if s.blocked > 0 {
+            self.free.notify_one();
+        }
+    }
+
     fn enter(&self, me: u64) {
         let s = self.state();
         if s.owner == me {
@@ -282,9 +332,20 @@ impl Lock {
             s.count += 1;
             return;
         }
-        let mut s = self.until(&self.free, s, |s| s.owner == 0);
+        let mut s = self.until_free(s);
         s.owner = me;
         s.count = 1;
+    }
+
+    /// Enters the lock if it is free, without waiting; false otherwise.
+    fn try_enter(&self, me: u64) -> bool {
+        let mut s = self.state();
+        if s.owner != 0 {
+            return false;
+        }
+        s.owner = me;
+        s.count = 1;
+        true
     }
 
     /// False when `me` does not own the lock.
@@ -296,7 +357,7 @@ impl Lock {
         s.count -= 1;
         if s.count == 0 {
             s.owner = 0;
-            self.free.notify_one();
+            self.wake_one(&s);
         }
         true
     }
@@ -310,7 +371,7 @@ impl Lock {
         }
         let count = std::mem::replace(&mut s.count, 0);
         s.owner = 0;
-        self.free.notify_one();
+        self.wake_one(&s);
         let seen = s.notifications;
         if ms > 0 {
             let deadline = Instant::now() + Duration::from_millis(ms as u64);
@@ -324,7 +385,7 @@ impl Lock {
         } else {
             s = self.until(&self.notified, s, |s| s.notifications != seen);
         }
-        let mut s = self.until(&self.free, s, |s| s.owner == 0);
+        let mut s = self.until_free(s);
         s.owner = me;
         s.count = count;
         true

@@ -12,7 +12,9 @@
  * trace (in METHOD_ENTRY of a logged method, check GetCallTrace: the entered method on top, at
  * its first line; and log its caller with the caller's line), count (print per-method entry counts at JVM_SHUT_DOWN instead of logging
  * each event), bench (count METHOD_ENTRY and METHOD_EXIT only, print the totals at shutdown),
- * off-again (disable the events again at the end of JVM_OnLoad).
+ * off-again (disable the events again at the end of JVM_OnLoad), bench-lock (with bench: also
+ * count INSTRUCTION_START, inside RawMonitorEnter/Exit of one raw monitor, as JCOV's handler
+ * does; scripts/bench-instructions.sh).
  * The program's natives `MethodsProg.mark(Object)` and `MethodsProg.toggle(boolean)` are
  * implemented here.
  */
@@ -29,7 +31,8 @@ static JVMPI_Interface *jvmpi;
 static FILE *out;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char only[128];
-static int opt_trace, opt_count, opt_bench, opt_off_again;
+static int opt_trace, opt_count, opt_bench, opt_off_again, opt_bench_lock;
+static JVMPI_RawMonitor bench_monitor;
 static int want_entry, want_entry2, want_exit, want_insn;
 static volatile long entries, exits, entries2, insns;
 
@@ -114,6 +117,16 @@ static void notify(JVMPI_Event *e) {
     if (opt_bench) {
         if (type == JVMPI_EVENT_METHOD_ENTRY) { __atomic_add_fetch(&entries, 1, __ATOMIC_RELAXED); return; }
         if (type == JVMPI_EVENT_METHOD_EXIT) { __atomic_add_fetch(&exits, 1, __ATOMIC_RELAXED); return; }
+        if (type == JVMPI_EVENT_INSTRUCTION_START) {
+            if (opt_bench_lock) {
+                jvmpi->RawMonitorEnter(bench_monitor);
+                insns++;
+                jvmpi->RawMonitorExit(bench_monitor);
+            } else {
+                __atomic_add_fetch(&insns, 1, __ATOMIC_RELAXED);
+            }
+            return;
+        }
     }
     pthread_mutex_lock(&lock);
     struct meth *m;
@@ -152,7 +165,7 @@ static void notify(JVMPI_Event *e) {
             for (unsigned i = 0; i < SLOTS; i++)
                 if (table[i].id && table[i].logged) line("COUNT %s %ld", table[i].name, table[i].count);
         line("TOTAL entries=%ld entries2=%ld exits=%ld insns=%ld", entries, entries2, exits, insns);
-        if (opt_bench) fprintf(stderr, "agent: METHOD_ENTRY %ld METHOD_EXIT %ld\n", entries, exits);
+        if (opt_bench) fprintf(stderr, "agent: METHOD_ENTRY %ld METHOD_EXIT %ld INSTRUCTION_START %ld\n", entries, exits, insns);
         break;
     }
     pthread_mutex_unlock(&lock);
@@ -187,6 +200,7 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
         else if (!strcmp(tok, "trace")) opt_trace = 1;
         else if (!strcmp(tok, "count")) opt_count = 1;
         else if (!strcmp(tok, "bench")) opt_bench = 1;
+        else if (!strcmp(tok, "bench-lock")) opt_bench = opt_bench_lock = 1;
         else if (!strcmp(tok, "off-again")) opt_off_again = 1;
         else if (!strncmp(tok, "enable=", 7)) {
             char *p = tok + 7;
@@ -201,6 +215,7 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
     }
     if ((*vm)->GetEnv(vm, (void **)&jvmpi, JVMPI_VERSION_1_1) != JNI_OK) return JNI_ERR;
     jvmpi->NotifyEvent = notify;
+    if (opt_bench_lock) bench_monitor = jvmpi->RawMonitorCreate("bench_lock");
     if (!opt_bench && jvmpi->EnableEvent(JVMPI_EVENT_CLASS_LOAD, NULL) != JVMPI_SUCCESS) return JNI_ERR;
     if (jvmpi->EnableEvent(JVMPI_EVENT_JVM_SHUT_DOWN, NULL) != JVMPI_SUCCESS) return JNI_ERR;
     /* A coverage tool cannot work without its events: refuse to start. */
