@@ -465,8 +465,50 @@ fn on_enter(env: *mut JNIEnv, index: jint, receiver: Option<jobject>) {
     }
     let Some(h) = here_if_live() else { return };
     if let Some(m) = method_of(index) {
-        send_entry(h, env, m, receiver)
+        send_entry(h, env, m, receiver);
+        held_back_entry(h);
     }
+}
+
+thread_local! {
+    /// Activations of this thread whose METHOD_ENTRY was not sent because the thread could not
+    /// be announced yet (an attaching thread still constructing its `Thread`), and those entered
+    /// (and sent) since, which nest inside them: (not sent, sent since).
+    static HELD_BACK: std::cell::Cell<(u32, u32)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// After an entry on the general path: counts it as held back if the thread is still not
+/// announced (the gate dropped it), or as nested inside held-back ones.
+fn held_back_entry(before: u8) {
+    let announced = jvm::here() & jvm::ANNOUNCED != 0;
+    HELD_BACK.with(|c| {
+        let (unsent, since) = c.get();
+        if before & jvm::ANNOUNCED == 0 && !announced {
+            c.set((unsent + 1, since));
+            jvm::set_unsent_here(true);
+        } else if unsent > 0 {
+            c.set((unsent, since + 1));
+        }
+    })
+}
+
+/// Whether this exit ends an activation whose METHOD_ENTRY was held back: then its METHOD_EXIT
+/// is not sent either (an agent keeping its own call stack would find nothing to pop).
+fn held_back_exit() -> bool {
+    HELD_BACK.with(|c| match c.get() {
+        (0, _) => false,
+        (unsent, since) if since > 0 => {
+            c.set((unsent, since - 1));
+            false
+        }
+        (unsent, _) => {
+            c.set((unsent - 1, 0));
+            if unsent == 1 {
+                jvm::set_unsent_here(false);
+            }
+            true
+        }
+    })
 }
 
 /// The hottest path of the natives: the event alone takes [`events::send_fast`] and the thread
@@ -484,7 +526,7 @@ fn fast_with(env: *mut JNIEnv, event: jint, index: jint, fill: impl FnOnce(&mut 
         return false;
     }
     let (h, counter) = jvm::here_and_counter();
-    if h & (jvm::INTERNAL | jvm::ANNOUNCED) != jvm::ANNOUNCED {
+    if h & (jvm::INTERNAL | jvm::ANNOUNCED | jvm::UNSENT) != jvm::ANNOUNCED {
         return false;
     }
     // A thread's first event takes the general path, which gives it its counter.
@@ -527,6 +569,9 @@ unsafe extern "system" fn exit(env: *mut JNIEnv, _k: jclass, index: jint) {
             return;
         }
         let Some(h) = here_if_live() else { return };
+        if h & jvm::UNSENT != 0 && held_back_exit() {
+            return;
+        }
         if let Some(m) = method_of(index) {
             send_exit(h, env, m)
         }

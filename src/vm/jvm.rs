@@ -829,6 +829,15 @@ pub const INTERNAL: u8 = 1;
 /// The thread has been registered and (if the agent wants it) announced to the agent: events
 /// sent in it need no THREAD_START first (kept by the threads room).
 pub const ANNOUNCED: u8 = 2;
+/// The thread has method activations whose METHOD_ENTRY was not sent (entered before it could
+/// be announced): its method events take the general path, which holds back their exits
+/// (kept by the methods room).
+pub const UNSENT: u8 = 4;
+
+/// Sets or clears [`UNSENT`] for the current thread.
+pub fn set_unsent_here(on: bool) {
+    HERE.with(|h| h.flags.set(if on { h.flags.get() | UNSENT } else { h.flags.get() & !UNSENT }));
+}
 
 /// The current thread's flags ([`INTERNAL`], [`ANNOUNCED`]): one thread-local read.
 #[inline]
