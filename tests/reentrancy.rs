@@ -68,7 +68,10 @@ fn every_function_from_every_handler() {
         // The requests made from inside handlers were answered, not refused.
         for l in r.lines_with("DONE ") {
             let refused: u32 = l.split("refused=").nth(1).and_then(|s| s.split_whitespace().next()).and_then(|s| s.parse().ok()).unwrap_or(99);
-            if !l.contains("JVM_SHUT_DOWN") && !l.contains("THREAD_END") {
+            // Refusals are expected where the thread is ending: THREAD_END, JVM_SHUT_DOWN, and a
+            // MONITOR_CONTENDED_EXIT that an owner sends itself just before its THREAD_END (it
+            // owed it to a thread still waiting to enter).
+            if !l.contains("JVM_SHUT_DOWN") && !l.contains("THREAD_END") && !l.contains("MONITOR_CONTENDED_EXIT") {
                 assert_eq!(refused, 0, "refusals in {l}\n{}", r.describe());
             }
         }
