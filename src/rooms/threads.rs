@@ -150,11 +150,9 @@ fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result
         return Ok(());
     }
     let (name, group, parent) = jvm::thread_names(rec.jthread()).map_err(jvm::err_name)?;
-    if !requested && group.is_empty() {
+    if !requested && name.is_empty() && group.is_empty() {
         // A thread attaching itself (DestroyJavaVM) is still running its Thread's constructor:
         // it is announced with its name once that is done (its JVMTI ThreadStart, or a later event).
-        // A thread with no group has ended (`Thread.exit` clears it): what it still does (waking
-        // its joiners) is not announced as a new thread.
         return Err(UNNAMED.into());
     }
     let to = if requested { 0 } else { want & !rec.announced.fetch_or(want, SeqCst) };
