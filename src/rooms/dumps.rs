@@ -1239,8 +1239,8 @@ fn record_being_delivered(tag: jlong) -> Option<Vec<u8>> {
         let d = d.borrow();
         let (map, buf) = d.last()?;
         let &(a, b) = map.get(&tag)?;
-        // SAFETY: `buf` is the buffer of the heap dump being delivered in this thread (it lives
-        // until its delivery returns, which pops it); `a..b` is a record inside it.
+        // `buf` lives until its delivery returns, which pops it.
+        // SAFETY: `buf` is the buffer of the heap dump being delivered in this thread; `a..b` is a record inside it.
         Some(unsafe { std::slice::from_raw_parts(buf.add(a), b - a) }.to_vec())
     })
 }

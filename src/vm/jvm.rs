@@ -429,8 +429,8 @@ pub fn object_with_tag(tag: jlong) -> Result<Option<jobject>> {
 /// iteration with tagging plus one `GetTag` per object of the heap (README, "Object IDs").
 pub fn each_tagged_object(jni: &Jni, mut f: impl FnMut(jlong, jobject)) -> Result<usize> {
     unsafe extern "system" fn mark(_ct: jlong, _size: jlong, tag: *mut jlong, _len: jint, ud: *mut c_void) -> jint {
-        // SAFETY: JVMTI passes the tag slot of the object being visited; `ud` is the counter
-        // owned by the enclosing call, alive for the iteration.
+        // `ud` is owned by the enclosing call and alive for the iteration.
+        // SAFETY: JVMTI passes the tag slot of the object being visited; `ud` is the counter.
         unsafe {
             *tag = 1;
             *(ud as *mut jlong) += 1;
@@ -444,8 +444,8 @@ pub fn each_tagged_object(jni: &Jni, mut f: impl FnMut(jlong, jobject)) -> Resul
     if unsafe { (real.get_env)(real.vm as *mut JavaVM, &mut p, jvmti::JVMTI_VERSION_1_2) } != jni::JNI_OK || p.is_null() {
         return Err(jvmtiError::INVALID_ENVIRONMENT);
     }
-    // SAFETY: `p` is a jvmtiEnv* just returned by GetEnv; it is disposed of below and used by
-    // this call only.
+    // It is disposed of below and used by this call only.
+    // SAFETY: `p` is a jvmtiEnv* just returned by GetEnv.
     let b = unsafe { Jvmti::from_raw(p as *mut jvmti::jvmtiEnv) };
     let r = (|| {
         let mut c = jvmti::jvmtiCapabilities::default();
