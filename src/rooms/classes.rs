@@ -333,6 +333,7 @@ pub fn on_class_prepare(env: *mut JNIEnv, k: jclass) {
         if let Err(e) = announce(env, k, false) {
             log::debug!("CLASS_LOAD: {e}");
         }
+        flush_own(env);
     }
 }
 
@@ -347,6 +348,9 @@ static PENDING: Mutex<Vec<(usize, Instant)>> = Mutex::new(Vec::new());
 static LINKER: OnceLock<std::thread::Thread> = OnceLock::new();
 /// How long a loaded class may wait for the JVM to prepare it before the shim links it.
 pub const PENDING_AGE: Duration = Duration::from_millis(50);
+/// How long the linker thread leaves a class the shim's own work loaded to the thread that
+/// did that work (see [`flush_own`]).
+const OWN_GRACE: Duration = Duration::from_secs(2);
 
 /// Registers the thread that calls [`flush_pending`] when woken.
 pub fn set_linker(t: std::thread::Thread) {
@@ -357,36 +361,77 @@ pub fn has_pending() -> bool {
     !PENDING.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
 }
 
-/// JVMTI ClassLoad, in the thread that defined the class. HotSpot 1.5 sent CLASS_LOAD when a
-/// class was defined; JVMTI can list a class's methods only once it is prepared, so the class
-/// waits for its ClassPrepare — which may come in another thread (the first to use the class),
-/// or in the linker thread. While an agent has CLASS_LOAD_HOOK on, the class is linked and
-/// announced here instead, so that its CLASS_LOAD follows its CLASS_LOAD_HOOK in the same
-/// thread, as on HotSpot: agents pair the two per thread (JCOV keeps the class file it parsed
-/// in the hook in a table of the hooking thread's, and takes it out in CLASS_LOAD).
+/// JVMTI ClassLoad, in the thread that defined the class. HotSpot 1.5 sent CLASS_LOAD there,
+/// when the class was defined; JVMTI can list a class's methods only once it is prepared, so
+/// the class is linked and announced here, in the defining thread, as on HotSpot:
+/// - agents pair CLASS_LOAD_HOOK and CLASS_LOAD per thread (JCOV keeps the class file it
+///   parsed in the hook in a table of the hooking thread's, and takes it out in CLASS_LOAD);
+/// - agents that keep their method tables without a lock (NiagaraST) rely on a
+///   single-threaded program getting its CLASS_LOADs in one thread: a class announced later
+///   by whichever thread prepares it first, or by the linker thread, raced the program's own.
+///
+/// Only when that fails (or for the shim's own loads) does the class wait for its ClassPrepare,
+/// or for the linker thread after `PENDING_AGE`.
 pub fn on_class_load(env: *mut JNIEnv, k: jclass) {
     if !events::is_ready() || !events::enabled(JVMPI_EVENT_CLASS_LOAD) {
         return;
     }
-    if events::enabled(JVMPI_EVENT_CLASS_LOAD_HOOK) && !jvm::shim_internal() {
+    if !jvm::shim_internal() {
         match announce(env, k, false) {
-            Ok(_) => return,
+            Ok(_) => return flush_own(env),
             Err(e) => log::debug!("CLASS_LOAD in the defining thread: {e}; the class waits for its ClassPrepare"),
         }
     }
-    let g = jvm::Jni::of(env).new_global_ref(k);
+    let jni = jvm::Jni::of(env);
+    let g = jni.new_global_ref(k);
     if g.is_null() {
         return;
     }
+    let mut loaded = Instant::now();
+    if jvm::shim_internal() {
+        // Loaded by the shim's own Java calls on this thread's behalf: announced by this
+        // thread as soon as that work is done (`flush_own`), the linker thread standing by
+        // for `OWN_GRACE` (that work may be a whole catch-up, with the agent's handlers).
+        let own = jni.new_global_ref(k);
+        if !own.is_null() {
+            OWN_PENDING.with(|p| p.borrow_mut().push(own as usize));
+            loaded += OWN_GRACE;
+        }
+    }
     let first = {
         let mut p = PENDING.lock().unwrap_or_else(|p| p.into_inner());
-        p.push((g as usize, Instant::now()));
+        p.push((g as usize, loaded));
         p.len() == 1
     };
     if first {
         if let Some(t) = LINKER.get() {
             t.unpark();
         }
+    }
+}
+
+thread_local! {
+    /// Classes this thread loaded inside the shim's own work (global references), to announce
+    /// in this thread once that work is done.
+    static OWN_PENDING: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Announces, in this thread, the classes its own shim work loaded (see [`on_class_load`]):
+/// at the end of its ClassLoad and ClassPrepare callbacks and of the gate's opening, where
+/// this thread holds no lock of the shim. Announcing may load more; they are announced too.
+pub fn flush_own(env: *mut JNIEnv) {
+    if jvm::shim_internal() {
+        return;
+    }
+    let jni = jvm::Jni::of(env);
+    loop {
+        let Some(g) = OWN_PENDING.with(|p| p.borrow_mut().pop()) else { return };
+        if events::is_ready() && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
+            if let Err(e) = announce(env, g as jclass, false) {
+                log::debug!("CLASS_LOAD (a class the shim's work loaded): {e}");
+            }
+        }
+        jni.delete_global_ref(g as jclass);
     }
 }
 

@@ -165,6 +165,7 @@ fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), String> {
     }
     natives::start(env);
     control::open_gate();
+    classes::flush_own(env);
     if events::enabled(JVMPI_EVENT_JVM_INIT_DONE) {
         events::send(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_INIT_DONE, env));
     }
