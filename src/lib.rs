@@ -4,41 +4,45 @@
 //! a JVMPI agent, answers its `GetEnv(JVMPI_VERSION_1…)` with a complete `JVMPI_Interface`, and
 //! turns JVMTI callbacks into the JVMPI event stream. Several `-agentpath` options load several
 //! agents (at most `table::MAX_AGENTS`), each with its own table, event mask and thread-local
-//! storage (see README, "Several agents in one JVM"). One room per JVMPI concept:
+//! storage (see docs/several-agents.md). One room per JVMPI concept, in three layers (the folders
+//! `face/`, `rooms/`, `vm/`; the module map of every file is in docs/design.md):
 //!
-//! | room          | what lives there                                                          |
-//! |---------------|---------------------------------------------------------------------------|
-//! | [`abi`]       | every JVMPI type and constant, with compile-time layout checks           |
-//! | [`options`]   | the shim's option string                                                  |
-//! | [`loader`]    | finding and `dlopen`ing the agent, its `JVM_OnLoad`, the hooked `GetEnv` |
-//! | [`lifecycle`] | start-up, JVM_INIT_DONE, JVM_SHUT_DOWN, DATA_DUMP_REQUEST, ProfilerExit  |
-//! | [`interface`] | the `JVMPI_Interface` table and its 28 doors (function → room index)      |
-//! | [`access`]    | who may call each function when: unattached threads, after JVM_SHUT_DOWN |
-//! | [`events`]    | EnableEvent / DisableEvent / RequestEvent, delivery and its gate         |
-//! | [`ids`]       | jobjectIDs as JVMTI tags (slots reused), the ID → object index           |
-//! | [`objects`]   | OBJECT_ALLOC descriptions (RequestEvent), the arena                       |
-//! | [`alloc`]     | allocation tracking: OBJECT_ALLOC for every allocation, ARENA_NEW        |
-//! | [`bci`]       | the class-file rewriting layer (bytecode instrumentation)                 |
-//! | [`jnihooks`]  | JNI function interception: JNI allocations, JNI_(WEAK_)GLOBALREF_*        |
-//! | [`threads`]   | thread IDs (JNIEnv*), THREAD_START/END, suspend/resume/status/TLS/…       |
-//! | [`classes`]   | CLASS_LOAD, CLASS_UNLOAD, GetMethodClass, the shim's class-file hook     |
-//! | [`hooks`]     | the agent's CLASS_LOAD_HOOK, for classes loaded before and after it ran  |
-//! | [`lines`]     | bytecode index → source line, method line ranges, the line-table cache   |
-//! | [`methods`]   | METHOD_ENTRY/ENTRY2/EXIT and INSTRUCTION_START (bytecode or JVMTI)       |
-//! | [`calltrace`] | GetCallTrace                                                              |
-//! | [`methods`]   | METHOD_ENTRY/ENTRY2/EXIT, INSTRUCTION_START (instrumentation or JVMTI)    |
-//! | [`monitors`]  | raw monitors and RAW_MONITOR_CONTENDED_* events                           |
+//! | room             | what lives there                                                          |
+//! |------------------|---------------------------------------------------------------------------|
+//! | [`abi`]          | every JVMPI type and constant, with compile-time layout checks           |
+//! | [`interface`]    | the 28 doors of the `JVMPI_Interface` (function → room index)             |
+//! | [`table`]        | the `JVMPI_Interface` tables, one per agent; `GetEnv`'s answer            |
+//! | [`access`]       | who may call each function when: unattached threads, after JVM_SHUT_DOWN |
+//! | [`events`]       | the gate: the enabled set, delivery to `NotifyEvent`, closing at VM death |
+//! | [`ids`]          | jobjectIDs as JVMTI tags (slots reused), the ID → object index           |
+//! | [`record`](face::record) | calls, refused IDs and deliveries, for the report and the trace   |
+//! | [`control`]      | EnableEvent / DisableEvent / RequestEvent, what each event needs         |
+//! | [`options`]      | the shim's option string                                                  |
+//! | [`loader`]       | finding and `dlopen`ing the agent, its `JVM_OnLoad`, the hooked `GetEnv` |
+//! | [`lifecycle`]    | start-up, JVM_INIT_DONE, JVM_SHUT_DOWN, DATA_DUMP_REQUEST, ProfilerExit  |
+//! | [`threads`]      | thread IDs (JNIEnv*), THREAD_START/END, suspend/resume/status/TLS/…       |
+//! | [`classes`]      | CLASS_LOAD, CLASS_UNLOAD, GetMethodClass, the shim's class-file hook     |
+//! | [`hooks`]        | the agent's CLASS_LOAD_HOOK, for classes loaded before and after it ran  |
+//! | [`objects`]      | OBJECT_ALLOC descriptions (RequestEvent), the arena                       |
+//! | [`alloc`]        | allocation tracking: OBJECT_ALLOC for every allocation, ARENA_NEW        |
+//! | [`gc`]           | GC brackets, OBJECT_FREE, CLASS_UNLOAD, RunGC, Disable/EnableGC          |
+//! | [`deaths`]       | the compact queue of deaths waiting for a GC bracket                      |
+//! | [`methods`]      | METHOD_ENTRY/ENTRY2/EXIT and INSTRUCTION_START (bytecode or JVMTI)       |
+//! | [`monitors`]     | raw monitors and RAW_MONITOR_CONTENDED_* events                           |
+//! | [`calltrace`]    | GetCallTrace                                                              |
+//! | [`lines`]        | bytecode index → source line, method line ranges, the line-table cache   |
 //! | [`javamonitors`] | Java monitors: MONITOR_CONTENDED_ENTER/ENTERED/EXIT, MONITOR_WAIT/WAITED |
-//! | [`compiled`]  | COMPILED_METHOD_LOAD/UNLOAD with line tables, and their catch-up         |
-//! | [`reset`]     | DATA_RESET_REQUEST on SIGUSR1                                             |
-//! | [`natives`]   | JNI natives implemented by the agent library, bound as classes prepare    |
-//! | [`gc`]        | GC brackets, OBJECT_FREE, CLASS_UNLOAD, RunGC, Disable/EnableGC          |
-//! | [`deaths`]    | the compact queue of deaths waiting for a GC bracket                      |
-//! | [`dumps`]     | HEAP_DUMP, OBJECT_DUMP and MONITOR_DUMP in the JVMPI byte formats         |
-//! | [`callbacks`] | the JVMTI callbacks (doors into the rooms)                                |
-//! | [`jvm`]       | the JVMTI environment, capabilities, event switching, JVMTI/JNI facade   |
-//! | [`logger`]    | one-line messages on stderr                                               |
-//! | [`safemem`]   | agent pointers read and written without faulting (garbage → JVMPI_FAIL)   |
+//! | [`compiled`]     | COMPILED_METHOD_LOAD/UNLOAD with line tables, and their catch-up         |
+//! | [`reset`]        | DATA_RESET_REQUEST on SIGUSR1                                             |
+//! | [`natives`]      | JNI natives implemented by the agent library, bound as classes prepare    |
+//! | [`dumps`]        | HEAP_DUMP, OBJECT_DUMP and MONITOR_DUMP in the JVMPI byte formats         |
+//! | [`report`]       | the migration report (`report=`, `jcmd … report`), text or JSON           |
+//! | [`jvm`]          | the JVMTI environments, capabilities, event switching, JVMTI/JNI facade  |
+//! | [`bci`]          | the class-file rewriting layer (bytecode instrumentation)                 |
+//! | [`jnihooks`]     | JNI function interception: JNI allocations, JNI_(WEAK_)GLOBALREF_*        |
+//! | [`callbacks`]    | the JVMTI callbacks (doors into the rooms)                                |
+//! | [`logger`]       | one-line messages on stderr                                               |
+//! | [`safemem`]      | agent pointers read and written without faulting (garbage → JVMPI_FAIL)   |
 
 pub mod face;
 pub mod rooms;

@@ -14,7 +14,7 @@
 //! frame numbers of the roots and the `traces` belong to the same moment; the threads are
 //! resumed before the event is delivered (HotSpot 1.5 also delivered with the threads running,
 //! so an agent that waits for another thread inside its handler does not deadlock).
-//! One walk is the cheapest structure measured (README, heap-dump benchmark): taking the object
+//! One walk is the cheapest structure measured (docs/dumps.md, "Benchmark"): taking the object
 //! records from `IterateThroughHeap` and only the references from `FollowReferences` costs
 //! both walks, and the reference walk alone costs nearly as much as the one walk with values.
 //! Nearly all of the walk's time is JVMTI's own (a tag-map lookup for referrer and referee of

@@ -10,7 +10,7 @@
 //! rewritten, time spent rewriting, memory.
 //!
 //! The JSON form is stable: its top-level keys are `version` (1), `seconds`, `functions`,
-//! `events` and `shim`; see the README ("Migration report") for every field.
+//! `events` and `shim`; see docs/report-and-trace.md ("Migration report") for every field.
 
 use crate::face::record;
 use crate::{events, gc, methods};

@@ -426,7 +426,7 @@ pub fn object_with_tag(tag: jlong) -> Result<Option<jobject>> {
 /// second, short-lived environment tags every object of the heap with the same value 1 (one
 /// heap iteration), lists them all with one `GetObjectsWithTags`, and the main environment's
 /// tag of each is read. Returns how many tagged objects were found. Cost: about one heap
-/// iteration with tagging plus one `GetTag` per object of the heap (README, "Object IDs").
+/// iteration with tagging plus one `GetTag` per object of the heap (docs/benchmarks.md, "Object IDs").
 pub fn each_tagged_object(jni: &Jni, mut f: impl FnMut(jlong, jobject)) -> Result<usize> {
     unsafe extern "system" fn mark(_ct: jlong, _size: jlong, tag: *mut jlong, _len: jint, ud: *mut c_void) -> jint {
         // `ud` is owned by the enclosing call and alive for the iteration.

@@ -634,7 +634,7 @@ fn jlist<T>(items: &[T], f: impl Fn(&T) -> String) -> String {
     format!("[{}]", items.iter().map(f).collect::<Vec<_>>().join(","))
 }
 
-/// The JSON form: one object (documented in the README).
+/// The JSON form: one object (documented in docs/front-end.md).
 pub fn json(a: &Analysis) -> String {
     let opt = |p: &Option<PathBuf>| p.as_ref().map(|p| js(&p.display().to_string())).unwrap_or_else(|| "null".into());
     let mut s = String::from("{");
