@@ -13,6 +13,7 @@
 //! | [`interface`]    | the 28 doors of the `JVMPI_Interface` (function → room index)             |
 //! | [`table`]        | the `JVMPI_Interface` tables, one per agent; `GetEnv`'s answer            |
 //! | [`access`]       | who may call each function when: unattached threads, after JVM_SHUT_DOWN |
+//! | [`event_table`]  | one row per JVMPI event: name, family, support, JVMTI needs, room columns |
 //! | [`events`]       | the gate: the enabled set, delivery to `NotifyEvent`, closing at VM death |
 //! | [`ids`]          | jobjectIDs as JVMTI tags (slots reused), the ID → object index           |
 //! | [`record`](face::record) | calls, refused IDs and deliveries, for the report and the trace   |
@@ -49,7 +50,7 @@ pub mod rooms;
 pub mod vm;
 
 // The one-hop index: every room by its own name.
-pub use face::{abi, access, events, ids, interface, table};
+pub use face::{abi, access, event_table, events, ids, interface, table};
 pub use rooms::{
     alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader, methods, monitors, natives, objects, options, report, reset, threads,
 };
@@ -74,6 +75,14 @@ pub(crate) fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
             fallback
         }
     }
+}
+
+/// Locks `m`, also when a thread panicked while holding it: every lock of the shim guards state
+/// that stays consistent between statements (a panic is caught by [`guard`] and the call
+/// abandoned), so the shim goes on rather than taking the JVM down.
+#[inline]
+pub(crate) fn lock<T: ?Sized>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The doors the start-up installs: the JVMTI callbacks, the agent's class-hook doors, the

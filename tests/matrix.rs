@@ -1,11 +1,12 @@
 //! compat-matrix.md is checked against the code and the tests: every JVMPI function and event has
-//! a row; every test a row names exists; each event row says what `control::support` does; and
-//! each row of "From any thread, at any time" says what `access::policy` does.
+//! a row; every test a row names exists; each event row says what the support column of the
+//! event table (`event_table::support`) says; and each row of "From any thread, at any time"
+//! says what `access::policy` does.
 //! (The named tests themselves run on all four JDKs in the same `cargo test`, so a row that says
 //! "yes" is only as true as those tests.)
 
 use jvmpi_shim::access::{policy, Afterwards, Caller};
-use jvmpi_shim::control::{support, Support};
+use jvmpi_shim::event_table::{support, Support};
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -132,10 +132,7 @@ mod outcome {
 
 /// The argument of RequestEvent, as the trace shows it.
 fn arg_val(event: jint, arg: *mut c_void) -> Val {
-    match event {
-        JVMPI_EVENT_HEAP_DUMP => Val::Ptr(arg as usize),
-        _ => Val::Obj(arg as usize),
-    }
+    crate::face::event_table::request_arg(event, arg)
 }
 
 /// The thread a GetCallTrace names.

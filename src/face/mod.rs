@@ -8,6 +8,7 @@
 
 pub mod abi;
 pub mod access;
+pub mod event_table;
 pub mod events;
 pub mod ids;
 pub mod interface;

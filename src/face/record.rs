@@ -8,10 +8,9 @@
 //! monitor), so that two runs of the same program can be compared line by line.
 
 use crate::abi::*;
-use crate::face::events;
+use crate::face::event_table::{self, cstr};
 use jvmti_bindings::sys::jni::jint;
 use std::collections::HashMap;
-use std::ffi::CStr;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{LazyLock, Mutex};
@@ -51,20 +50,7 @@ pub fn on() -> bool {
     ON.load(Relaxed)
 }
 
-/// A value in a trace line.
-#[derive(Clone, Copy, Debug)]
-pub enum Val {
-    Int(i64),
-    /// A thread (`JNIEnv*`).
-    Env(usize),
-    /// An object or class ID.
-    Obj(usize),
-    Method(usize),
-    Monitor(usize),
-    /// A pointer shown only as NULL / non-NULL.
-    Ptr(usize),
-    None,
-}
+pub use crate::face::event_table::Val;
 
 /// What a trace keeps: event families, and a bound on its lines.
 pub struct TraceConfig {
@@ -124,36 +110,6 @@ pub fn finish_trace() {
     }
 }
 
-fn family_of_event(ev: jint) -> &'static str {
-    match ev {
-        JVMPI_EVENT_THREAD_START | JVMPI_EVENT_THREAD_END => "thread",
-        JVMPI_EVENT_CLASS_LOAD | JVMPI_EVENT_CLASS_UNLOAD | JVMPI_EVENT_CLASS_LOAD_HOOK => "class",
-        JVMPI_EVENT_OBJECT_ALLOC | JVMPI_EVENT_OBJECT_FREE | JVMPI_EVENT_OBJECT_MOVE | JVMPI_EVENT_ARENA_NEW
-        | JVMPI_EVENT_ARENA_DELETE | JVMPI_EVENT_HEAP_DUMP | JVMPI_EVENT_OBJECT_DUMP => "object",
-        JVMPI_EVENT_GC_START | JVMPI_EVENT_GC_FINISH => "gc",
-        JVMPI_EVENT_JNI_GLOBALREF_ALLOC
-        | JVMPI_EVENT_JNI_GLOBALREF_FREE
-        | JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC
-        | JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE => "jni",
-        JVMPI_EVENT_METHOD_ENTRY
-        | JVMPI_EVENT_METHOD_ENTRY2
-        | JVMPI_EVENT_METHOD_EXIT
-        | JVMPI_EVENT_COMPILED_METHOD_LOAD
-        | JVMPI_EVENT_COMPILED_METHOD_UNLOAD
-        | JVMPI_EVENT_INSTRUCTION_START => "method",
-        JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER
-        | JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTERED
-        | JVMPI_EVENT_RAW_MONITOR_CONTENDED_EXIT
-        | JVMPI_EVENT_MONITOR_CONTENDED_ENTER
-        | JVMPI_EVENT_MONITOR_CONTENDED_ENTERED
-        | JVMPI_EVENT_MONITOR_CONTENDED_EXIT
-        | JVMPI_EVENT_MONITOR_WAIT
-        | JVMPI_EVENT_MONITOR_WAITED
-        | JVMPI_EVENT_MONITOR_DUMP => "monitor",
-        _ => "vm",
-    }
-}
-
 impl Trace {
     fn wants(&self, family: &str) -> bool {
         self.families.is_empty() || self.families.iter().any(|f| f == family)
@@ -192,68 +148,6 @@ fn json_str(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
 }
 
-fn cstr(p: *const std::ffi::c_char) -> Option<String> {
-    // SAFETY: event strings are NUL-terminated buffers the shim owns while the event is delivered.
-    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-}
-
-/// The main fields of an event, for its trace line.
-fn event_fields(ev: &JVMPI_Event) -> Vec<(&'static str, Val, Option<String>)> {
-    let t = ev.event_type & !JVMPI_REQUESTED_EVENT;
-    let mut f: Vec<(&'static str, Val, Option<String>)> = Vec::new();
-    // SAFETY: the active member of the union is the one of `t`; the shim built the event.
-    unsafe {
-        match t {
-            JVMPI_EVENT_THREAD_START => {
-                let u = ev.u.thread_start;
-                f.push(("name", Val::None, cstr(u.thread_name)));
-                f.push(("thread", Val::Env(u.thread_env_id as usize), None));
-                f.push(("thread_obj", Val::Obj(u.thread_id as usize), None));
-            }
-            JVMPI_EVENT_CLASS_LOAD => {
-                let u = ev.u.class_load;
-                f.push(("name", Val::None, cstr(u.class_name)));
-                f.push(("class", Val::Obj(u.class_id as usize), None));
-                f.push(("methods", Val::Int(u.num_methods as i64), None));
-            }
-            JVMPI_EVENT_CLASS_UNLOAD => f.push(("class", Val::Obj(ev.u.class_unload.class_id as usize), None)),
-            JVMPI_EVENT_CLASS_LOAD_HOOK => f.push(("bytes", Val::Int(ev.u.class_load_hook.class_data_len as i64), None)),
-            JVMPI_EVENT_OBJECT_ALLOC => {
-                let u = ev.u.obj_alloc;
-                f.push(("obj", Val::Obj(u.obj_id as usize), None));
-                f.push(("class", Val::Obj(u.class_id as usize), None));
-                f.push(("is_array", Val::Int(u.is_array as i64), None));
-                f.push(("size", Val::Int(u.size as i64), None));
-            }
-            JVMPI_EVENT_OBJECT_FREE => f.push(("obj", Val::Obj(ev.u.obj_free.obj_id as usize), None)),
-            JVMPI_EVENT_ARENA_NEW => f.push(("arena", Val::Int(ev.u.new_arena.arena_id as i64), None)),
-            JVMPI_EVENT_JNI_GLOBALREF_ALLOC | JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC => {
-                f.push(("obj", Val::Obj(ev.u.jni_globalref_alloc.obj_id as usize), None));
-            }
-            JVMPI_EVENT_METHOD_ENTRY | JVMPI_EVENT_METHOD_EXIT => f.push(("method", Val::Method(ev.u.method.method_id as usize), None)),
-            JVMPI_EVENT_METHOD_ENTRY2 => {
-                f.push(("method", Val::Method(ev.u.method_entry2.method_id as usize), None));
-                f.push(("obj", Val::Obj(ev.u.method_entry2.obj_id as usize), None));
-            }
-            JVMPI_EVENT_COMPILED_METHOD_LOAD => f.push(("method", Val::Method(ev.u.compiled_method_load.method_id as usize), None)),
-            JVMPI_EVENT_COMPILED_METHOD_UNLOAD => f.push(("method", Val::Method(ev.u.compiled_method_unload.method_id as usize), None)),
-            JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER | JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTERED | JVMPI_EVENT_RAW_MONITOR_CONTENDED_EXIT => {
-                f.push(("name", Val::None, cstr(ev.u.raw_monitor.name)));
-                f.push(("monitor", Val::Monitor(ev.u.raw_monitor.id as usize), None));
-            }
-            JVMPI_EVENT_MONITOR_CONTENDED_ENTER | JVMPI_EVENT_MONITOR_CONTENDED_ENTERED | JVMPI_EVENT_MONITOR_CONTENDED_EXIT => {
-                f.push(("obj", Val::Obj(ev.u.monitor.object as usize), None));
-            }
-            JVMPI_EVENT_MONITOR_WAIT | JVMPI_EVENT_MONITOR_WAITED => {
-                f.push(("obj", Val::Obj(ev.u.monitor_wait.object as usize), None));
-                f.push(("timeout", Val::Int(ev.u.monitor_wait.timeout), None));
-            }
-            _ => {}
-        }
-    }
-    f
-}
-
 /// An event was delivered to the agent (`nanos` spent in its NotifyEvent).
 pub fn event(ev: &JVMPI_Event, nanos: u64) {
     let requested = ev.event_type & JVMPI_REQUESTED_EVENT != 0;
@@ -269,7 +163,7 @@ pub fn event(ev: &JVMPI_Event, nanos: u64) {
     if !TRACING.load(Relaxed) {
         return;
     }
-    let fields = event_fields(ev);
+    let fields = event_table::fields(ev);
     let mut g = TRACE.lock().unwrap_or_else(|p| p.into_inner());
     let Some(tr) = g.as_mut() else { return };
     // SAFETY: the active member of the union is the one of `t`; the shim built the event.
@@ -280,12 +174,12 @@ pub fn event(ev: &JVMPI_Event, nanos: u64) {
             }
         }
     }
-    if !tr.wants(family_of_event(t)) {
+    if !tr.wants(event_table::family(t).word()) {
         return;
     }
     let mut body = format!(
         "{{\"ev\":{},\"thread\":{}",
-        json_str(&events::name(t)),
+        json_str(&event_table::name(t)),
         tr.norm(Val::Env(ev.env_id as usize))
     );
     if requested {

@@ -88,7 +88,7 @@ fn send_monitor(kind: i32, env: *mut JNIEnv, obj: jobject) {
             ev.u.monitor = Monitor { object: id };
             events::send(&mut ev);
         }
-        Err(e) => log::debug!("{}: {e}", events::name(kind)),
+        Err(e) => log::debug!("{}: {e}", crate::face::event_table::name(kind)),
     }
 }
 
@@ -99,7 +99,7 @@ fn send_wait(kind: i32, env: *mut JNIEnv, obj: jobject, timeout: jlong) {
             ev.u.monitor_wait = MonitorWait { object: id, timeout };
             events::send(&mut ev);
         }
-        Err(e) => log::debug!("{}: {e}", events::name(kind)),
+        Err(e) => log::debug!("{}: {e}", crate::face::event_table::name(kind)),
     }
 }
 

@@ -267,7 +267,7 @@ pub fn attach(vm: *mut JavaVM, raw_options: Option<Vec<u8>>, doors: Doors) -> ji
         if events::enabled(ev) {
             events::send(&mut JVMPI_Event::new(ev, env));
         } else {
-            log::info!("jcmd {text}: the agent has not enabled {}; nothing sent", events::name(ev));
+            log::info!("jcmd {text}: the agent has not enabled {}; nothing sent", crate::face::event_table::name(ev));
         }
         JNI_OK
     };

@@ -12,8 +12,8 @@
 //! The JSON form is stable: its top-level keys are `version` (1), `seconds`, `functions`,
 //! `events` and `shim`; see docs/report-and-trace.md ("Migration report") for every field.
 
-use crate::face::record;
-use crate::{events, gc, methods};
+use crate::face::{event_table, record};
+use crate::{gc, methods};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::Write;
@@ -44,7 +44,7 @@ static ROWS: LazyLock<HashMap<String, (String, String)>> = LazyLock::new(|| {
     m
 });
 
-/// The JVMTI replacement of a JVMPI function or event, after the JVMPI→JVMTI transition notes:
+/// The JVMTI replacement of a JVMPI function (an event's is in its row of the event table), after the JVMPI→JVMTI transition notes:
 /// (what to use, the gap when there is no direct equivalent).
 fn jvmti_instead(name: &str) -> (&'static str, &'static str) {
     match name {
@@ -67,38 +67,6 @@ fn jvmti_instead(name: &str) -> (&'static str, &'static str) {
         "RunGC" => ("ForceGarbageCollection", ""),
         "GetThreadObject" | "jobjectID2jobject" | "jobject2jobjectID" => ("", "no equivalent, not needed: JVMTI uses jobject, and tags (SetTag) for identity"),
         "GetMethodClass" => ("GetMethodDeclaringClass", ""),
-        "ARENA_NEW" | "ARENA_DELETE" => ("", "no equivalent"),
-        "CLASS_LOAD" => ("ClassLoad / ClassPrepare", "methods and fields can be listed only once the class is prepared"),
-        "CLASS_LOAD_HOOK" => ("ClassFileLoadHook", ""),
-        "CLASS_UNLOAD" => ("", "no direct equivalent: tag the Class objects and watch ObjectFree"),
-        "COMPILED_METHOD_LOAD" => ("CompiledMethodLoad", ""),
-        "COMPILED_METHOD_UNLOAD" => ("CompiledMethodUnload", ""),
-        "DATA_DUMP_REQUEST" => ("DataDumpRequest", ""),
-        "DATA_RESET_REQUEST" => ("", "no equivalent (redundant with DataDumpRequest)"),
-        "GC_START" => ("GarbageCollectionStart", "raw monitors only inside the callback"),
-        "GC_FINISH" => ("GarbageCollectionFinish", "raw monitors only inside the callback"),
-        "HEAP_DUMP" | "OBJECT_DUMP" => ("", "no direct equivalent: FollowReferences / IterateThroughHeap"),
-        "MONITOR_DUMP" => ("", "no direct equivalent: GetOwnedMonitorInfo, GetObjectMonitorUsage, GetAllStackTraces"),
-        "JNI_GLOBALREF_ALLOC" | "JNI_GLOBALREF_FREE" | "JNI_WEAK_GLOBALREF_ALLOC" | "JNI_WEAK_GLOBALREF_FREE" => {
-            ("", "no direct equivalent: SetJNIFunctionTable")
-        }
-        "JVM_INIT_DONE" => ("VMInit", ""),
-        "JVM_SHUT_DOWN" => ("VMDeath", ""),
-        "METHOD_ENTRY" => ("MethodEntry", "slow (forces the interpreter): use bytecode instrumentation"),
-        "METHOD_EXIT" => ("MethodExit", "slow (forces the interpreter): use bytecode instrumentation"),
-        "METHOD_ENTRY2" => ("", "no direct equivalent: MethodEntry plus GetLocalInstance, or bytecode instrumentation"),
-        "MONITOR_CONTENDED_ENTER" => ("MonitorContendedEnter", ""),
-        "MONITOR_CONTENDED_ENTERED" => ("MonitorContendedEntered", ""),
-        "MONITOR_CONTENDED_EXIT" => ("", "no equivalent"),
-        "MONITOR_WAIT" => ("MonitorWait", ""),
-        "MONITOR_WAITED" => ("MonitorWaited", ""),
-        "OBJECT_ALLOC" => ("", "no direct equivalent: bytecode instrumentation (VMObjectAlloc and SampledObjectAlloc cover part)"),
-        "OBJECT_FREE" => ("ObjectFree", "only for tagged objects"),
-        "OBJECT_MOVE" => ("", "no equivalent, not needed: jobject does not move"),
-        "RAW_MONITOR_CONTENDED_ENTER" | "RAW_MONITOR_CONTENDED_ENTERED" | "RAW_MONITOR_CONTENDED_EXIT" => ("", "no equivalent"),
-        "THREAD_START" => ("ThreadStart", ""),
-        "THREAD_END" => ("ThreadEnd", ""),
-        "INSTRUCTION_START" => ("", "no equivalent: bytecode instrumentation (or SingleStep, slowly)"),
         _ => ("", ""),
     }
 }
@@ -134,9 +102,9 @@ pub fn json() -> Value {
         .events
         .iter()
         .map(|&(ev, delivered, requested, nanos, enabled, asked)| {
-            let name = events::name(ev);
+            let name = event_table::name(ev);
             let (how, differs) = matrix(&name);
-            let (instead, gap) = jvmti_instead(&name);
+            let (instead, gap) = event_table::get(ev).map_or(("", ""), |r| r.instead);
             json!({
                 "name": name, "number": ev, "enabled": enabled, "requested": asked,
                 "delivered": delivered, "delivered_on_request": requested,
