@@ -124,7 +124,7 @@ pub(crate) fn call<R>(function: &'static str, answer: R, body: impl FnOnce() -> 
 /// Whether this is the first refusal of `function` of this kind (after shutdown or not).
 fn first(function: &'static str, after: bool) -> bool {
     static SAID: Mutex<Vec<(&'static str, bool)>> = Mutex::new(Vec::new());
-    let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+    let mut said = crate::lock(&SAID);
     if said.contains(&(function, after)) {
         return false;
     }

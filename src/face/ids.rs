@@ -128,7 +128,7 @@ impl FreeSet {
 fn take(n: usize, into: &mut Vec<u64>) {
     let start = into.len();
     if HIGH.load(Relaxed) >= reuse_after() {
-        let got = FREE.lock().unwrap_or_else(|p| p.into_inner()).take(n, into);
+        let got = crate::lock(&FREE).take(n, into);
         if got == n {
             REUSED.fetch_add(got as u64, Relaxed);
             into[start..].reverse(); // lowest first
@@ -147,7 +147,7 @@ fn give_back(slots: &[u64]) {
     if slots.is_empty() {
         return;
     }
-    let mut f = FREE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut f = crate::lock(&FREE);
     for &s in slots {
         f.put(s);
     }
@@ -268,7 +268,7 @@ pub fn to_tag(id: jobjectID) -> jlong {
 
 /// (slots ever made, slots reused, slots free now), for the report.
 pub fn figures() -> (u64, u64, usize) {
-    let free = FREE.lock().unwrap_or_else(|p| p.into_inner()).count;
+    let free = crate::lock(&FREE).count;
     (HIGH.load(Relaxed) - 1, REUSED.load(Relaxed), free)
 }
 
@@ -281,7 +281,7 @@ pub fn tag_of(obj: jobject) -> Result<jlong, String> {
     if t != 0 {
         return Ok(t);
     }
-    let _g = ASSIGN.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = crate::lock(&ASSIGN);
     let t = jvm::get_tag(obj).map_err(jvm::err_name)?;
     if t != 0 {
         return Ok(t);
@@ -535,7 +535,7 @@ pub fn object_of(id: jobjectID) -> Result<jobject, String> {
 /// Enters every tagged object in the index (one heap iteration; see the module comment).
 fn rebuild(jni: &jvm::Jni) {
     let before = REBUILDS.load(SeqCst);
-    let _one = REBUILD.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::lock(&REBUILD);
     if REBUILDS.load(SeqCst) != before {
         return; // another thread rebuilt it meanwhile
     }

@@ -81,7 +81,7 @@ pub fn start(report: bool, trace: Option<TraceConfig>) -> Result<(), String> {
     LazyLock::force(&STARTED);
     if let Some(t) = trace {
         let f = std::fs::File::create(&t.path).map_err(|e| format!("trace file {}: {e}", t.path))?;
-        *TRACE.lock().unwrap_or_else(|p| p.into_inner()) = Some(Trace {
+        *crate::lock(&TRACE) = Some(Trace {
             out: std::io::BufWriter::new(f),
             families: t.families,
             max_lines: t.max_lines,
@@ -101,7 +101,7 @@ pub fn start(report: bool, trace: Option<TraceConfig>) -> Result<(), String> {
 
 /// Flushes the trace (at VM death, after the last event).
 pub fn finish_trace() {
-    if let Some(t) = TRACE.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+    if let Some(t) = crate::lock(&TRACE).as_mut() {
         if t.dropped > 0 {
             let _ = writeln!(t.out, "{{\"truncated\":true,\"dropped_lines\":{}}}", t.dropped);
             t.dropped = 0;
@@ -164,7 +164,7 @@ pub fn event(ev: &JVMPI_Event, nanos: u64) {
         return;
     }
     let fields = event_table::fields(ev);
-    let mut g = TRACE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut g = crate::lock(&TRACE);
     let Some(tr) = g.as_mut() else { return };
     // SAFETY: the active member of the union is the one of `t`; the shim built the event.
     unsafe {
@@ -221,12 +221,12 @@ pub fn call(func: &str, thread: usize, args: &[(&str, Val)], result: Val, error:
     let Some(i) = func_index(func) else { return };
     CALLS[i].fetch_add(1, Relaxed);
     if let Some(e) = error {
-        *ERRORS.lock().unwrap_or_else(|p| p.into_inner()).entry((i, e)).or_insert(0) += 1;
+        *crate::lock(&ERRORS).entry((i, e)).or_insert(0) += 1;
     }
     if !TRACING.load(Relaxed) {
         return;
     }
-    let mut g = TRACE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut g = crate::lock(&TRACE);
     let Some(tr) = g.as_mut() else { return };
     if !tr.wants("call") {
         return;
@@ -260,7 +260,7 @@ pub struct Snapshot {
 }
 
 pub fn snapshot() -> Snapshot {
-    let errors = ERRORS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let errors = crate::lock(&ERRORS).clone();
     let functions = FUNCTIONS
         .iter()
         .enumerate()

@@ -87,7 +87,7 @@ pub fn installed() -> bool {
 pub fn enable() -> Result<(), String> {
     let env = jvm::attach_current().ok_or("the calling thread cannot be attached to the JVM")?;
     let jni = jvm::Jni::of(env);
-    let _g = SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = crate::lock(&SWITCH);
     if !installed() {
         define_tracker(&jni)?;
     }
@@ -107,7 +107,7 @@ pub fn enable() -> Result<(), String> {
 /// retransformed back to its uninstrumented form, so the program runs at full speed again.
 pub fn disable() {
     let Some(env) = jvm::attach_current() else { return };
-    let _g = SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = crate::lock(&SWITCH);
     set_on(&jvm::Jni::of(env), false);
     if INSTRUMENTING.swap(false, SeqCst) {
         jvm::unwant(jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC);

@@ -358,7 +358,7 @@ pub fn set_linker(t: std::thread::Thread) {
 }
 
 pub fn has_pending() -> bool {
-    !PENDING.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+    !crate::lock(&PENDING).is_empty()
 }
 
 /// JVMTI ClassLoad, in the thread that defined the class. HotSpot 1.5 sent CLASS_LOAD there,
@@ -399,7 +399,7 @@ pub fn on_class_load(env: *mut JNIEnv, k: jclass) {
         }
     }
     let first = {
-        let mut p = PENDING.lock().unwrap_or_else(|p| p.into_inner());
+        let mut p = crate::lock(&PENDING);
         p.push((g as usize, loaded));
         p.len() == 1
     };
@@ -440,7 +440,7 @@ pub fn flush_own(env: *mut JNIEnv) {
 pub fn flush_pending(env: *mut JNIEnv, age: Duration) {
     let now = Instant::now();
     let due: Vec<usize> = {
-        let mut p = PENDING.lock().unwrap_or_else(|p| p.into_inner());
+        let mut p = crate::lock(&PENDING);
         let (due, keep): (Vec<_>, Vec<_>) = p.drain(..).partition(|&(_, when)| now.duration_since(when) >= age);
         *p = keep;
         due.into_iter().map(|(g, _)| g).collect()
@@ -511,7 +511,7 @@ pub fn forget(tag: jlong) -> bool {
         }
         // No CLASS_UNLOAD will tell the agent: what its CLASS_LOADs pointed to stays readable
         // for good (the tag, once reused, names nothing of it).
-        UNTOLD.lock().unwrap_or_else(|p| p.into_inner()).push(d);
+        crate::lock(&UNTOLD).push(d);
     }
     lines::invalidate(&methods);
     for m in &methods {

@@ -179,7 +179,7 @@ impl Reentrant {
     }
     fn lock(&'static self) -> Held {
         let me = std::thread::current().id();
-        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut g = crate::lock(&self.state);
         loop {
             match g.0 {
                 Some(o) if o == me => break,
@@ -197,7 +197,7 @@ impl Reentrant {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        let mut g = self.0.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut g = crate::lock(&self.0.state);
         g.1 -= 1;
         if g.1 == 0 {
             g.0 = None;

@@ -63,7 +63,7 @@ pub fn queue_peak() -> (usize, usize) {
 
 /// JVMTI ObjectFree (inside the collection on JDK 11, later on the Service Thread since 16).
 pub fn on_object_free(tag: jlong) {
-    let mut q = DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut q = crate::lock(&DEAD_TAGS);
     q.push(tag);
     if q.len() & 0xFFF == 0 && q.bytes() > PEAK_BYTES.load(Relaxed) {
         PEAK_BYTES.store(q.bytes(), Relaxed);
@@ -91,7 +91,7 @@ thread_local! {
 }
 
 fn deliver_bracket(env: *mut JNIEnv) {
-    let one = BRACKET.lock().unwrap_or_else(|p| p.into_inner());
+    let one = crate::lock(&BRACKET);
     if STOP.load(SeqCst) {
         return; // the JVM is going down: what is owed goes in the last bracket
     }
@@ -103,7 +103,7 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
     if !events::is_ready() || !wants_bracket() {
         // No bracket: the deaths are forgotten (the tables keyed by tag first, so that a
         // reused tag finds nothing of its previous object) and their IDs given back.
-        let dead = std::mem::replace(&mut *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()), DeadQueue::new());
+        let dead = std::mem::replace(&mut *crate::lock(&DEAD_TAGS), DeadQueue::new());
         let mut done = Released::new(env);
         for tag in dead.into_tags() {
             if classes::forget(tag) {
@@ -136,7 +136,7 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
     let (objects, bytes) = if walk { jvm::count_heap().unwrap_or((0, 0)) } else { (0, 0) };
     events::progressed();
     // The queue's memory goes with the batch, so it is given back after each bracket.
-    let dead = std::mem::replace(&mut *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()), DeadQueue::new());
+    let dead = std::mem::replace(&mut *crate::lock(&DEAD_TAGS), DeadQueue::new());
     let mut done = Released::new(env);
     for tag in dead.into_tags() {
         if classes::unloaded(env, tag) {
@@ -268,7 +268,7 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
     };
     // The heap walk makes the JVM post the deaths it still owes (on this thread).
     let _ = jvm::count_heap();
-    if !DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
+    if !crate::lock(&DEAD_TAGS).is_empty() {
         bracket(env, one);
     }
 }

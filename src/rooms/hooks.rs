@@ -45,7 +45,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    crate::lock(&m)
 }
 
 // ---- offering a class file --------------------------------------------------------------------

@@ -112,7 +112,7 @@ fn jdk_library_dirs() -> Vec<PathBuf> {
 /// Finds and opens the agent library and its `JVM_OnLoad`, as the next agent. Errors are
 /// one-line messages.
 pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
-    let _g = LOADING.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = crate::lock(&LOADING);
     let name = &opts.agent;
     if count() == MAX_AGENTS {
         return Err(format!("agent={name}: at most {MAX_AGENTS} legacy agents can run in one JVM"));

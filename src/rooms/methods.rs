@@ -104,7 +104,7 @@ fn new_index() -> Option<i32> {
         return None;
     }
     if SLOTS[c].load(Acquire).is_null() {
-        let _g = GROW.lock().unwrap_or_else(|p| p.into_inner());
+        let _g = crate::lock(&GROW);
         if SLOTS[c].load(Acquire).is_null() {
             let chunk: Box<Chunk> = Box::new([const { AtomicUsize::new(0) }; CHUNK]);
             SLOTS[c].store(Box::into_raw(chunk), Release);
@@ -184,7 +184,7 @@ fn wrapped_natives_of(k: jclass) -> Option<Vec<(String, String)>> {
 /// EnableEvent / DisableEvent of METHOD_ENTRY, METHOD_ENTRY2, METHOD_EXIT, INSTRUCTION_START
 /// (the event's bit is already set or cleared).
 pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
-    let _g = SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = crate::lock(&SWITCH);
     let calls = [JVMPI_EVENT_METHOD_ENTRY, JVMPI_EVENT_METHOD_ENTRY2, JVMPI_EVENT_METHOD_EXIT].into_iter().any(events::enabled);
     let jvmti_path = JVMTI_PATH.load(SeqCst);
     if jvmti_path && calls != JVMTI_ON.load(SeqCst) {
@@ -261,7 +261,7 @@ pub fn gate_opening() {
     if !DEFERRED.swap(false, SeqCst) {
         return;
     }
-    let _g = SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = crate::lock(&SWITCH);
     let plan = PLAN.load(SeqCst);
     if plan != 0 || DIRTY.load(SeqCst) {
         if plan == 0 {

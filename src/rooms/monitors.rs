@@ -51,7 +51,7 @@ fn env_now() -> usize {
 }
 
 fn queue(m: &RawMon, notify: bool, env: usize, add: bool) {
-    let mut q = m.queues.lock().unwrap_or_else(|p| p.into_inner());
+    let mut q = crate::lock(&m.queues);
     let v = if notify { &mut q.notify } else { &mut q.enter };
     if add {
         v.push(env);
@@ -84,7 +84,7 @@ pub fn snapshot() -> Vec<RawMonitorState> {
         .map(|e| {
             let m: &'static RawMon = e.value();
             let (enter, notify) = {
-                let q = m.queues.lock().unwrap_or_else(|p| p.into_inner());
+                let q = crate::lock(&m.queues);
                 (q.enter.clone(), q.notify.clone())
             };
             let owner = if m.owner.load(SeqCst) != 0 { m.owner_env.load(SeqCst) } else { 0 };
@@ -297,7 +297,7 @@ struct LockState {
 
 impl Lock {
     fn state(&self) -> MutexGuard<'_, LockState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::lock(&self.state)
     }
 
     /// Waits on `cv` until `done` (the state lock is released while waiting).

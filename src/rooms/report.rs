@@ -184,7 +184,7 @@ pub fn text() -> String {
 /// Writes the report where `report=` said (or to `dest`). Errors are one log line.
 pub fn write(dest: Option<&str>) {
     let Some(dest) = dest.or(destination()) else { return };
-    let _one = WRITING.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::lock(&WRITING);
     let body = if dest.ends_with(".json") {
         serde_json::to_string_pretty(&json()).unwrap_or_default() + "\n"
     } else {

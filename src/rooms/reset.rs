@@ -45,7 +45,7 @@ pub fn disarm() {
 
 /// Installs the trigger (once): the reading thread, then the signal handler.
 pub fn arm() -> Result<(), String> {
-    let mut armed = ARMED.lock().unwrap_or_else(|p| p.into_inner());
+    let mut armed = crate::lock(&ARMED);
     if *armed {
         return Ok(());
     }

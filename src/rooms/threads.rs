@@ -76,7 +76,7 @@ impl ThreadRec {
         self.thread as jthread
     }
     fn suspension(&self) -> std::sync::MutexGuard<'_, Suspension> {
-        self.suspension.lock().unwrap_or_else(|p| p.into_inner())
+        crate::lock(&self.suspension)
     }
 }
 
@@ -112,7 +112,7 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
         if THREADS.remove_if(&env, |_, cur| Arc::ptr_eq(cur, &r)).is_some() {
             log::debug!("JNIEnv {env:#x} now belongs to a new thread; the old record is retired");
             BY_TAG.remove_if(&r.tag, |_, e| *e == env);
-            GRAVEYARD.lock().unwrap_or_else(|p| p.into_inner()).push((Instant::now(), r));
+            crate::lock(&GRAVEYARD).push((Instant::now(), r));
         }
     }
     if is_own(tag) {
@@ -243,7 +243,7 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
     // A JVMPI call racing this end may still hold the reference: delete it a while later, and
     // never while a resumption is owed.
     let jni = jvm::Jni::of(env);
-    let mut grave = GRAVEYARD.lock().unwrap_or_else(|p| p.into_inner());
+    let mut grave = crate::lock(&GRAVEYARD);
     grave.retain(|(when, r)| {
         let old = now.duration_since(*when) > Duration::from_secs(2) && !r.suspension().by_jvmpi;
         if old {
@@ -368,13 +368,13 @@ fn wait_unpinned(rec: &ThreadRec) {
 static OWN_TAGS: Mutex<Vec<jlong>> = Mutex::new(Vec::new());
 
 fn is_own(tag: jlong) -> bool {
-    OWN_TAGS.lock().unwrap_or_else(|p| p.into_inner()).contains(&tag)
+    crate::lock(&OWN_TAGS).contains(&tag)
 }
 
 /// Marks a thread object the shim made for itself, before it starts (its JVMTI ThreadStart).
 pub fn mark_own(t: jthread) {
     if let Ok(tag) = ids::tag_of(t) {
-        OWN_TAGS.lock().unwrap_or_else(|p| p.into_inner()).push(tag);
+        crate::lock(&OWN_TAGS).push(tag);
     }
 }
 
@@ -437,7 +437,7 @@ static CLOSED: AtomicBool = AtomicBool::new(false);
 /// Hands an ended thread that is still suspended to the resumer (no call into the VM: the
 /// calling thread may be the suspended one).
 fn resume_later(rec: &Arc<ThreadRec>) {
-    OWED.lock().unwrap_or_else(|p| p.into_inner()).push(rec.clone());
+    crate::lock(&OWED).push(rec.clone());
     match RESUMER.get() {
         Some(t) => t.unpark(),
         None => log::warn!("a thread suspended at its end waits for the agent's ResumeThread (no resumer thread)"),
@@ -450,7 +450,7 @@ unsafe extern "system" fn resumer_main(_jvmti: *mut jvmti::jvmtiEnv, _env: *mut 
         let _ = RESUMER.set(std::thread::current());
         loop {
             let owed = {
-                let mut o = OWED.lock().unwrap_or_else(|p| p.into_inner());
+                let mut o = crate::lock(&OWED);
                 RESUMING.store(!o.is_empty(), SeqCst);
                 std::mem::take(&mut *o)
             };
@@ -528,10 +528,10 @@ fn release_suspended() {
         return;
     };
     log::debug!("VM death: {} threads suspended by the agent are resumed", held.len());
-    OWED.lock().unwrap_or_else(|p| p.into_inner()).extend(held);
+    crate::lock(&OWED).extend(held);
     resumer.unpark();
     loop {
-        let done = OWED.lock().unwrap_or_else(|p| p.into_inner()).is_empty() && !RESUMING.load(SeqCst);
+        let done = crate::lock(&OWED).is_empty() && !RESUMING.load(SeqCst);
         if done || Instant::now() >= deadline {
             break;
         }

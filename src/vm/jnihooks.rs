@@ -35,7 +35,7 @@ fn orig() -> &'static JNINativeInterface_ {
 }
 
 pub fn install() -> Result<(), String> {
-    let _g = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = crate::lock(&INSTALL);
     if ORIGINAL.get().is_some() {
         return Ok(());
     }

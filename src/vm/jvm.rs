@@ -344,7 +344,7 @@ fn set_mode(ev: jvmtiEvent, on: bool) -> Result<()> {
 
 /// Asks for a JVMTI event; the JVM is told to send it when the first asker arrives.
 pub fn want(ev: jvmtiEvent) -> Result<()> {
-    let _g = EVENT_SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = crate::lock(&EVENT_SWITCH);
     let n = &WANTED[ev as usize];
     if n.load(Ordering::Relaxed) == 0 {
         set_mode(ev, true)?;
@@ -355,7 +355,7 @@ pub fn want(ev: jvmtiEvent) -> Result<()> {
 
 /// Gives a JVMTI event back; the JVM stops sending it when the last asker leaves.
 pub fn unwant(ev: jvmtiEvent) {
-    let _g = EVENT_SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = crate::lock(&EVENT_SWITCH);
     let n = &WANTED[ev as usize];
     if n.load(Ordering::Relaxed) == 0 {
         return;
@@ -372,7 +372,7 @@ pub fn unwant(ev: jvmtiEvent) {
 /// it off makes the calling thread post the pending ObjectFree events, which on JDK 17 can
 /// deadlock with the Service Thread doing the same, just as VM death's own flush can.)
 pub fn silence_for_exit() {
-    let _g = EVENT_SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = crate::lock(&EVENT_SWITCH);
     for ev in [jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_START, jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH] {
         if WANTED[ev as usize].swap(0, Ordering::Relaxed) > 0 {
             if let Err(e) = set_mode(ev, false) {
