@@ -22,61 +22,191 @@ use crate::face::record;
 use crate::jvm;
 use jvmti_bindings::sys::jni::{jint, JNIEnv};
 use jvmti_bindings::sys::jvmti;
-use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 use std::cell::Cell;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Which JVMPI events each agent has enabled (bit n = event n), and their union.
-static ENABLED: [AtomicU64; MAX_AGENTS] = [const { AtomicU64::new(0) }; MAX_AGENTS];
-static ANY: AtomicU64 = AtomicU64::new(0);
-static UNION: Mutex<()> = Mutex::new(());
+/// The gate's state, shared by every thread.
+struct Gate {
+    /// Which JVMPI events each agent has enabled (bit n = event n).
+    enabled: [AtomicU64; MAX_AGENTS],
+    /// Their union: the events some agent wants.
+    any: AtomicU64,
+    /// Held by whoever writes `enabled`, `any` or `fast`.
+    union: Mutex<()>,
+    /// The events whose hot path ([`send_fast`]) is open: those enabled while exactly one agent
+    /// runs, the gate is open and no trace or report records deliveries. Zero otherwise.
+    fast: AtomicU64,
+    /// Where the gate is in its life: a [`Phase`], with [`OPENED`] once it has been open.
+    phase: AtomicU8,
+    /// Events inside an agent's `NotifyEvent` on the general paths (the hot path counts in
+    /// `counters`): what VM death waits for.
+    in_flight: AtomicUsize,
+    /// Events whose handler has returned (and other steps of the shim's own work, see
+    /// [`progressed`]): what VM death's patience measures.
+    progress: AtomicU64,
+    /// Events in flight in threads that are leaving the JVM from inside a handler
+    /// (ProfilerExit): they never return, so VM death does not wait for them.
+    parked: AtomicUsize,
+    /// The in-flight counters of [`send_fast`], one per thread that sends there: (every
+    /// counter, the free ones). VM death sums them.
+    counters: Mutex<(Vec<&'static Counter>, Vec<&'static Counter>)>,
+    /// `membarrier` is registered: the hot path needs only a compiler fence.
+    asymmetric: AtomicBool,
+    /// The function that announces the sending thread to the agents (the threads room's, see
+    /// [`set_announcer`]).
+    announcer: OnceLock<fn(&mut *mut JNIEnv) -> bool>,
+}
+
+static GATE: Gate = Gate {
+    enabled: [const { AtomicU64::new(0) }; MAX_AGENTS],
+    any: AtomicU64::new(0),
+    union: Mutex::new(()),
+    fast: AtomicU64::new(0),
+    phase: AtomicU8::new(Phase::Loading as u8),
+    in_flight: AtomicUsize::new(0),
+    progress: AtomicU64::new(0),
+    parked: AtomicUsize::new(0),
+    counters: Mutex::new((Vec::new(), Vec::new())),
+    asymmetric: AtomicBool::new(false),
+    announcer: OnceLock::new(),
+};
+
+/// This thread's side of the gate. (The hot path's counter is apart, in [`OWNER`]: it has a
+/// destructor, and these are read while the thread ends.)
+struct Here {
+    /// The agents a non-requested event may go to from this thread (all, unless [`only`] runs).
+    only: Cell<u32>,
+    /// The agent whose RequestEvent runs in this thread.
+    requester: Cell<usize>,
+    /// Events being delivered in this thread on the general paths (nested when a handler
+    /// causes another event).
+    in_flight: Cell<usize>,
+    /// This thread's events counted in `parked` (it is leaving the JVM from a handler).
+    leaving: Cell<usize>,
+    /// Set while this thread delivers JVM_SHUT_DOWN.
+    in_last: Cell<bool>,
+}
+
+thread_local! {
+    static HERE: Here = const {
+        Here { only: Cell::new(!0), requester: Cell::new(0), in_flight: Cell::new(0), leaving: Cell::new(0), in_last: Cell::new(false) }
+    };
+}
+
+/// Where the gate is in its life. The legal moves are those of [`step`], the one place the
+/// phase changes: Loading → Open → Dying → Closed → Over, where VM death may also begin before
+/// the gate ever opened (Loading → Dying; nothing is sent then, not even JVM_SHUT_DOWN).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Phase {
+    /// The legacy `JVM_OnLoad` has not returned: no event flows yet.
+    Loading = 0,
+    /// Events flow.
+    Open = 1,
+    /// VM death has begun: what is still owed (classes, a last GC bracket) is sent, if the
+    /// gate was ever open.
+    Dying = 2,
+    /// Closed for good: only JVM_SHUT_DOWN, and what its handler requests.
+    Closed = 3,
+    /// JVM_SHUT_DOWN has been delivered (or would have been): the emulation is over.
+    Over = 4,
+}
+
+/// Bit of [`Gate::phase`]: the gate has been open (JVM_SHUT_DOWN is only sent if it was).
+const OPENED: u8 = 0x80;
+
+impl Phase {
+    fn of(byte: u8) -> Phase {
+        match byte & !OPENED {
+            0 => Phase::Loading,
+            1 => Phase::Open,
+            2 => Phase::Dying,
+            3 => Phase::Closed,
+            _ => Phase::Over,
+        }
+    }
+}
+
+/// A move of the gate: [`open`], [`begin_shutdown`], [`close`], [`finish`].
+#[derive(Clone, Copy)]
+enum Move {
+    Open,
+    BeginShutdown,
+    Close,
+    Finish,
+}
+
+/// The phase byte after `m` from `byte`; None when the move changes nothing (made already, or
+/// too late).
+fn step(byte: u8, m: Move) -> Option<u8> {
+    let opened = byte & OPENED;
+    match (Phase::of(byte), m) {
+        (Phase::Loading, Move::Open) => Some(OPENED | Phase::Open as u8),
+        // VM death began first (ProfilerExit inside JVM_OnLoad): the phase stays, and what is
+        // left of VM death sends as to an opened gate.
+        (p, Move::Open) if opened == 0 => Some(OPENED | p as u8),
+        (_, Move::Open) => None,
+        (Phase::Loading | Phase::Open, Move::BeginShutdown) => Some(opened | Phase::Dying as u8),
+        (_, Move::BeginShutdown) => None,
+        (Phase::Closed | Phase::Over, Move::Close) => None,
+        (_, Move::Close) => Some(opened | Phase::Closed as u8),
+        (Phase::Over, Move::Finish) => None,
+        (_, Move::Finish) => Some(opened | Phase::Over as u8),
+    }
+}
+
+/// Makes a move; false if it changed nothing.
+fn make(m: Move) -> bool {
+    GATE.phase.fetch_update(SeqCst, SeqCst, |b| step(b, m)).is_ok()
+}
+
+/// Where the gate is now.
+pub fn phase() -> Phase {
+    Phase::of(GATE.phase.load(SeqCst))
+}
+
+/// Whether a phase byte says the gate is closed for good (one relaxed load on the hot path).
+#[inline(always)]
+fn closed(byte: u8) -> bool {
+    byte & !OPENED >= Phase::Closed as u8
+}
 
 /// Whether any agent has enabled `event`.
 pub fn enabled(event: jint) -> bool {
-    (0..64).contains(&event) && ANY.load(Relaxed) & (1 << event) != 0
+    (0..64).contains(&event) && GATE.any.load(Relaxed) & (1 << event) != 0
 }
 
 /// Whether agent `a` has enabled `event`.
 pub fn enabled_for(a: usize, event: jint) -> bool {
-    (0..64).contains(&event) && a < MAX_AGENTS && ENABLED[a].load(Relaxed) & (1 << event) != 0
+    (0..64).contains(&event) && a < MAX_AGENTS && GATE.enabled[a].load(Relaxed) & (1 << event) != 0
 }
 
 /// Sets or clears agent `a`'s bit for an event (the control room does, on EnableEvent/DisableEvent).
 pub fn set_enabled(a: usize, event: jint, on: bool) {
     if (0..64).contains(&event) && a < MAX_AGENTS {
-        let _g = UNION.lock().unwrap_or_else(|p| p.into_inner());
+        let _g = crate::lock(&GATE.union);
         if on {
-            ENABLED[a].fetch_or(1 << event, SeqCst);
+            GATE.enabled[a].fetch_or(1 << event, SeqCst);
         } else {
-            ENABLED[a].fetch_and(!(1 << event), SeqCst);
+            GATE.enabled[a].fetch_and(!(1 << event), SeqCst);
         }
-        ANY.store(ENABLED.iter().fold(0, |m, e| m | e.load(SeqCst)), SeqCst);
+        GATE.any.store(GATE.enabled.iter().fold(0, |m, e| m | e.load(SeqCst)), SeqCst);
         refresh_fast();
     }
 }
 
-/// The events whose hot path ([`send_fast`]) is open: those enabled while exactly one agent
-/// runs, the gate is open and no trace or report records deliveries. Zero otherwise.
-static FAST: AtomicU64 = AtomicU64::new(0);
-
-/// Recomputes [`FAST`] (after a switch, when the gate opens or closes).
+/// Recomputes [`Gate::fast`] (after a switch, when the gate opens or closes).
 fn refresh_fast() {
-    let on = READY.load(SeqCst) && !DEAD.load(SeqCst) && table::count() == 1 && !record::on();
-    FAST.store(if on { ANY.load(SeqCst) } else { 0 }, SeqCst);
+    let on = is_ready() && table::count() == 1 && !record::on();
+    GATE.fast.store(if on { GATE.any.load(SeqCst) } else { 0 }, SeqCst);
 }
 
 /// Whether `event` (0..64) may take [`send_fast`]: one relaxed load.
 #[inline(always)]
 pub fn fast(event: jint) -> bool {
-    FAST.load(Relaxed) & (1u64 << (event & 63)) != 0
-}
-
-thread_local! {
-    /// The agents a non-requested event may go to from this thread (all, unless [`only`] runs).
-    static ONLY: Cell<u32> = const { Cell::new(!0) };
-    /// The agent whose RequestEvent runs in this thread.
-    static REQUESTER: Cell<usize> = const { Cell::new(0) };
+    GATE.fast.load(Relaxed) & (1u64 << (event & 63)) != 0
 }
 
 /// The agents (bit a = agent a) that receive `event` if it is sent from this thread now.
@@ -85,12 +215,12 @@ pub fn listeners(event: jint) -> u32 {
         return 0;
     }
     let mut m = 0;
-    for (a, e) in ENABLED.iter().enumerate() {
+    for (a, e) in GATE.enabled.iter().enumerate() {
         if e.load(Relaxed) & (1 << event) != 0 {
             m |= 1 << a;
         }
     }
-    m & ONLY.with(|o| o.get())
+    m & HERE.with(|h| h.only.get())
 }
 
 /// The agents (bit a = agent a) that enabled `event`, wherever it is sent from.
@@ -98,49 +228,31 @@ pub fn listeners_of(event: jint) -> u32 {
     if !enabled(event) {
         return 0;
     }
-    ENABLED.iter().enumerate().filter(|(_, e)| e.load(Relaxed) & (1 << event) != 0).fold(0, |m, (a, _)| m | 1 << a)
+    GATE.enabled.iter().enumerate().filter(|(_, e)| e.load(Relaxed) & (1 << event) != 0).fold(0, |m, (a, _)| m | 1 << a)
 }
 
 /// The agent (bit a = agent a) a requested event sent from this thread now goes to.
 pub fn requester_mask() -> u32 {
-    1 << REQUESTER.with(|r| r.get())
+    1 << HERE.with(|h| h.requester.get())
 }
 
 /// Runs `f` with events from this thread going to agent `a` only (its catch-up).
 pub fn only<R>(a: usize, f: impl FnOnce() -> R) -> R {
-    let saved = ONLY.with(|o| o.replace(1 << a));
+    let saved = HERE.with(|h| h.only.replace(1 << a));
     let r = f();
-    ONLY.with(|o| o.set(saved));
+    HERE.with(|h| h.only.set(saved));
     r
 }
 
 /// Runs `f` (agent `a`'s RequestEvent): the requested event goes to `a`.
 pub fn as_requester<R>(a: usize, f: impl FnOnce() -> R) -> R {
-    let saved = REQUESTER.with(|o| o.replace(a));
+    let saved = HERE.with(|h| h.requester.replace(a));
     let r = f();
-    REQUESTER.with(|o| o.set(saved));
+    HERE.with(|h| h.requester.set(saved));
     r
 }
 
 // ---- delivery --------------------------------------------------------------------------------
-
-static READY: AtomicBool = AtomicBool::new(false);
-static DEAD: AtomicBool = AtomicBool::new(false);
-/// VM death has begun (the shim's shutdown runs); `OVER` once JVM_SHUT_DOWN has been delivered.
-static SHUTTING: AtomicBool = AtomicBool::new(false);
-static OVER: AtomicBool = AtomicBool::new(false);
-static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
-/// Events whose handler has returned (and other steps of the shim's own work, see
-/// [`progressed`]): what VM death's patience measures.
-static PROGRESS: AtomicU64 = AtomicU64::new(0);
-/// Events in flight in threads that are leaving the JVM from inside a handler (ProfilerExit):
-/// they never return, so VM death does not wait for them.
-static PARKED: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    /// Events being delivered in this thread (nested when a handler causes another event).
-    static IN_FLIGHT_HERE: Cell<usize> = const { Cell::new(0) };
-}
 
 /// The level of a line about a refused call: a warning when the agent made a mistake, debug
 /// when the refusal comes from the shim's or the JVM's own state (the VM is going away, JVMTI
@@ -153,27 +265,30 @@ pub fn edge_level(e: Option<jvm::Error>) -> log::Level {
     }
 }
 
+/// Whether the gate is closed for good ([`Phase::Closed`] or later).
 pub fn is_dead() -> bool {
-    DEAD.load(SeqCst)
+    phase() >= Phase::Closed
 }
 
+/// Whether events flow: the gate is open, and not closed yet (VM death may have begun).
 pub fn is_ready() -> bool {
-    READY.load(SeqCst) && !DEAD.load(SeqCst)
+    let b = GATE.phase.load(SeqCst);
+    b & OPENED != 0 && !closed(b)
 }
 
 /// Marks the start of VM death; false if it had begun already (a nested or second VMDeath).
 pub fn begin_shutdown() -> bool {
-    !SHUTTING.swap(true, SeqCst)
+    make(Move::BeginShutdown)
 }
 
 /// Whether VM death has begun: the shim is shutting down, or has (JVM_SHUT_DOWN delivered).
 pub fn shutting_down() -> bool {
-    SHUTTING.load(SeqCst)
+    phase() >= Phase::Dying
 }
 
 /// Whether JVM_SHUT_DOWN has been delivered (or would have been): the emulation is over.
 pub fn is_over() -> bool {
-    OVER.load(SeqCst)
+    phase() == Phase::Over
 }
 
 /// Runs `f`, which leaves the JVM from the current thread (System.exit for ProfilerExit) and
@@ -181,17 +296,12 @@ pub fn is_over() -> bool {
 /// delivering (one of their handlers is the caller).
 pub fn leaving<R>(f: impl FnOnce() -> R) -> R {
     let mine = mine();
-    PARKED.fetch_add(mine, SeqCst);
-    let was = LEAVING_HERE.with(|l| l.replace(mine));
+    GATE.parked.fetch_add(mine, SeqCst);
+    let was = HERE.with(|h| h.leaving.replace(mine));
     let r = f();
-    LEAVING_HERE.with(|l| l.set(was));
-    PARKED.fetch_sub(mine, SeqCst);
+    HERE.with(|h| h.leaving.set(was));
+    GATE.parked.fetch_sub(mine, SeqCst);
     r
-}
-
-thread_local! {
-    /// This thread's events counted in [`PARKED`] (it is leaving the JVM from a handler).
-    static LEAVING_HERE: Cell<usize> = const { Cell::new(0) };
 }
 
 fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
@@ -200,12 +310,13 @@ fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
         // call only): it is no JVMPI thread, so the event names none.
         ev.env_id = std::ptr::null_mut();
     }
-    IN_FLIGHT.fetch_add(1, SeqCst);
-    IN_FLIGHT_HERE.with(|n| n.set(n.get() + 1));
+    GATE.in_flight.fetch_add(1, SeqCst);
+    HERE.with(|h| h.in_flight.set(h.in_flight.get() + 1));
     // Inside JVM_SHUT_DOWN's handler the gate is closed, but what that handler requests (a
     // last heap dump, as hprof asked for) is still delivered to it, as HotSpot 1.5 did.
-    let in_last = !needs_ready && IN_LAST.with(|l| l.get());
-    let open = (in_last || !DEAD.load(SeqCst)) && (!needs_ready || READY.load(SeqCst));
+    let in_last = !needs_ready && in_last();
+    let b = GATE.phase.load(SeqCst);
+    let open = (in_last || !closed(b)) && (!needs_ready || b & OPENED != 0);
     let sent = match (open, table::notify_event(a)) {
         (true, Some(f)) => {
             // The caller owns every buffer `ev` points into, for the duration of the call.
@@ -222,9 +333,9 @@ fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
         }
         _ => false,
     };
-    IN_FLIGHT_HERE.with(|n| n.set(n.get() - 1));
-    IN_FLIGHT.fetch_sub(1, SeqCst);
-    PROGRESS.fetch_add(1, Relaxed);
+    HERE.with(|h| h.in_flight.set(h.in_flight.get() - 1));
+    GATE.in_flight.fetch_sub(1, SeqCst);
+    GATE.progress.fetch_add(1, Relaxed);
     sent
 }
 
@@ -240,7 +351,7 @@ pub fn send_to(mask: u32, ev: &mut JVMPI_Event) -> bool {
     if !is_ready() || mask == 0 {
         return false;
     }
-    if let Some(announce) = ANNOUNCER.get() {
+    if let Some(announce) = GATE.announcer.get() {
         if !announce(&mut ev.env_id) {
             return false;
         }
@@ -281,8 +392,8 @@ pub fn send_here(ev: &mut JVMPI_Event) -> bool {
         return send_to(mask, ev);
     }
     let a = mask.trailing_zeros() as usize;
-    IN_FLIGHT.fetch_add(1, SeqCst);
-    let sent = match (!DEAD.load(SeqCst) && READY.load(SeqCst), table::notify_event(a)) {
+    GATE.in_flight.fetch_add(1, SeqCst);
+    let sent = match (is_ready(), table::notify_event(a)) {
         (true, Some(f)) => {
             if record::on() {
                 let t = Instant::now();
@@ -297,7 +408,7 @@ pub fn send_here(ev: &mut JVMPI_Event) -> bool {
         }
         _ => false,
     };
-    IN_FLIGHT.fetch_sub(1, SeqCst);
+    GATE.in_flight.fetch_sub(1, SeqCst);
     sent
 }
 
@@ -310,15 +421,15 @@ pub fn send_here(ev: &mut JVMPI_Event) -> bool {
 pub fn send_fast(ev: &mut JVMPI_Event, counter: &AtomicUsize) -> bool {
     // The thread's own counter, written with plain stores: VM death ([`close`]) first closes
     // the gate and then makes every thread pass a full barrier (`membarrier`), so either this
-    // thread sees DEAD below or `close` sees the count. Without `membarrier`, a fence here.
+    // thread sees the gate closed below or `close` sees the count. Without `membarrier`, a fence here.
     let n = counter.load(Relaxed);
     counter.store(n + 1, Relaxed);
-    if ASYMMETRIC.load(Relaxed) {
+    if GATE.asymmetric.load(Relaxed) {
         compiler_fence(SeqCst);
     } else {
         fence(SeqCst);
     }
-    let sent = match (DEAD.load(Relaxed), table::notify_first()) {
+    let sent = match (closed(GATE.phase.load(Relaxed)), table::notify_first()) {
         (false, Some(f)) => {
             // The thread is not inside the shim's JNI call, and with one agent it already runs on
             // that agent's behalf.
@@ -332,15 +443,10 @@ pub fn send_fast(ev: &mut JVMPI_Event, counter: &AtomicUsize) -> bool {
     sent
 }
 
-/// In-flight counters of [`send_fast`], one per thread that sends there (leaked, one cache
+/// An in-flight counter of [`send_fast`], one per thread that sends there (leaked, one cache
 /// line each, handed to the next thread when their thread ends): VM death sums them.
 #[repr(align(64))]
 struct Counter(AtomicUsize);
-
-/// (every counter, the free ones).
-static COUNTERS: Mutex<(Vec<&'static Counter>, Vec<&'static Counter>)> = Mutex::new((Vec::new(), Vec::new()));
-/// `membarrier` is registered: the hot path needs only a compiler fence.
-static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
 
 /// Gives a thread's counter back when the thread ends.
 struct Owner(Cell<Option<&'static Counter>>);
@@ -348,7 +454,7 @@ impl Drop for Owner {
     fn drop(&mut self) {
         if let Some(c) = self.0.take() {
             jvm::set_counter_here(None);
-            COUNTERS.lock().unwrap_or_else(|p| p.into_inner()).1.push(c);
+            crate::lock(&GATE.counters).1.push(c);
         }
     }
 }
@@ -365,7 +471,7 @@ pub fn take_counter() -> Option<&'static AtomicUsize> {
             let c = match o.0.get() {
                 Some(c) => c,
                 None => {
-                    let mut g = COUNTERS.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut g = crate::lock(&GATE.counters);
                     let c = g.1.pop().unwrap_or_else(|| {
                         let c: &'static Counter = Box::leak(Box::new(Counter(AtomicUsize::new(0))));
                         g.0.push(c);
@@ -383,23 +489,23 @@ pub fn take_counter() -> Option<&'static AtomicUsize> {
 
 /// Events being delivered by this thread, on every path.
 fn mine() -> usize {
-    IN_FLIGHT_HERE.with(|n| n.get()) + jvm::here_and_counter().1.map_or(0, |c| c.load(Relaxed))
+    HERE.with(|h| h.in_flight.get()) + jvm::here_and_counter().1.map_or(0, |c| c.load(Relaxed))
 }
 
 /// Events being delivered by every thread, on every path.
 fn in_flight() -> usize {
-    let g = COUNTERS.lock().unwrap_or_else(|p| p.into_inner());
-    IN_FLIGHT.load(SeqCst) + g.0.iter().map(|c| c.0.load(SeqCst)).sum::<usize>()
+    let g = crate::lock(&GATE.counters);
+    GATE.in_flight.load(SeqCst) + g.0.iter().map(|c| c.0.load(SeqCst)).sum::<usize>()
 }
 
 /// Sends an event an agent requested with `RequestEvent` (flag set here), to that agent only.
 pub fn send_requested(ev: &mut JVMPI_Event) -> bool {
     ev.event_type |= JVMPI_REQUESTED_EVENT;
     // The requesting thread, announced (in the shim's own threads: the thread they stand in for).
-    if let Some(announce) = ANNOUNCER.get() {
+    if let Some(announce) = GATE.announcer.get() {
         announce(&mut ev.env_id);
     }
-    deliver(REQUESTER.with(|r| r.get()), ev, false)
+    deliver(HERE.with(|h| h.requester.get()), ev, false)
 }
 
 /// Registers the function that announces the current thread to the agent before an event
@@ -407,24 +513,23 @@ pub fn send_requested(ev: &mut JVMPI_Event) -> bool {
 /// that of a thread the agent knows), and it says false for an event no agent may get (sent
 /// by a thread after its THREAD_END).
 pub fn set_announcer(f: fn(&mut *mut JNIEnv) -> bool) {
-    let _ = ANNOUNCER.set(f);
+    let _ = GATE.announcer.set(f);
 }
-static ANNOUNCER: OnceLock<fn(&mut *mut JNIEnv) -> bool> = OnceLock::new();
 
 /// Opens the gate: the legacy `JVM_OnLoad` has returned.
 pub fn open() {
-    if !ASYMMETRIC.load(SeqCst) && jvm::register_heavy_barrier() {
-        ASYMMETRIC.store(true, SeqCst);
+    if !GATE.asymmetric.load(SeqCst) && jvm::register_heavy_barrier() {
+        GATE.asymmetric.store(true, SeqCst);
     }
-    READY.store(true, SeqCst);
-    let _g = UNION.lock().unwrap_or_else(|p| p.into_inner());
+    make(Move::Open);
+    let _g = crate::lock(&GATE.union);
     refresh_fast();
 }
 
 /// Marks a step of the shim's own work during which no event is delivered (a heap walk), so
 /// that VM death's [`Patience`] does not take it for a handler that does not return.
 pub fn progressed() {
-    PROGRESS.fetch_add(1, Relaxed);
+    GATE.progress.fetch_add(1, Relaxed);
 }
 
 /// How long VM death waits for the agent: as long as events keep being delivered (a long last
@@ -444,12 +549,12 @@ pub const CAP: Duration = Duration::from_secs(30);
 impl Patience {
     pub fn new() -> Patience {
         let now = Instant::now();
-        Patience { seen: PROGRESS.load(Relaxed), since: now, cap: now + CAP }
+        Patience { seen: GATE.progress.load(Relaxed), since: now, cap: now + CAP }
     }
     /// Whether to stop waiting now.
     pub fn exhausted(&mut self) -> bool {
         let now = Instant::now();
-        let p = PROGRESS.load(Relaxed);
+        let p = GATE.progress.load(Relaxed);
         if p != self.seen {
             self.seen = p;
             self.since = now;
@@ -471,18 +576,18 @@ impl Default for Patience {
 /// then the events this thread is delivering cannot return before it does, so they are not
 /// waited for, nor are those of threads stuck in an exit of their own ([`leaving`]).
 pub fn close(patience: &mut Patience) -> bool {
-    FAST.store(0, SeqCst);
-    if DEAD.swap(true, SeqCst) {
+    GATE.fast.store(0, SeqCst);
+    if !make(Move::Close) {
         return false;
     }
-    if ASYMMETRIC.load(SeqCst) && !jvm::heavy_barrier() {
+    if GATE.asymmetric.load(SeqCst) && !jvm::heavy_barrier() {
         // Cannot happen once registered; the hot path's counts may then be seen late.
         log::debug!("membarrier failed at VM death");
     }
     // This thread's own events are not waited for; if it is leaving (ProfilerExit), they are
     // among the parked ones already and are not taken off twice.
-    let mine = mine().saturating_sub(LEAVING_HERE.with(|l| l.get()));
-    let others = || in_flight().saturating_sub(mine + PARKED.load(SeqCst));
+    let mine = mine().saturating_sub(HERE.with(|h| h.leaving.get()));
+    let others = || in_flight().saturating_sub(mine + GATE.parked.load(SeqCst));
     while others() > 0 && !patience.exhausted() {
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -497,34 +602,29 @@ pub fn close(patience: &mut Patience) -> bool {
 
 /// After [`send_last`]: the emulation is over (see [`is_over`]).
 pub fn finish() {
-    OVER.store(true, SeqCst);
-}
-
-thread_local! {
-    /// Set while this thread delivers JVM_SHUT_DOWN.
-    static IN_LAST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    make(Move::Finish);
 }
 
 /// Whether the current thread is delivering JVM_SHUT_DOWN (its handler may still request
 /// events, which are delivered to it).
 pub fn in_last() -> bool {
-    IN_LAST.with(|l| l.get())
+    HERE.with(|h| h.in_last.get())
 }
 
 /// After [`close`]: delivers the last event (JVM_SHUT_DOWN) to each agent that enabled it, in
 /// load order, if the gate was ever open.
 pub fn send_last(ev: &mut JVMPI_Event) {
-    if !READY.load(SeqCst) {
+    if GATE.phase.load(SeqCst) & OPENED == 0 {
         return;
     }
     for a in (0..MAX_AGENTS).filter(|&a| enabled_for(a, ev.event_type)) {
         if let Some(f) = table::notify_event(a) {
             let mut copy = JVMPI_Event { event_type: ev.event_type, env_id: ev.env_id, u: ev.u };
             let t = Instant::now();
-            IN_LAST.with(|l| l.set(true));
+            HERE.with(|h| h.in_last.set(true));
             // SAFETY: as in `deliver`; this is the last call the shim makes into the agent.
             table::within(a, || unsafe { f(&mut copy) });
-            IN_LAST.with(|l| l.set(false));
+            HERE.with(|h| h.in_last.set(false));
             if record::on() {
                 record::event(&copy, t.elapsed().as_nanos() as u64);
             }
