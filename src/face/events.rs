@@ -631,3 +631,56 @@ pub fn send_last(ev: &mut JVMPI_Event) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The phase after a sequence of moves from Loading, and whether each move changed it.
+    fn run(moves: &[Move]) -> (Phase, bool, Vec<bool>) {
+        let mut b = Phase::Loading as u8;
+        let mut changed = Vec::new();
+        for &m in moves {
+            match step(b, m) {
+                Some(n) => {
+                    b = n;
+                    changed.push(true);
+                }
+                None => changed.push(false),
+            }
+        }
+        (Phase::of(b), b & OPENED != 0, changed)
+    }
+
+    #[test]
+    fn the_gate_moves_one_way() {
+        use Move::*;
+        assert_eq!(run(&[Open]), (Phase::Open, true, vec![true]));
+        assert_eq!(run(&[Open, BeginShutdown, Close, Finish]), (Phase::Over, true, vec![true; 4]));
+        // A second VM death, a second close, a late open: nothing moves back.
+        assert_eq!(
+            run(&[Open, BeginShutdown, BeginShutdown, Close, Close, Open, Finish, Finish, BeginShutdown]),
+            (Phase::Over, true, vec![true, true, false, true, false, false, true, false, false])
+        );
+        // VM death before the gate ever opened: nothing is sent, not even JVM_SHUT_DOWN.
+        assert_eq!(run(&[BeginShutdown, Close, Finish]), (Phase::Over, false, vec![true; 3]));
+        // ... unless the gate opens meanwhile: what is left of VM death is sent.
+        assert_eq!(run(&[BeginShutdown, Open]), (Phase::Dying, true, vec![true, true]));
+    }
+
+    #[test]
+    fn is_ready_and_closed_read_the_byte_as_the_four_flags_did() {
+        let opened = |p: Phase| OPENED | p as u8;
+        for (b, ready, dead) in [
+            (Phase::Loading as u8, false, false),
+            (opened(Phase::Open), true, false),
+            (opened(Phase::Dying), true, false),
+            (Phase::Dying as u8, false, false),
+            (opened(Phase::Closed), false, true),
+            (Phase::Closed as u8, false, true),
+            (opened(Phase::Over), false, true),
+        ] {
+            assert_eq!((b & OPENED != 0 && !closed(b), closed(b)), (ready, dead), "{:?}", Phase::of(b));
+        }
+    }
+}
