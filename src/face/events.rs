@@ -10,7 +10,9 @@
 //! Events flow only after the legacy `JVM_OnLoad` has returned (what happened before is
 //! replayed by the catch-up of the defining events, see `rooms::control`), and never after
 //! `JVM_SHUT_DOWN`: [`close`] shuts the gate for good and waits for events already inside the
-//! agent to return, and [`send_last`] then delivers `JVM_SHUT_DOWN`, the last event.
+//! agent to return, and [`send_last`] then delivers `JVM_SHUT_DOWN`, the last event. Where the
+//! gate is in that life is one [`Phase`], changed only by [`step`]; the gate's shared state is
+//! one struct ([`Gate`]), its per-thread state another ([`Here`]).
 //!
 //! The gate calls no room. The one thing it needs from one — that the sending thread has been
 //! announced to the agent before its first event — is a function the threads room registers
