@@ -43,6 +43,7 @@
 //! | [`jnihooks`]     | JNI function interception: JNI allocations, JNI_(WEAK_)GLOBALREF_*        |
 //! | [`callbacks`]    | the JVMTI callbacks (doors into the rooms)                                |
 //! | [`logger`]       | one-line messages on stderr                                               |
+//! | [`cputime`]      | the calling thread's CPU time, mostly without a system call                |
 //! | [`safemem`]      | agent pointers read and written without faulting (garbage → JVMPI_FAIL)   |
 
 pub mod face;
@@ -54,7 +55,7 @@ pub use face::{abi, access, event_table, events, ids, interface, table};
 pub use rooms::{
     alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader, methods, monitors, natives, objects, options, report, reset, threads,
 };
-pub use vm::{bci, callbacks, jnihooks, jvm, logger, safemem};
+pub use vm::{bci, callbacks, cputime, jnihooks, jvm, logger, safemem};
 
 use jvmti_bindings::sys::jni::{jint, JavaVM, JNI_ERR};
 use std::ffi::{c_char, c_void};

@@ -5,6 +5,7 @@
 
 pub mod bci;
 pub mod callbacks;
+pub mod cputime;
 pub mod jnihooks;
 pub mod jvm;
 pub mod logger;
