@@ -609,3 +609,31 @@ pub fn send_last(ev: &mut JVMPI_Event) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static HELD: AtomicBool = AtomicBool::new(false);
+
+    /// An agent's suspension under way keeps VM death's wait going past [`IDLE`]; once it is
+    /// over, the idle clock runs again and the wait ends [`IDLE`] later.
+    #[test]
+    fn a_suspension_under_way_holds_the_idle_clock() {
+        set_holder(|| HELD.load(SeqCst));
+        HELD.store(true, SeqCst);
+        let mut p = Patience::new();
+        let t = Instant::now();
+        while t.elapsed() < IDLE + Duration::from_millis(300) {
+            assert!(!p.exhausted(), "exhausted after {:?} while a suspension was under way", t.elapsed());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        HELD.store(false, SeqCst);
+        let t = Instant::now();
+        while !p.exhausted() {
+            std::thread::sleep(Duration::from_millis(10));
+            assert!(t.elapsed() < IDLE + Duration::from_secs(1), "the wait did not end once the suspension was over");
+        }
+        assert!(t.elapsed() >= IDLE - Duration::from_millis(50));
+    }
+}
