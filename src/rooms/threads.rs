@@ -721,7 +721,20 @@ pub fn get_tls(a: usize, env: *mut JNIEnv) -> *mut c_void {
     lookup(env, "GetThreadLocalStorage").map_or(std::ptr::null_mut(), |r| r.tls[a].load(Acquire) as *mut c_void)
 }
 
+/// Whether an agent's SuspendThread (or list) is inside JVMTI now (see `events::set_holder`).
+pub fn suspension_under_way() -> bool {
+    SUSPENDING.load(SeqCst) > 0
+}
+
 fn suspend_rec(rec: &Arc<ThreadRec>) -> Result<(), jvm::Error> {
+    if events::draining() {
+        // VM death waits for the handlers in flight, and a suspension can hold one up for
+        // seconds (JDK 11, see `events::set_holder`). No event reaches the agent any more and
+        // the JVM stops every thread soon after JVM_SHUT_DOWN: the suspension is refused, as
+        // for a thread that is going away (SuspendThreadList says JVMPI_FAIL for it). Not
+        // counted below: a refused call keeps nobody waiting.
+        return Err(jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE);
+    }
     // Counted while under way, so that VM death can wait for it (see `release_all`).
     SUSPENDING.fetch_add(1, SeqCst);
     let r = if CLOSED.load(SeqCst) || rec.suspension().ended {
