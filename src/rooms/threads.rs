@@ -50,8 +50,11 @@ pub struct ThreadRec {
     tag: jlong,
     /// Each agent's thread-local word.
     tls: [AtomicUsize; MAX_AGENTS],
-    /// The agents that heard this thread's THREAD_START (bit a = agent a).
+    /// The agents this thread's THREAD_START is (being) sent to (bit a = agent a): each once.
     announced: AtomicU32,
+    /// The agents whose THREAD_START handler for this thread has returned: only these may be
+    /// handed its env_id by another thread (a dump, a MONITOR_CONTENDED_EXIT, a stand-in).
+    told: AtomicU32,
     /// Thread CPU time at the latest JVMPI SuspendThread (-1: never suspended).
     cpu_at_suspend: AtomicI64,
     has_run: AtomicBool,
@@ -128,6 +131,7 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
         tag,
         tls: [const { AtomicUsize::new(0) }; MAX_AGENTS],
         announced: AtomicU32::new(0),
+        told: AtomicU32::new(0),
         cpu_at_suspend: AtomicI64::new(-1),
         has_run: AtomicBool::new(true),
         pins: AtomicUsize::new(0),
@@ -176,6 +180,7 @@ fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result
         events::send_requested(&mut ev);
     } else {
         events::send_to(to, &mut ev);
+        rec.told.fetch_or(to, SeqCst);
     }
     Ok(())
 }
@@ -290,9 +295,12 @@ fn pin_live(rec: &Arc<ThreadRec>) -> Option<Pinned> {
 
 fn pin_rec(rec: &Arc<ThreadRec>, agents: u32) -> Option<Pinned> {
     let p = pin_live(rec)?;
-    // Each of `agents` that wants THREAD_START must have heard this thread's.
+    // Each of `agents` that wants THREAD_START must have heard this thread's: its handler has
+    // returned (the thread may be in it now, stopped by a dump, or still be sending it). The
+    // thread itself, inside its own THREAD_START handler, is known to the agent already.
     let need = agents & events::listeners_of(JVMPI_EVENT_THREAD_START);
-    (rec.announced.load(SeqCst) & need == need).then_some(p)
+    let told = if jvm::current_jni() == Some(rec.env as *mut JNIEnv) { &rec.announced } else { &rec.told };
+    (told.load(SeqCst) & need == need).then_some(p)
 }
 
 /// Pins the live thread of `env` if every agent of `agents` (bit a = agent a) that wants
