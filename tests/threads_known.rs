@@ -49,7 +49,6 @@ fn every_event_names_a_known_live_thread() {
 /// handlers and at JVM_SHUT_DOWN (with a HEAP_DUMP): every trace's env_id and every owner and
 /// waiter of every monitor is a thread the agent knows, also as threads end during the dump.
 #[test]
-#[ignore = "open: about 1 run in 3 on JDK 21/25 (1 in 12 on 11), a thread that contends for a lock while MONITOR_DUMPs are requested around its end is re-announced after its THREAD_END, or its storage is missing; run with --ignored"]
 fn dumps_name_only_known_live_threads() {
     for_each_jdk(|jdk| {
         let r = run(jdk, &opts(5), "ThreadMix", &["30"], &[]);

@@ -518,6 +518,17 @@ pub fn set_announcer(f: fn(&mut *mut JNIEnv) -> bool) {
     let _ = GATE.announcer.set(f);
 }
 
+/// Registers the function that says whether an agent's suspension of a thread is under way
+/// (threads room). Meanwhile VM death's [`Patience`] counts no idle time: on JDK 11 a
+/// SuspendThread that finds its target between native code and the VM (a handler calling
+/// into JVMTI) waits up to 6.4 s for it with the target already stopped, so that handler
+/// returns only once the agent's sampler has its answer and resumes it. [`CAP`] still bounds
+/// the wait.
+pub fn set_holder(f: fn() -> bool) {
+    let _ = HOLDER.set(f);
+}
+static HOLDER: OnceLock<fn() -> bool> = OnceLock::new();
+
 /// Opens the gate: the legacy `JVM_OnLoad` has returned.
 pub fn open() {
     if !GATE.asymmetric.load(SeqCst) && jvm::register_heavy_barrier() {
@@ -537,27 +548,37 @@ pub fn progressed() {
 /// How long VM death waits for the agent: as long as events keep being delivered (a long last
 /// GC bracket, handlers that finish one after the other), but never more than [`IDLE`] without
 /// any progress nor [`CAP`] in all. A handler that does not return stops nothing for longer.
+/// A suspension of the agent's under way inside JVMTI counts as progress, for [`HOLD`] at most
+/// (its target may be a thread whose handler the wait is for, see [`set_holder`]).
 pub struct Patience {
     seen: u64,
     since: Instant,
     cap: Instant,
+    /// When an agent's suspension under way was first seen holding the idle clock.
+    held_from: Option<Instant>,
 }
 
 /// Time without any event delivered after which VM death stops waiting.
 pub const IDLE: Duration = Duration::from_secs(2);
 /// The most VM death waits in all.
 pub const CAP: Duration = Duration::from_secs(30);
+/// The most time an agent's suspensions under way keep the idle clock from running (JDK 11's
+/// SuspendThread waits up to 6.4 s, see [`set_holder`]).
+pub const HOLD: Duration = Duration::from_secs(8);
 
 impl Patience {
     pub fn new() -> Patience {
         let now = Instant::now();
-        Patience { seen: GATE.progress.load(Relaxed), since: now, cap: now + CAP }
+        Patience { seen: GATE.progress.load(Relaxed), since: now, cap: now + CAP, held_from: None }
     }
     /// Whether to stop waiting now.
     pub fn exhausted(&mut self) -> bool {
         let now = Instant::now();
         let p = GATE.progress.load(Relaxed);
-        if p != self.seen {
+        // An agent's suspension under way holds the idle clock, for [`HOLD`] at most in all.
+        let held = HOLDER.get().is_some_and(|held| held())
+            && now.duration_since(*self.held_from.get_or_insert(now)) < HOLD;
+        if p != self.seen || held {
             self.seen = p;
             self.since = now;
         }
@@ -590,9 +611,11 @@ pub fn close(patience: &mut Patience) -> bool {
     // among the parked ones already and are not taken off twice.
     let mine = mine().saturating_sub(HERE.with(|h| h.leaving.get()));
     let others = || in_flight().saturating_sub(mine + GATE.parked.load(SeqCst));
+    DRAINING.store(true, SeqCst);
     while others() > 0 && !patience.exhausted() {
         std::thread::sleep(Duration::from_millis(1));
     }
+    DRAINING.store(false, SeqCst);
     if others() > 0 {
         log::warn!(
             "an event handler of the agent did not return within 2 s of the last event delivered during VM death; \
@@ -600,6 +623,16 @@ pub fn close(patience: &mut Patience) -> bool {
         );
     }
     true
+}
+
+/// Set while [`close`] waits for the handlers in flight.
+static DRAINING: AtomicBool = AtomicBool::new(false);
+
+/// Whether VM death is waiting for the agent's handlers in flight to return (inside [`close`]).
+/// An agent's sampler that went on suspending threads then would hold up the very handlers
+/// the wait is for: the threads room refuses its suspensions meanwhile.
+pub fn draining() -> bool {
+    DRAINING.load(SeqCst)
 }
 
 /// After [`send_last`]: the emulation is over (see [`is_over`]).
@@ -684,5 +717,28 @@ mod tests {
         ] {
             assert_eq!((b & OPENED != 0 && !closed(b), closed(b)), (ready, dead), "{:?}", Phase::of(b));
         }
+    }
+
+    static HELD: AtomicBool = AtomicBool::new(false);
+
+    /// An agent's suspension under way keeps VM death's wait going past [`IDLE`]; once it is
+    /// over, the idle clock runs again and the wait ends [`IDLE`] later.
+    #[test]
+    fn a_suspension_under_way_holds_the_idle_clock() {
+        set_holder(|| HELD.load(SeqCst));
+        HELD.store(true, SeqCst);
+        let mut p = Patience::new();
+        let t = Instant::now();
+        while t.elapsed() < IDLE + Duration::from_millis(300) {
+            assert!(!p.exhausted(), "exhausted after {:?} while a suspension was under way", t.elapsed());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        HELD.store(false, SeqCst);
+        let t = Instant::now();
+        while !p.exhausted() {
+            std::thread::sleep(Duration::from_millis(10));
+            assert!(t.elapsed() < IDLE + Duration::from_secs(1), "the wait did not end once the suspension was over");
+        }
+        assert!(t.elapsed() >= IDLE - Duration::from_millis(50));
     }
 }

@@ -291,6 +291,39 @@ pub fn tag_of(obj: jobject) -> Result<jlong, String> {
     Ok(t)
 }
 
+/// [`tag_of`] for a thread that has suspended the others (a dump): one of them may be stopped
+/// inside the assignment's lock, so it is only tried for a while (a thread that runs holds it
+/// for two JVMTI calls); an error if the object has no tag and the lock stays held.
+pub fn tag_of_while_others_suspended(obj: jobject) -> Result<jlong, String> {
+    if obj.is_null() {
+        return Err("NULL object".into());
+    }
+    let t = jvm::get_tag(obj).map_err(jvm::err_name)?;
+    if t != 0 {
+        return Ok(t);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(20);
+    let _g = loop {
+        match ASSIGN.try_lock() {
+            Ok(g) => break g,
+            Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_micros(200))
+            }
+            Err(std::sync::TryLockError::WouldBlock) => {
+                return Err("the tag assignment is held by a suspended thread".into());
+            }
+        }
+    };
+    let t = jvm::get_tag(obj).map_err(jvm::err_name)?;
+    if t != 0 {
+        return Ok(t);
+    }
+    let t = fresh_tag();
+    jvm::set_tag(obj, t).map_err(jvm::err_name)?;
+    Ok(t)
+}
+
 /// [`tag_of`] for an object that is also entered in the index: classes and threads (they are
 /// few, and their IDs come back in requested OBJECT_ALLOC, CLASS_LOAD and THREAD_START).
 pub fn indexed_tag_of(k: jobject) -> Result<jlong, String> {

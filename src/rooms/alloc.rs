@@ -111,6 +111,14 @@ pub fn disable() {
     set_on(&jvm::Jni::of(env), false);
     if INSTRUMENTING.swap(false, SeqCst) {
         jvm::unwant(jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC);
+        if events::is_dead() {
+            // Switched off at VM death (agents disable everything in JVM_SHUT_DOWN): no program
+            // code runs any more, so nothing is restored. Retransforming every class now would
+            // load classes no CLASS_LOAD can announce any more (JDK 21+: the JDK's event classes
+            // call into JFR, ~200 classes), and a last heap dump would name them.
+            log::debug!("allocation tracking off at VM death: classes left as they are");
+            return;
+        }
         let t = std::time::Instant::now();
         let n = jvm::retransform_all();
         jvm::unwant(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);

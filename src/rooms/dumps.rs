@@ -1307,7 +1307,9 @@ fn env_of_thread(t: jobject) -> usize {
     if t.is_null() {
         return 0;
     }
-    ids::tag_of(t).ok().map_or(0, threads::known_env_by_tag)
+    // Read, not assigned (the other threads are suspended; see `stacks`): the threads the agent
+    // knows were tagged when they were announced.
+    jvm::get_tag(t).ok().filter(|&g| g != 0).map_or(0, threads::known_env_by_tag)
 }
 
 /// Every Java monitor that is owned or has waiters. JVMTI has no list of monitors; every one
@@ -1330,7 +1332,8 @@ fn java_monitors(jni: &jvm::Jni) -> Result<Vec<JavaMonitor>, String> {
             _ => {}
         }
         for m in found {
-            match ids::tag_of(m) {
+            // The other threads are suspended: one may hold the tag assignment's lock.
+            match ids::tag_of_while_others_suspended(m) {
                 Ok(tag) if !objs.iter().any(|&(t, _)| t == tag) => objs.push((tag, m)),
                 _ => jni.delete_local_ref(m),
             }
@@ -1342,12 +1345,12 @@ fn java_monitors(jni: &jvm::Jni) -> Result<Vec<JavaMonitor>, String> {
         let usage = jvm::monitor_usage(m);
         jni.delete_local_ref(m);
         let Ok((owner, _count, waiters, notify_waiters)) = usage else { continue };
-        let notify_tags: Vec<jlong> = notify_waiters.iter().map(|&t| ids::tag_of(t).unwrap_or(0)).collect();
+        let notify_tags: Vec<jlong> = notify_waiters.iter().map(|&t| jvm::get_tag(t).unwrap_or(0)).collect();
         // Threads the agent does not know are left out of the lists.
         let notify: Vec<usize> = notify_waiters.iter().map(|&t| env_of_thread(t)).filter(|&e| e != 0).collect();
         let enter: Vec<usize> = waiters
             .iter()
-            .filter(|&&t| !notify_tags.contains(&ids::tag_of(t).unwrap_or(-1)))
+            .filter(|&&t| !notify_tags.contains(&jvm::get_tag(t).unwrap_or(-1)))
             .map(|&t| env_of_thread(t))
             .filter(|&e| e != 0)
             .collect();

@@ -64,6 +64,7 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
         table::install(0, (d.interface)(0));
     }
     events::set_announcer(threads::before_send);
+    events::set_holder(threads::suspension_under_way);
     if let Some(d) = DOORS.get() {
         jvm::set_jni_hooks(d.jni_hooks);
     }

@@ -235,6 +235,13 @@ pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
         log::debug!("method hooks {:?} for classes loading from now on; loaded classes wait for the gate", describe(plan));
         return Ok(());
     }
+    if events::is_dead() {
+        // Switched at VM death (inside JVM_SHUT_DOWN): the gate is closed, no hook can deliver
+        // anything, and retransforming would load classes no CLASS_LOAD can announce any more
+        // (see `alloc::disable`), which a last heap dump would then name.
+        log::debug!("method hooks {:?} at VM death: classes left as they are", describe(plan));
+        return Ok(());
+    }
     retransform(plan);
     Ok(())
 }

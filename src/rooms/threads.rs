@@ -50,8 +50,11 @@ pub struct ThreadRec {
     tag: jlong,
     /// Each agent's thread-local word.
     tls: [AtomicUsize; MAX_AGENTS],
-    /// The agents that heard this thread's THREAD_START (bit a = agent a).
+    /// The agents this thread's THREAD_START is (being) sent to (bit a = agent a): each once.
     announced: AtomicU32,
+    /// The agents whose THREAD_START handler for this thread has returned: only these may be
+    /// handed its env_id by another thread (a dump, a MONITOR_CONTENDED_EXIT, a stand-in).
+    told: AtomicU32,
     /// Thread CPU time at the latest JVMPI SuspendThread (-1: never suspended).
     cpu_at_suspend: AtomicI64,
     has_run: AtomicBool,
@@ -128,6 +131,7 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
         tag,
         tls: [const { AtomicUsize::new(0) }; MAX_AGENTS],
         announced: AtomicU32::new(0),
+        told: AtomicU32::new(0),
         cpu_at_suspend: AtomicI64::new(-1),
         has_run: AtomicBool::new(true),
         pins: AtomicUsize::new(0),
@@ -176,6 +180,7 @@ fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result
         events::send_requested(&mut ev);
     } else {
         events::send_to(to, &mut ev);
+        rec.told.fetch_or(to, SeqCst);
     }
     Ok(())
 }
@@ -279,15 +284,23 @@ impl Drop for Pinned {
     }
 }
 
-fn pin_rec(rec: &Arc<ThreadRec>, agents: u32) -> Option<Pinned> {
+/// Pins `rec` if its THREAD_END has not begun (whether or not the agents heard its THREAD_START).
+fn pin_live(rec: &Arc<ThreadRec>) -> Option<Pinned> {
     rec.pins.fetch_add(1, SeqCst);
     let p = Pinned(rec.clone());
-    if rec.ending.load(SeqCst) || rec.suspension().ended {
-        return None;
-    }
-    // Each of `agents` that wants THREAD_START must have heard this thread's.
+    // The pin is counted before `ending` is read, and `on_thread_end` sets `ending` before it
+    // reads the pins: either this sees the end begun, or that end waits for this pin.
+    (!rec.ending.load(SeqCst) && !rec.suspension().ended).then_some(p)
+}
+
+fn pin_rec(rec: &Arc<ThreadRec>, agents: u32) -> Option<Pinned> {
+    let p = pin_live(rec)?;
+    // Each of `agents` that wants THREAD_START must have heard this thread's: its handler has
+    // returned (the thread may be in it now, stopped by a dump, or still be sending it). The
+    // thread itself, inside its own THREAD_START handler, is known to the agent already.
     let need = agents & events::listeners_of(JVMPI_EVENT_THREAD_START);
-    (rec.announced.load(SeqCst) & need == need).then_some(p)
+    let told = if jvm::current_jni() == Some(rec.env as *mut JNIEnv) { &rec.announced } else { &rec.told };
+    (told.load(SeqCst) & need == need).then_some(p)
 }
 
 /// Pins the live thread of `env` if every agent of `agents` (bit a = agent a) that wants
@@ -300,7 +313,10 @@ pub fn pin_known(env: usize, agents: u32) -> Option<Pinned> {
 
 /// [`pin_known`] for the thread whose `java.lang.Thread` has this tag.
 pub fn pin_known_by_tag(tag: jlong, agents: u32) -> Option<Pinned> {
-    pin_known(BY_TAG.get(&tag).map(|e| *e)?, agents)
+    let env = BY_TAG.get(&tag).map(|e| *e)?;
+    // The JNIEnv of an ended thread may be a new thread's already.
+    let rec = THREADS.get(&env).map(|r| r.clone()).filter(|r| r.tag == tag)?;
+    pin_rec(&rec, agents)
 }
 
 thread_local! {
@@ -607,6 +623,12 @@ fn ensure_announced(env: *mut JNIEnv, even_after_end: bool) -> bool {
     }
     let mut after_end = false;
     let rec = match THREADS.get(&(env as usize)).map(|r| r.clone()) {
+        // Entered again by another thread's `announce_all` while this one finishes after its
+        // THREAD_END (that record is about to be retired): the agent may hear no more of it.
+        Some(r) if !even_after_end && has_ended(&r) => {
+            after_end = true;
+            None
+        }
         Some(r) => Some(r),
         None => jvm::current_thread().ok().filter(|t| !t.is_null()).and_then(|t| {
             let jni = jvm::Jni::of(env);
@@ -625,6 +647,10 @@ fn ensure_announced(env: *mut JNIEnv, even_after_end: bool) -> bool {
         }),
     };
     if let Some(rec) = rec {
+        if even_after_end {
+            // Live again for the agent (before its THREAD_START goes out, which checks this).
+            ENDED.remove(&(env as usize));
+        }
         if events::enabled(JVMPI_EVENT_THREAD_START) && announce(&rec, env, false).is_err_and(|e| e == UNNAMED) {
             // Not announced yet, so its events are not sent (HotSpot announced an attaching
             // thread once its Thread object existed).
@@ -676,12 +702,40 @@ pub fn announce_all() {
         let known = ids::tag_of(t).ok().and_then(|tag| BY_TAG.get(&tag).map(|e| *e));
         let target = known.or_else(|| env_of_running_thread(&jni, t));
         match target.and_then(|e| register(&jni, e, t)) {
+            Some(rec) if has_ended(&rec) => {
+                // Still listed while it finishes after its THREAD_END (it wakes its joiners): not
+                // a new thread. A record `register` has just made for it again is dropped.
+                retire_if_new(&rec);
+            }
             Some(rec) => {
-                let _ = announce(&rec, env, false);
+                // Pinned while it is announced from this thread: its THREAD_END, if it is ending
+                // now, comes after this THREAD_START; one whose end has begun is not announced.
+                if let Some(_pin) = pin_live(&rec) {
+                    let _ = announce(&rec, env, false);
+                }
             }
             None => log::info!("a running thread's JNIEnv could not be found; it is announced when it sends an event"),
         }
         jni.delete_local_ref(t);
+    }
+}
+
+/// Whether the thread of `rec`'s `java.lang.Thread` has had its THREAD_END: the VM still lists a
+/// thread after its JVMTI ThreadEnd, while it wakes its joiners. (`on_thread_end` enters the
+/// record in ENDED before it leaves THREADS, so a record [`register`] made after that sees it.)
+fn has_ended(rec: &ThreadRec) -> bool {
+    ENDED.get(&rec.env).is_some_and(|e| e.1.tag == rec.tag)
+}
+
+/// Takes a record made again for an ended thread out of the tables (not the ended record itself).
+fn retire_if_new(rec: &Arc<ThreadRec>) {
+    if ENDED.get(&rec.env).is_some_and(|e| Arc::ptr_eq(&e.1, rec)) {
+        return;
+    }
+    if THREADS.remove_if(&rec.env, |_, cur| Arc::ptr_eq(cur, rec)).is_some() {
+        log::debug!("a thread listed after its THREAD_END ({:#x}) is not entered again", rec.env);
+        BY_TAG.remove_if(&rec.tag, |_, e| *e == rec.env);
+        crate::lock(&GRAVEYARD).push((Instant::now(), rec.clone()));
     }
 }
 
@@ -721,7 +775,20 @@ pub fn get_tls(a: usize, env: *mut JNIEnv) -> *mut c_void {
     lookup(env, "GetThreadLocalStorage").map_or(std::ptr::null_mut(), |r| r.tls[a].load(Acquire) as *mut c_void)
 }
 
+/// Whether an agent's SuspendThread (or list) is inside JVMTI now (see `events::set_holder`).
+pub fn suspension_under_way() -> bool {
+    SUSPENDING.load(SeqCst) > 0
+}
+
 fn suspend_rec(rec: &Arc<ThreadRec>) -> Result<(), jvm::Error> {
+    if events::draining() {
+        // VM death waits for the handlers in flight, and a suspension can hold one up for
+        // seconds (JDK 11, see `events::set_holder`). No event reaches the agent any more and
+        // the JVM stops every thread soon after JVM_SHUT_DOWN: the suspension is refused, as
+        // for a thread that is going away (SuspendThreadList says JVMPI_FAIL for it). Not
+        // counted below: a refused call keeps nobody waiting.
+        return Err(jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE);
+    }
     // Counted while under way, so that VM death can wait for it (see `release_all`).
     SUSPENDING.fetch_add(1, SeqCst);
     let r = if CLOSED.load(SeqCst) || rec.suspension().ended {

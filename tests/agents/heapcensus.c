@@ -18,6 +18,9 @@
 static JVMPI_Interface *jvmpi;
 static char out_path[1024] = "heapcensus.txt";
 static int at_dump;
+/* `hprof`: as hprof's heap=dump: OBJECT_ALLOC on from the start, and in JVM_SHUT_DOWN every
+ * event switched off (CLASS_LOAD too) before the last dump is requested. */
+static int like_hprof;
 static int dumped;
 
 typedef struct {
@@ -94,6 +97,10 @@ static jobjectID id_at(const unsigned char *p) {
 static long prim_arrays[16], prim_elements[16];
 
 /* Returns the offset of the first byte it could not parse, or -1 when all was parsed. */
+/* The last CLASS_DUMP parsed, and the unknown ID met (for the failure line). */
+static const char *last_class = "";
+static void *unknown_id;
+
 static long walk(const unsigned char *b, const unsigned char *end, long *records) {
     const int W = (int)sizeof(void *);
     const unsigned char *p = b;
@@ -112,7 +119,11 @@ static long walk(const unsigned char *b, const unsigned char *end, long *records
             break;
         case JVMPI_GC_CLASS_DUMP: {
             Class *c = find(id_at(p), 0);
-            if (!c || !c->name) return (long)(p - 1 - b);
+            if (!c || !c->name) {
+                unknown_id = id_at(p);
+                return (long)(p - 1 - b);
+            }
+            last_class = c->name;
             p += 7 * W + 4 + c->num_interfaces * W;
             int cp = (p[0] << 8) | p[1];
             p += 2;
@@ -172,7 +183,8 @@ static void report(const unsigned char *b, const unsigned char *end) {
     long records = 0;
     long bad = walk(b, end, &records);
     fprintf(f, "DUMP rc=0 bytes=%ld records=%ld parsed=", (long)(end - b), records);
-    if (bad < 0) fprintf(f, "ok\n"); else fprintf(f, "bad at %ld\n", bad);
+    if (bad < 0) fprintf(f, "ok\n");
+    else fprintf(f, "bad at %ld type=0x%x id=%p after class %s\n", bad, b[bad], unknown_id, last_class);
     static Class *sorted[TABLE];
     int n = 0;
     for (int i = 0; i < TABLE; i++)
@@ -237,6 +249,8 @@ static void notify(JVMPI_Event *e) {
         if (at_dump) request_dump();
         break;
     case JVMPI_EVENT_JVM_SHUT_DOWN:
+        if (like_hprof)
+            for (jint ev = 1; ev <= JVMPI_MAX_EVENT_TYPE_VAL; ev++) jvmpi->DisableEvent(ev, NULL);
         if (!at_dump) request_dump();
         break;
     }
@@ -251,11 +265,13 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
         if (comma) *comma = 0;
     }
     at_dump = options && strstr(options, "at=dump") != NULL;
+    like_hprof = options && strstr(options, "hprof") != NULL;
     lock = jvmpi->RawMonitorCreate("_heapcensus");
     jvmpi->NotifyEvent = notify;
     if (jvmpi->EnableEvent(JVMPI_EVENT_CLASS_LOAD, NULL) != JVMPI_SUCCESS) return JNI_ERR;
     jvmpi->EnableEvent(JVMPI_EVENT_CLASS_UNLOAD, NULL);
     jvmpi->EnableEvent(JVMPI_EVENT_JVM_SHUT_DOWN, NULL);
     jvmpi->EnableEvent(JVMPI_EVENT_DATA_DUMP_REQUEST, NULL);
+    if (like_hprof && jvmpi->EnableEvent(JVMPI_EVENT_OBJECT_ALLOC, NULL) != JVMPI_SUCCESS) return JNI_ERR;
     return JNI_OK;
 }
