@@ -89,11 +89,20 @@ struct Here {
     leaving: Cell<usize>,
     /// Set while this thread delivers JVM_SHUT_DOWN.
     in_last: Cell<bool>,
+    /// RequestEvents of the agent's running in this thread (nested when a handler requests).
+    requesting: Cell<usize>,
 }
 
 thread_local! {
     static HERE: Here = const {
-        Here { only: Cell::new(!0), requester: Cell::new(0), in_flight: Cell::new(0), leaving: Cell::new(0), in_last: Cell::new(false) }
+        Here {
+            only: Cell::new(!0),
+            requester: Cell::new(0),
+            in_flight: Cell::new(0),
+            leaving: Cell::new(0),
+            in_last: Cell::new(false),
+            requesting: Cell::new(0),
+        }
     };
 }
 
@@ -248,10 +257,23 @@ pub fn only<R>(a: usize, f: impl FnOnce() -> R) -> R {
 
 /// Runs `f` (agent `a`'s RequestEvent): the requested event goes to `a`.
 pub fn as_requester<R>(a: usize, f: impl FnOnce() -> R) -> R {
-    let saved = HERE.with(|h| h.requester.replace(a));
+    let saved = HERE.with(|h| {
+        h.requesting.set(h.requesting.get() + 1);
+        h.requester.replace(a)
+    });
     let r = f();
-    HERE.with(|h| h.requester.set(saved));
+    HERE.with(|h| {
+        h.requesting.set(h.requesting.get() - 1);
+        h.requester.set(saved)
+    });
     r
+}
+
+/// Whether this thread is inside the agent's code: in one of its handlers, or in a
+/// RequestEvent it made. The agent may hold its own locks there, so the shim must not wait
+/// here for another thread's handler (which may be waiting for those locks).
+pub fn in_agent_call() -> bool {
+    HERE.with(|h| h.requesting.get() > 0 || h.in_flight.get() > 0)
 }
 
 // ---- delivery --------------------------------------------------------------------------------

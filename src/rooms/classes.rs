@@ -39,7 +39,11 @@ thread_local! {
 /// Whether every agent that wants CLASS_LOAD now has heard of class `tag`. A class another
 /// thread has claimed but whose CLASS_LOAD is still in the agent's handler is waited for (2 s at
 /// most), as threads waited for a class being defined on HotSpot 1.5: an event naming the class
-/// must not reach the agent before its CLASS_LOAD.
+/// must not reach the agent before its CLASS_LOAD. Not from inside the agent's code (a handler,
+/// a RequestEvent): the agent may hold the lock that other handler waits for (a heap dump
+/// requested under the agent's lock while main's CLASS_LOAD handler waits for it stalled 2 s
+/// per object of the class); there, as on HotSpot 1.5, whose dumps were taken at a safepoint,
+/// the class may be named before its CLASS_LOAD, and the agent can request it.
 fn all_told(tag: jlong) -> bool {
     let want = events::listeners(JVMPI_EVENT_CLASS_LOAD);
     let (told, sent) = match ANNOUNCED.get(&tag) {
@@ -49,7 +53,7 @@ fn all_told(tag: jlong) -> bool {
     if told & want != want {
         return false;
     }
-    if sent & want != want && !SENDING.with(|s| s.borrow().contains(&tag)) {
+    if sent & want != want && !SENDING.with(|s| s.borrow().contains(&tag)) && !events::in_agent_call() {
         let deadline = Instant::now() + Duration::from_secs(2);
         // Until it is delivered, or its claim is given back (the gate closed).
         while ANNOUNCED.get(&tag).is_some_and(|r| r.told.load(SeqCst) & want == want && r.sent.load(SeqCst) & want != want) {
