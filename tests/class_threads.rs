@@ -26,3 +26,17 @@ fn class_load_in_the_defining_thread_never_two_at_once() {
         assert!(total[0].contains("unknown_frames=0"), "{}", r.describe());
     });
 }
+
+/// NiagaraST's option parser skips to the next `,` or blank without looking for the NUL: past
+/// its last option it reads what follows the string, and refused its own options (a usage
+/// line, exit 255) when that memory held a comma before any blank. The shim's options string
+/// is followed by a blank.
+#[test]
+fn option_parsers_that_run_past_the_nul_meet_a_blank() {
+    for_each_jdk(|jdk| {
+        let opts = format!("agent={}:log={{log}},only=ClassThreads$A", agent("methodtable").display());
+        let r = run(jdk, &opts, "ClassThreads", &[], &[]);
+        r.assert_ok();
+        assert_eq!(r.lines_with("OPTIONS_SCAN"), ["OPTIONS_SCAN stops at a blank"], "{}", r.describe());
+    });
+}

@@ -22,8 +22,9 @@ pub struct Legacy {
     /// The `dlopen` handle (the natives room looks up the agent's `Java_…` functions in it).
     handle: usize,
     onload: usize,
-    /// `None`: the agent's `JVM_OnLoad` gets `NULL` (no `:` after the library).
-    options: Option<CString>,
+    /// `None`: the agent's `JVM_OnLoad` gets `NULL` (no `:` after the library). Otherwise the
+    /// options, NUL-terminated, then [`OPTIONS_TAIL`].
+    options: Option<Box<[u8]>>,
 }
 
 /// The loaded legacy agents, in load order (agent n is the n-th `-agentpath` of the shim).
@@ -169,7 +170,10 @@ pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
         ));
     }
     let options = match &opts.agent_options {
-        Some(o) => Some(CString::new(o.clone()).map_err(|_| "the agent's options contain a NUL byte".to_string())?),
+        Some(o) => {
+            let c = CString::new(o.clone()).map_err(|_| "the agent's options contain a NUL byte".to_string())?;
+            Some([c.as_bytes_with_nul(), OPTIONS_TAIL].concat().into_boxed_slice())
+        }
         None => None,
     };
     Ok(LEGACY[count()].get_or_init(|| Legacy { path, handle: handle as usize, onload: sym as usize, options }))
@@ -197,13 +201,20 @@ pub fn legacy() -> Option<&'static Legacy> {
     LEGACY[0].get()
 }
 
+/// What follows the NUL of the options string the agent gets: a blank, then NUL. Option
+/// parsers of the era skipped to the next `,` or blank without looking for the NUL (NiagaraST's
+/// `goToNextOption`); past the last option they read whatever followed — on HotSpot 1.5 the
+/// rest of the command line — and, on garbage with a comma in it, refused their own options.
+const OPTIONS_TAIL: &[u8] = b" \0";
+
 /// Calls the legacy `JVM_OnLoad(vm, options, NULL)` and returns its result.
 pub fn call_onload(leg: &Legacy, vm: *mut JavaVM) -> jint {
     // SAFETY: `onload` is the agent's exported JVM_OnLoad, whose C signature is fixed by JVMPI.
     let f: JvmOnLoadFn = unsafe { std::mem::transmute::<usize, JvmOnLoadFn>(leg.onload) };
     // The agent may keep the pointer (old agents did): the options string lives forever.
     let opts = leg.options.as_ref().map_or(std::ptr::null_mut(), |o| o.as_ptr() as *mut c_char);
-    log::info!("calling JVM_OnLoad of {} with options {:?}", leg.path, leg.options);
+    let shown = leg.options.as_ref().and_then(|o| CStr::from_bytes_until_nul(o).ok());
+    log::info!("calling JVM_OnLoad of {} with options {:?}", leg.path, shown);
     // SAFETY: calling the agent's entry point as the JVM would have.
     unsafe { f(vm, opts, std::ptr::null_mut()) }
 }

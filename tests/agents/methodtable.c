@@ -13,6 +13,9 @@
  * (default "ClassThreads$A"), in the thread "main" that loaded them. Two CLASS_LOAD handlers
  * running at once are counted as an OVERLAP (the table's writers racing).
  *
+ * Its option parser is NiagaraST's, which skips to the next ',' or blank without looking for the
+ * NUL: OPTIONS_SCAN says where it stops past the last option.
+ *
  * Lines (log=PATH): CLASS <name> <main|other> for every `only=` class, VIOLATION ... and, at
  * JVM_SHUT_DOWN, TOTAL classes=<n> methods=<n> allocs=<n> unknown_frames=<n> overlaps=<n>.
  */
@@ -138,6 +141,13 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *jvm, char *options, void *reserved) {
             snprintf(only, sizeof only, "%.*s", (int)(n - 5), o + 5);
         }
         o = end ? end + 1 : NULL;
+    }
+    /* NiagaraST's goToNextOption: skip to the next ',' or blank, never looking for the NUL. Past
+     * the last option it must meet a blank at once, not run into memory with a comma in it. */
+    if (options) {
+        const char *p = strrchr(options, ',') ? strrchr(options, ',') + 1 : options;
+        while (*p != ',' && *p != ' ' && *p != '\t' && *p != '\n' && p < options + strlen(options) + 1) p++;
+        line("OPTIONS_SCAN %s", *p == ' ' ? "stops at a blank" : "runs past the NUL");
     }
     jvmpi->NotifyEvent = notify;
     int want[] = { JVMPI_EVENT_CLASS_LOAD, JVMPI_EVENT_THREAD_START, JVMPI_EVENT_THREAD_END,
