@@ -10,7 +10,7 @@
 //! | room             | what lives there                                                          |
 //! |------------------|---------------------------------------------------------------------------|
 //! | [`abi`]          | every JVMPI type and constant, with compile-time layout checks           |
-//! | [`interface`]    | the 28 doors of the `JVMPI_Interface` (function → room index)             |
+//! | [`jvmpi`]        | the 28 doors of the `JVMPI_Interface` (function → room index)             |
 //! | [`table`]        | the `JVMPI_Interface` tables, one per agent; `GetEnv`'s answer            |
 //! | [`access`]       | who may call each function when: unattached threads, after JVM_SHUT_DOWN |
 //! | [`events`]       | the gate: the enabled set, delivery to `NotifyEvent`, closing at VM death |
@@ -39,21 +39,24 @@
 //! | [`report`]       | the migration report (`report=`, `jcmd … report`), text or JSON           |
 //! | [`jvm`]          | the JVMTI environments, capabilities, event switching, JVMTI/JNI facade  |
 //! | [`bci`]          | the class-file rewriting layer (bytecode instrumentation)                 |
-//! | [`jnihooks`]     | JNI function interception: JNI allocations, JNI_(WEAK_)GLOBALREF_*        |
-//! | [`callbacks`]    | the JVMTI callbacks (doors into the rooms)                                |
+//! | [`jni`]          | JNI function interception: JNI allocations, JNI_(WEAK_)GLOBALREF_*        |
+//! | [`jvmti`]        | the JVMTI callbacks (doors into the rooms)                                |
 //! | [`logger`]       | one-line messages on stderr                                               |
 //! | [`safemem`]      | agent pointers read and written without faulting (garbage → JVMPI_FAIL)   |
 
+pub mod doors;
 pub mod face;
 pub mod rooms;
 pub mod vm;
 
 // The one-hop index: every room by its own name.
-pub use face::{abi, access, events, ids, interface, table};
+pub use doors::{access, jni, jvmpi, jvmti};
+pub use doors::{jni as jnihooks, jvmpi as interface, jvmti as callbacks};
+pub use face::{abi, events, ids, table};
 pub use rooms::{
     alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader, methods, monitors, natives, objects, options, report, reset, threads,
 };
-pub use vm::{bci, callbacks, jnihooks, jvm, logger, safemem};
+pub use vm::{bci, jvm, logger, safemem};
 
 use jvmti_bindings::sys::jni::{jint, JavaVM, JNI_ERR};
 use std::ffi::{c_char, c_void};

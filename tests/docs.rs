@@ -147,7 +147,7 @@ fn lib_rs_lists_every_module_of_face_rooms_and_vm_once() {
         *listed.entry(name.to_string()).or_default() += 1;
     }
     let mut modules = BTreeSet::new();
-    for layer in ["face", "rooms", "vm"] {
+    for layer in ["doors", "face", "rooms", "vm"] {
         for entry in fs::read_dir(root().join("src").join(layer)).unwrap() {
             let path = entry.unwrap().path();
             let stem = path.file_stem().unwrap().to_string_lossy().to_string();

@@ -7,9 +7,7 @@
 //! needs from a room (announcing the sending thread), a function that room registered.
 
 pub mod abi;
-pub mod access;
 pub mod events;
 pub mod ids;
-pub mod interface;
 pub mod record;
 pub mod table;

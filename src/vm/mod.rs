@@ -4,8 +4,6 @@
 //! non-faulting copies of memory agents hand in (`safemem`).
 
 pub mod bci;
-pub mod callbacks;
-pub mod jnihooks;
 pub mod jvm;
 pub mod logger;
 pub mod safemem;

@@ -15,7 +15,7 @@
 //! | jobjectID2jobject, jobject2jobjectID       | `ids`         |
 
 use crate::abi::*;
-use crate::face::access;
+use crate::doors::access;
 use crate::face::record::{self, Val};
 use crate::{calltrace, classes, control, events, gc, guard, ids, jvm, lifecycle, monitors, threads};
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jmethodID, jobject, JNIEnv, JNI_ERR};
