@@ -10,16 +10,16 @@
 //! | room             | what lives there                                                          |
 //! |------------------|---------------------------------------------------------------------------|
 //! | [`abi`]          | every JVMPI type and constant, with compile-time layout checks           |
-//! | [`jvmpi`]        | the 28 doors of the `JVMPI_Interface` (function → room index)             |
+//! | [`entry`]        | the entry points the JVM calls and the start-up: the one wiring place     |
+//! | [`jvmpi`]        | the 28 doors of the `JVMPI_Interface` (function → room index); [`access`]: who may call each when |
 //! | [`table`]        | the `JVMPI_Interface` tables, one per agent; `GetEnv`'s answer            |
-//! | [`access`]       | who may call each function when: unattached threads, after JVM_SHUT_DOWN |
 //! | [`events`]       | the gate: the enabled set, delivery to `NotifyEvent`, closing at VM death |
 //! | [`ids`]          | jobjectIDs as JVMTI tags (slots reused), the ID → object index           |
 //! | [`record`](face::record) | calls, refused IDs and deliveries, for the report and the trace   |
 //! | [`control`]      | EnableEvent / DisableEvent / RequestEvent, what each event needs         |
 //! | [`options`]      | the shim's option string                                                  |
 //! | [`loader`]       | finding and `dlopen`ing the agent, its `JVM_OnLoad`, the hooked `GetEnv` |
-//! | [`lifecycle`]    | start-up, JVM_INIT_DONE, JVM_SHUT_DOWN, DATA_DUMP_REQUEST, ProfilerExit  |
+//! | [`lifecycle`]    | JVM_OnLoad at VMInit, JVM_INIT_DONE, JVM_SHUT_DOWN, DATA_DUMP_REQUEST, ProfilerExit |
 //! | [`threads`]      | thread IDs (JNIEnv*), THREAD_START/END, suspend/resume/status/TLS/…       |
 //! | [`classes`]      | CLASS_LOAD, CLASS_UNLOAD, GetMethodClass, the shim's class-file hook     |
 //! | [`hooks`]        | the agent's CLASS_LOAD_HOOK, for classes loaded before and after it ran  |
@@ -50,81 +50,12 @@ pub mod rooms;
 pub mod vm;
 
 // The one-hop index: every room by its own name.
-pub use doors::{access, jni, jvmpi, jvmti};
-pub use doors::{jni as jnihooks, jvmpi as interface, jvmti as callbacks};
+pub use doors::jvmpi::access;
+pub use doors::{entry, jni, jvmpi, jvmti};
 pub use face::{abi, events, ids, table};
 pub use rooms::{
     alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader, methods, monitors, natives, objects, options, report, reset, threads,
 };
 pub use vm::{bci, jvm, logger, safemem};
 
-use jvmti_bindings::sys::jni::{jint, JavaVM, JNI_ERR};
-use std::ffi::{c_char, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-/// Runs `f`; a panic inside the shim is logged and turned into `fallback`, never unwound into
-/// the JVM or the agent.
-pub(crate) fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            log::error!("internal error in {what}: {msg}; the call was abandoned");
-            fallback
-        }
-    }
-}
-
-/// The doors the start-up installs: the JVMTI callbacks, the agent's class-hook doors, the
-/// JVMPI interface table and the JNI function hooks. Handed down from the entry points, so that
-/// no room reaches up to a door.
-fn doors() -> lifecycle::Doors {
-    lifecycle::Doors {
-        callbacks: callbacks::table,
-        agent_hook: callbacks::agent_class_file_load_hook,
-        early_hook: callbacks::early_class_file_load_hook,
-        interface: interface::doors,
-        jni_hooks: jnihooks::install,
-    }
-}
-
-/// JVMTI entry point: `-agentpath:` / `-agentlib:`.
-///
-/// # Safety
-/// Called by the JVM with its `JavaVM` and a NULL or NUL-terminated option string.
-#[no_mangle]
-pub unsafe extern "system" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
-    guard("Agent_OnLoad", JNI_ERR, || lifecycle::agent_onload(vm, loader::option_bytes(options), doors()))
-}
-
-/// JVMTI entry point for a running JVM: `jcmd <pid> JVMTI.agent_load <path>/libjvmpi_shim.so
-/// <command>`. Commands: `dump` (DATA_DUMP_REQUEST), `reset` (DATA_RESET_REQUEST),
-/// `report[=<file>]` (the migration report now), or shim options ending in `agent=<lib>…`
-/// (attach a legacy agent to the running JVM). See `lifecycle::attach`.
-///
-/// # Safety
-/// Called by the JVM with its `JavaVM` and a NULL or NUL-terminated option string.
-#[no_mangle]
-pub unsafe extern "system" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
-    guard("Agent_OnAttach", JNI_ERR, || lifecycle::attach(vm, loader::option_bytes(options), doors()))
-}
-
-/// JVMTI entry point: the library is being unloaded (after VM death); nothing to release.
-///
-/// # Safety
-/// Called by the JVM.
-#[no_mangle]
-pub unsafe extern "system" fn Agent_OnUnload(_vm: *mut JavaVM) {}
-
-/// The legacy entry point, called for `-Xrun` (see `lifecycle::double_agent`).
-///
-/// # Safety
-/// Called by the JVM (or a test) with a `JavaVM` and a NULL or NUL-terminated option string.
-#[no_mangle]
-pub unsafe extern "system" fn JVM_OnLoad(vm: *mut JavaVM, options: *mut c_char, reserved: *mut c_void) -> jint {
-    guard("JVM_OnLoad", JNI_ERR, || lifecycle::double_agent(vm, loader::option_bytes(options), reserved, doors()))
-}
+pub(crate) use vm::logger::guard;

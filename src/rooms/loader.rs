@@ -154,7 +154,7 @@ pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
     }
     // `agent=` naming the shim: dlopen hands back the shim itself, whose JVM_OnLoad would start a
     // second emulation on top of the first.
-    if std::ptr::eq(sym as *const (), crate::JVM_OnLoad as *const ()) {
+    if in_the_shim(sym) {
         return Err(format!(
             "legacy agent {path} is jvmpi-shim itself: agent= must name the JVMPI agent's library"
         ));
@@ -195,6 +195,19 @@ impl Legacy {
 /// The first legacy agent.
 pub fn legacy() -> Option<&'static Legacy> {
     LEGACY[0].get()
+}
+
+/// Whether `p` lies in the shim's own library (the one this function is in).
+fn in_the_shim(p: *const c_void) -> bool {
+    let base = |a: *const c_void| {
+        // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-pointer.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let found = unsafe { libc::dladdr(a, &mut info) } != 0;
+        found.then_some(info.dli_fbase as usize)
+    };
+    let own = base(in_the_shim as *const c_void);
+    own.is_some() && base(p) == own
 }
 
 /// Calls the legacy `JVM_OnLoad(vm, options, NULL)` and returns its result.

@@ -19,6 +19,8 @@ use std::ffi::{c_void, CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+pub(crate) mod startup;
+
 /// The shim's JVMTI environment. JVMTI environments may be used from any thread.
 struct Env(Jvmti);
 // SAFETY: a jvmtiEnv is valid process-wide and JVMTI functions are thread-safe (JVMTI spec,
