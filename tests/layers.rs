@@ -202,19 +202,25 @@ fn parse_paths(s: &str) -> Vec<String> {
 fn references(module: &str, is_mod_rs: bool, text: &str) -> Vec<String> {
     let text = strip_comments(text);
     let mut out = Vec::new();
-    for (kw, base) in [("crate::", String::new()), ("super::", {
-        // The parent of the file's module (a `mod.rs` or a plain file alike).
-        let _ = is_mod_rs;
-        let mut parts: Vec<&str> = module.split("::").filter(|p| !p.is_empty()).collect();
-        parts.pop();
-        parts.join("::")
-    })] {
+    let _ = is_mod_rs; // `super` is the parent of a `mod.rs`'s module and a plain file's alike
+    for kw in ["crate::", "super::"] {
         let mut from = 0;
         while let Some(at) = text[from..].find(kw) {
             let start = from + at;
             from = start + kw.len();
-            if start > 0 && is_ident(text[..start].chars().next_back().unwrap()) {
-                continue; // `$crate::`, `foo_crate::`, `not_super::`
+            let before = &text[..start];
+            if before.ends_with("::") || before.chars().next_back().is_some_and(|c| is_ident(c) || c == '$') {
+                continue; // `$crate::`, `foo_crate::`, the second `super::` of a chain
+            }
+            let mut base = String::new();
+            if kw == "super::" {
+                let mut parts: Vec<&str> = module.split("::").filter(|p| !p.is_empty()).collect();
+                parts.pop();
+                while text[from..].starts_with("super::") {
+                    parts.pop();
+                    from += "super::".len();
+                }
+                base = parts.join("::");
             }
             for p in parse_paths(&text[from..]) {
                 out.push(if base.is_empty() {

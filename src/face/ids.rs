@@ -194,17 +194,11 @@ pub fn fresh_defined_tag() -> jlong {
 }
 
 /// The ID for an object about to be made (OBJECT_ALLOC announced before the object exists):
-/// bind it to the object with [`bind`] once there is one, or give it up with [`abandon`].
+/// bind it to the object with [`bind`] once there is one, or give it up through the death queue
+/// (`deaths::on_object_free`).
 /// Until then it names no object: `jobjectID2jobject` answers NULL and RequestEvent FAIL.
 pub fn reserve_id() -> jobjectID {
     to_id(fresh_defined_tag())
-}
-
-/// A reserved ID that will never name an object: it goes through the death queue like a
-/// dead object's (so a defined one gets its OBJECT_FREE in the next GC bracket) and is reused
-/// only after that.
-pub fn abandon(id: jobjectID) {
-    crate::gc::on_object_free(to_tag(id));
 }
 
 /// Tags `obj` with `tag` (a fresh or reserved one) and indexes it when allocation is indexing

@@ -8,7 +8,6 @@
 //! monitor), so that two runs of the same program can be compared line by line.
 
 use crate::abi::*;
-use crate::face::events;
 use jvmti_bindings::sys::jni::jint;
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -285,7 +284,7 @@ pub fn event(ev: &JVMPI_Event, nanos: u64) {
     }
     let mut body = format!(
         "{{\"ev\":{},\"thread\":{}",
-        json_str(&events::name(t)),
+        json_str(&crate::abi::event_name(t)),
         tr.norm(Val::Env(ev.env_id as usize))
     );
     if requested {
