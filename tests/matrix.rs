@@ -4,8 +4,7 @@
 //! (The named tests themselves run on all four JDKs in the same `cargo test`, so a row that says
 //! "yes" is only as true as those tests.)
 
-use jvmpi_shim::access::{policy, Afterwards, Caller};
-use jvmpi_shim::control::{support, Support};
+use jvmpi_shim::{policy, support, Afterwards, Caller, Support};
 use std::collections::BTreeMap;
 use std::path::Path;
 

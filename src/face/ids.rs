@@ -42,7 +42,6 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Mutex;
 
-/// The distance between two tags.
 pub const STEP: jlong = 16;
 /// Set in the tag of objects defined to the agent by OBJECT_ALLOC.
 pub const DEFINED: jlong = 8;
@@ -193,14 +192,6 @@ pub fn fresh_defined_tag() -> jlong {
     fresh_tag() | DEFINED
 }
 
-/// The ID for an object about to be made (OBJECT_ALLOC announced before the object exists):
-/// bind it to the object with [`bind`] once there is one, or give it up through the death queue
-/// (`deaths::on_object_free`).
-/// Until then it names no object: `jobjectID2jobject` answers NULL and RequestEvent FAIL.
-pub fn reserve_id() -> jobjectID {
-    to_id(fresh_defined_tag())
-}
-
 /// Tags `obj` with `tag` (a fresh or reserved one) and indexes it when allocation is indexing
 /// (see the module comment). Returns false if JVMTI refused the tag.
 pub fn bind(jni: &jvm::Jni, obj: jobject, tag: jlong) -> bool {
@@ -258,12 +249,6 @@ pub fn to_id(tag: jlong) -> jobjectID {
 
 pub fn to_tag(id: jobjectID) -> jlong {
     id as usize as jlong
-}
-
-/// (slots ever made, slots reused, slots free now), for the report.
-pub fn figures() -> (u64, u64, usize) {
-    let free = FREE.lock().unwrap_or_else(|p| p.into_inner()).count;
-    (HIGH.load(Relaxed) - 1, REUSED.load(Relaxed), free)
 }
 
 /// The tag of a live object, giving it one if it has none.
@@ -463,11 +448,6 @@ const SCATTERED_MISSES_BEFORE_REBUILD: u64 = 512;
 static DESCRIBED_MISSES: AtomicU64 = AtomicU64::new(0);
 /// Misses on allocation-tracked objects after which allocation indexes what it tags.
 const DEFINED_MISSES_TO_INDEX: u64 = 256;
-
-/// (rebuilds, index chunks) for the report.
-pub fn index_figures() -> (u64, usize) {
-    (REBUILDS.load(Relaxed), CHUNKS_MADE.load(Relaxed))
-}
 
 /// Looks `tag` up in the index: Some(local reference), Some(NULL) for a collected object, None
 /// when the slot has no entry.

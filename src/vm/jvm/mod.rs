@@ -327,10 +327,6 @@ pub fn add_capabilities() -> std::result::Result<(), String> {
     j.add_capabilities(&c).map_err(err_name)
 }
 
-pub fn has_capability(check: impl Fn(&jvmti::jvmtiCapabilities) -> bool) -> bool {
-    env().and_then(|j| j.get_capabilities()).map(|c| check(&c)).unwrap_or(false)
-}
-
 pub fn set_callbacks(cb: jvmti::jvmtiEventCallbacks) -> Result<()> {
     env()?.set_event_callbacks(cb)
 }
@@ -386,10 +382,6 @@ pub fn silence_for_exit() {
 
 pub fn phase() -> Result<jvmti::jvmtiPhase> {
     env()?.get_phase()
-}
-
-pub fn version() -> Result<jint> {
-    env()?.get_version_number()
 }
 
 // ---- memory -------------------------------------------------------------------------------------
@@ -714,37 +706,6 @@ pub type AgentThreadFn = unsafe extern "system" fn(*mut jvmti::jvmtiEnv, *mut JN
 pub fn run_agent_thread(t: jthread, f: AgentThreadFn, arg: *const c_void, priority: jint) -> Result<()> {
     // SAFETY: `t` is a new, unstarted java.lang.Thread; `f` is a shim function that accepts `arg`.
     unsafe { env()?.run_agent_thread(t, f, arg, priority) }
-}
-
-// ---- raw monitors -------------------------------------------------------------------------------
-
-/// A JVMTI raw monitor handle (an opaque, process-wide pointer).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct RawMonitorId(usize);
-
-pub fn raw_monitor_create(name: &str) -> Result<RawMonitorId> {
-    // SAFETY: creates a new monitor; the name is copied by the JVM.
-    unsafe { env()?.create_raw_monitor_raw(name) }.map(|m| RawMonitorId(m as usize))
-}
-pub fn raw_monitor_enter(m: RawMonitorId) -> Result<()> {
-    // SAFETY: `m` was created by raw_monitor_create and not destroyed (callers keep it in a table).
-    unsafe { env()?.raw_monitor_enter(m.0 as jvmti::jrawMonitorID) }
-}
-pub fn raw_monitor_exit(m: RawMonitorId) -> Result<()> {
-    // SAFETY: as for raw_monitor_enter.
-    unsafe { env()?.raw_monitor_exit(m.0 as jvmti::jrawMonitorID) }
-}
-pub fn raw_monitor_wait(m: RawMonitorId, ms: jlong) -> Result<()> {
-    // SAFETY: as for raw_monitor_enter.
-    unsafe { env()?.raw_monitor_wait(m.0 as jvmti::jrawMonitorID, ms) }
-}
-pub fn raw_monitor_notify_all(m: RawMonitorId) -> Result<()> {
-    // SAFETY: as for raw_monitor_enter.
-    unsafe { env()?.raw_monitor_notify_all(m.0 as jvmti::jrawMonitorID) }
-}
-pub fn raw_monitor_destroy(m: RawMonitorId) -> Result<()> {
-    // SAFETY: as for raw_monitor_enter; callers drop the handle afterwards.
-    unsafe { env()?.destroy_raw_monitor(m.0 as jvmti::jrawMonitorID) }
 }
 
 // ---- system properties ------------------------------------------------------------------------
@@ -1446,21 +1407,6 @@ impl Jni {
     pub fn array_length(&self, array: jobject) -> jint {
         // SAFETY: facade contract: `array` is a live array reference.
         unsafe { self.0.get_array_length(array) }
-    }
-    /// The value of a static object field (`Integer.TYPE`, …) of the class named `class`.
-    pub fn static_object(&self, class: &str, name: &str, sig: &str) -> Option<jobject> {
-        let _i = Internal::enter();
-        let k = self.0.find_class(class)?;
-        // SAFETY: `k` is a live class just found; the field is looked up by name and type.
-        let v = unsafe {
-            match self.0.get_static_field_id(k, name, sig) {
-                Some(f) => Some(self.0.get_static_object_field(k, f)),
-                None => None,
-            }
-        };
-        self.clear_exception();
-        self.delete_local_ref(k);
-        v.filter(|o| !o.is_null())
     }
 }
 
