@@ -250,7 +250,7 @@ fn reexports(lib: &str) -> BTreeMap<String, String> {
             out.insert(name, p);
         }
         // `x as y` keeps `y`: the parser drops the alias, so aliases are read here.
-        for part in rest.split(|c| c == ',' || c == '{' || c == '}') {
+        for part in rest.split([',', '{', '}']) {
             if let Some((path, alias)) = part.split_once(" as ") {
                 let tail = path.trim().rsplit("::").next().unwrap_or("").to_string();
                 if let Some(full) = out.remove(&tail) {

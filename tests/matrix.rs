@@ -26,8 +26,8 @@ fn table(md: &str, section: &str) -> BTreeMap<String, Row> {
     let mut rows = BTreeMap::new();
     let mut inside = false;
     for line in md.lines() {
-        if line.starts_with("## ") {
-            inside = line[3..].trim() == section;
+        if let Some(title) = line.strip_prefix("## ") {
+            inside = title.trim() == section;
             continue;
         }
         if !inside || !line.starts_with('|') || line.starts_with("|---") {

@@ -76,11 +76,14 @@ fn doors_of<const A: usize>() -> JVMPI_Interface {
 
 // ---- the doors ---------------------------------------------------------------------------------
 
+/// What a door records of a call's result: (the value the agent got, an error number).
+type Outcome<R> = fn(&'static str, &[(&'static str, Val)], R) -> (Val, Option<i64>);
+
 /// A door: runs the room's code under `guard` and, when recording is on (report or trace),
 /// records the call, its arguments and what the agent got back.
 fn door<R: Copy>(
     args: &[(&'static str, Val)],
-    outcome: fn(&'static str, &[(&'static str, Val)], R) -> (Val, Option<i64>),
+    outcome: Outcome<R>,
     name: &'static str,
     fallback: R,
     body: impl FnOnce() -> R,
@@ -179,7 +182,8 @@ unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
             log::warn!("GetCallTrace: the JVMPI_CallTrace at {trace:p} is not readable; ignored");
             return;
         };
-        let num_frames = std::ptr::addr_of_mut!((*trace).num_frames);
+        // SAFETY: only the address of the field is taken (no read): `trace` is not NULL.
+        let num_frames = unsafe { std::ptr::addr_of_mut!((*trace).num_frames) };
         if copy.frames.is_null() || depth <= 0 {
             if depth > 0 {
                 log::warn!("GetCallTrace: NULL frames buffer; no frames");
@@ -424,6 +428,7 @@ pub mod access {
     use jvmti_bindings::sys::jvmti;
     use std::sync::Mutex;
 
+    /// From which threads a function may be called.
     #[derive(Clone, Copy, PartialEq, Eq, Debug)]
     pub enum Caller {
         /// Works in any thread.
@@ -434,6 +439,7 @@ pub mod access {
         JavaThread,
     }
 
+    /// What a function does once JVM_SHUT_DOWN has been delivered.
     #[derive(Clone, Copy, PartialEq, Eq, Debug)]
     pub enum Afterwards {
         /// Works after JVM_SHUT_DOWN as before.
@@ -444,9 +450,12 @@ pub mod access {
         Refused,
     }
 
+    /// Who may call a function when.
     #[derive(Clone, Copy, PartialEq, Eq, Debug)]
     pub struct Policy {
+        /// From which threads.
         pub caller: Caller,
+        /// After JVM_SHUT_DOWN.
         pub after: Afterwards,
     }
 

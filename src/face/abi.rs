@@ -544,3 +544,8 @@ pub fn event_name(event: jint) -> String {
     };
     n.to_string()
 }
+
+/// `JVMPI_HeapDumpArg.heap_dump_level`: the three levels of HEAP_DUMP.
+pub const JVMPI_DUMP_LEVEL_0: jint = 0;
+pub const JVMPI_DUMP_LEVEL_1: jint = 1;
+pub const JVMPI_DUMP_LEVEL_2: jint = 2;

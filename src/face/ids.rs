@@ -42,7 +42,6 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Mutex;
 
-pub const STEP: jlong = 16;
 /// Set in the tag of objects defined to the agent by OBJECT_ALLOC.
 pub const DEFINED: jlong = 8;
 const SHIFT: u32 = 4;
@@ -386,7 +385,7 @@ pub fn described(tag: jlong) -> Option<(jlong, jlong)> {
     }
     let (c, i) = entry(tag, false)?;
     let v = c.desc[i].load(Relaxed);
-    (v & DESC_SET != 0).then(|| ((((v & !DESC_SET) >> 32) << 3) as jlong, (v & 0xFFFF_FFFF) as jlong))
+    (v & DESC_SET != 0).then_some(((((v & !DESC_SET) >> 32) << 3) as jlong, (v & 0xFFFF_FFFF) as jlong))
 }
 
 /// Marks the object with plain tag `tag` as defined by a requested OBJECT_ALLOC (it gets
@@ -553,7 +552,7 @@ mod tests {
         assert_eq!(v, vec![5, 70, 900]);
         assert_eq!(f.take(1, &mut v), 1);
         assert_eq!(v[3], 4000);
-        let again = vec![fresh_tag()];
+        let again = [fresh_tag()];
         // Descriptions.
         let t = again[0];
         note(t, 0x1230, 24);

@@ -35,6 +35,7 @@ pub enum Support {
     NotAvailable(&'static str),
 }
 
+/// What the shim does for `event` (compat-matrix.md's table, checked by tests/matrix.rs).
 pub fn support(event: jint) -> Support {
     use Support::*;
     const GC: &[jvmtiEvent] = &[jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_START, jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH];

@@ -96,36 +96,6 @@ impl DeadQueue {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_tag_comes_back_once_sparse_dense_and_odd() {
-        let mut q = DeadQueue::new();
-        let mut want: Vec<jlong> = Vec::new();
-        // A dense run (one span turns into a bitmap), scattered tags, defined-bit tags, odd ones.
-        for i in 1..20_000i64 {
-            want.push(i * 16 + 8);
-        }
-        for i in 0..100i64 {
-            want.push((i * 7_919_999 + 3) * 16);
-        }
-        want.push(5);
-        want.push(-8);
-        for &t in &want {
-            q.push(t);
-        }
-        assert_eq!(q.len(), want.len());
-        let dense_bytes = q.bytes();
-        assert!(dense_bytes < 20_000 * 2, "clustered deaths are stored as bits: {dense_bytes} bytes");
-        let mut got: Vec<jlong> = q.into_tags().collect();
-        got.sort_unstable();
-        want.sort_unstable();
-        assert_eq!(got, want);
-    }
-}
-
 // ---- the queue of the process --------------------------------------------------------------
 
 /// Tags whose objects died, not yet reported.
@@ -160,4 +130,34 @@ pub fn take() -> DeadQueue {
 /// Whether no death waits.
 pub fn is_empty() -> bool {
     DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tag_comes_back_once_sparse_dense_and_odd() {
+        let mut q = DeadQueue::new();
+        let mut want: Vec<jlong> = Vec::new();
+        // A dense run (one span turns into a bitmap), scattered tags, defined-bit tags, odd ones.
+        for i in 1..20_000i64 {
+            want.push(i * 16 + 8);
+        }
+        for i in 0..100i64 {
+            want.push((i * 7_919_999 + 3) * 16);
+        }
+        want.push(5);
+        want.push(-8);
+        for &t in &want {
+            q.push(t);
+        }
+        assert_eq!(q.len(), want.len());
+        let dense_bytes = q.bytes();
+        assert!(dense_bytes < 20_000 * 2, "clustered deaths are stored as bits: {dense_bytes} bytes");
+        let mut got: Vec<jlong> = q.into_tags().collect();
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want);
+    }
 }

@@ -226,6 +226,7 @@ pub fn call_onload(leg: &Legacy, vm: *mut JavaVM) -> jint {
 struct HookedTable(JNIInvokeInterface_);
 // SAFETY: an immutable table of function pointers, shared read-only by every thread.
 unsafe impl Sync for HookedTable {}
+// SAFETY: as above; the table is never written once installed.
 unsafe impl Send for HookedTable {}
 
 static HOOKED: OnceLock<Box<HookedTable>> = OnceLock::new();

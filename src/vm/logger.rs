@@ -69,17 +69,6 @@ pub fn init(level: LevelFilter) {
     log::set_max_level(level);
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn kinds_ignore_addresses() {
-        assert_eq!(super::kind("RawMonitorEnter(0x7f12ab): not live"), "RawMonitorEnter(0x…): not live");
-        assert_eq!(super::kind("a 0x1 b 0xdeadBEEF c"), "a 0x… b 0x… c");
-        assert_eq!(super::kind("EnableEvent(event 999)"), "EnableEvent(event 999)");
-        assert_eq!(super::kind("ends in 0x"), "ends in 0x…");
-    }
-}
-
 /// Runs `f`; a panic inside the shim is logged and turned into `fallback`, never unwound into
 /// the JVM or the agent.
 pub fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
@@ -94,5 +83,16 @@ pub fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
             log::error!("internal error in {what}: {msg}; the call was abandoned");
             fallback
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn kinds_ignore_addresses() {
+        assert_eq!(super::kind("RawMonitorEnter(0x7f12ab): not live"), "RawMonitorEnter(0x…): not live");
+        assert_eq!(super::kind("a 0x1 b 0xdeadBEEF c"), "a 0x… b 0x… c");
+        assert_eq!(super::kind("EnableEvent(event 999)"), "EnableEvent(event 999)");
+        assert_eq!(super::kind("ends in 0x"), "ends in 0x…");
     }
 }

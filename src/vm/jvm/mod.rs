@@ -445,8 +445,7 @@ pub fn each_tagged_object(jni: &Jni, mut f: impl FnMut(jlong, jobject)) -> Resul
         let mut c = jvmti::jvmtiCapabilities::default();
         c.set_can_tag_objects(true);
         b.add_capabilities(&c)?;
-        let mut cb = jvmti::jvmtiHeapCallbacks::default();
-        cb.heap_iteration_callback = Some(mark);
+        let cb = jvmti::jvmtiHeapCallbacks { heap_iteration_callback: Some(mark), ..Default::default() };
         let mut marked: jlong = 0;
         // SAFETY: the callback touches only the tag slot JVMTI hands it and the counter.
         unsafe { b.iterate_through_heap(0, std::ptr::null_mut(), &cb, &mut marked as *mut jlong as *const c_void)? };
@@ -489,8 +488,7 @@ pub fn count_heap() -> Result<(jlong, jlong)> {
         0
     }
     let mut acc: (jlong, jlong) = (0, 0);
-    let mut cb = jvmti::jvmtiHeapCallbacks::default();
-    cb.heap_iteration_callback = Some(count);
+    let cb = jvmti::jvmtiHeapCallbacks { heap_iteration_callback: Some(count), ..Default::default() };
     // SAFETY: callbacks and user data outlive the synchronous iteration.
     unsafe { env()?.iterate_through_heap(0, std::ptr::null_mut(), &cb, &mut acc as *mut _ as *const c_void)? };
     Ok(acc)
@@ -932,6 +930,7 @@ impl Jni {
         o
     }
     /// The method of a `java.lang.reflect.Method` or `Constructor` (JNI `FromReflectedMethod`).
+    #[allow(clippy::wrong_self_convention, reason = "named after the JNI function")]
     pub fn from_reflected_method(&self, m: jobject) -> Option<jmethodID> {
         // SAFETY: facade contract: `m` is a live Method or Constructor reference.
         let id = unsafe { self.0.from_reflected_method(m) };
@@ -1047,10 +1046,7 @@ impl Jni {
         let v = unsafe {
             let f = self.0.get_field_id(k, "eetop", "J");
             self.delete_local_ref(k);
-            match f {
-                Some(f) => Some(self.0.get_long_field(thread, f)),
-                None => None,
-            }
+            f.map(|f| self.0.get_long_field(thread, f))
         };
         self.clear_exception();
         v
