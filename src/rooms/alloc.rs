@@ -24,7 +24,7 @@
 //! * allocations without bytecode come from JVMTI `VMObjectAlloc` (reflective array creation,
 //!   `clone`, …) and from the JNI function table (`AllocObject`, `New<Type>Array`,
 //!   `NewObjectArray`, `NewString`, `NewStringUTF` after they return; `NewObject`,
-//!   `NewObjectA`, `NewObjectV` reserve before they run the constructor; see the `jnihooks`
+//!   `NewObjectA`, `NewObjectV` reserve before they run the constructor; see the `doors::jni`
 //!   room).
 //!
 //! The tracker is a class the shim generates and defines in the bootstrap loader, its natives

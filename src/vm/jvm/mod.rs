@@ -212,7 +212,8 @@ pub fn set_agent_hook(on: bool) -> Result<()> {
     unsafe { h.set_event_notification_mode(on, jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, std::ptr::null_mut()) }
 }
 
-/// The JNI function interception (`vm::jnihooks`), registered at start-up by the entry points.
+/// The JNI function interception (`doors::jni`), handed down at start-up by `doors::entry`: the
+/// facade installs it when a room asks, and a direct call would run up from vm to doors.
 static JNI_HOOKS: OnceLock<fn() -> std::result::Result<(), String>> = OnceLock::new();
 
 pub fn set_jni_hooks(install: fn() -> std::result::Result<(), String>) {
