@@ -60,7 +60,8 @@
 //! | [`record`](face::record)                     | calls, refused IDs and deliveries, for the report and the trace |
 //! | [`jvm`](vm::jvm)                             | the JVMTI environments, capabilities, event switching, JVMTI/JNI facade |
 //! | [`bci`](vm::bci)                             | the class-file rewriting layer (bytecode instrumentation) |
-//! | [`logger`](vm::logger)                       | one-line messages on stderr |
+//! | [`logger`](vm::logger)                       | one-line messages on stderr; `guard`: no panic unwinds into the JVM or the agent |
+//! | [`cputime`](vm::cputime)                     | the calling thread's CPU time, mostly without a system call |
 //! | [`safemem`](vm::safemem)                     | agent pointers read and written without faulting (garbage → JVMPI_FAIL) |
 
 pub(crate) mod doors;

@@ -856,20 +856,11 @@ pub fn status(env: *mut JNIEnv) -> jint {
     r
 }
 
+/// `GetCurrentThreadCpuTime`: the OS thread's CPU time, the clock JVMTI's
+/// `GetCurrentThreadCpuTime` and HotSpot 1.5 read (for a virtual thread, its carrier's), mostly
+/// without a system call (see `vm::cputime`).
 pub fn current_cpu_time() -> jlong {
-    match jvm::current_thread_cpu_time() {
-        Ok(t) => t,
-        Err(_) => {
-            // Not a JVM thread, or a virtual thread: the OS clock of this thread is the answer.
-            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-            // SAFETY: a valid out-pointer for clock_gettime.
-            if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
-                ts.tv_sec * 1_000_000_000 + ts.tv_nsec
-            } else {
-                0
-            }
-        }
-    }
+    crate::vm::cputime::thread_cpu_time()
 }
 
 /// The body of a thread made by `CreateSystemThread`.

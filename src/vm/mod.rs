@@ -4,6 +4,7 @@
 //! up: the JNI hooks (a door) are handed down at start-up (`jvm::set_jni_hooks`).
 
 pub mod bci;
+pub mod cputime;
 pub mod jvm;
 pub mod logger;
 pub mod safemem;

@@ -69,10 +69,6 @@ pub fn thread_cpu_time(t: jthread) -> Result<jlong> {
     unsafe { env()?.get_thread_cpu_time(t) }
 }
 
-pub fn current_thread_cpu_time() -> Result<jlong> {
-    env()?.get_current_thread_cpu_time()
-}
-
 pub fn suspend(t: jthread) -> Result<()> {
     // SAFETY: facade contract.
     unsafe { env()?.suspend_thread(t) }
