@@ -4,134 +4,86 @@
 //! a JVMPI agent, answers its `GetEnv(JVMPI_VERSION_1…)` with a complete `JVMPI_Interface`, and
 //! turns JVMTI callbacks into the JVMPI event stream. Several `-agentpath` options load several
 //! agents (at most `table::MAX_AGENTS`), each with its own table, event mask and thread-local
-//! storage (see docs/several-agents.md). One room per JVMPI concept, in three layers (the folders
-//! `face/`, `rooms/`, `vm/`; the module map of every file is in docs/design.md):
+//! storage (see docs/several-agents.md). One room per JVMPI concept, in four layers that are the
+//! four folders of `src/` (the module map of every file is in docs/design.md):
 //!
-//! | room             | what lives there                                                          |
-//! |------------------|---------------------------------------------------------------------------|
-//! | [`abi`]          | every JVMPI type and constant, with compile-time layout checks           |
-//! | [`interface`]    | the 28 doors of the `JVMPI_Interface` (function → room index)             |
-//! | [`table`]        | the `JVMPI_Interface` tables, one per agent; `GetEnv`'s answer            |
-//! | [`access`]       | who may call each function when: unattached threads, after JVM_SHUT_DOWN |
-//! | [`event_table`]  | one row per JVMPI event: name, family, support, JVMTI needs, room columns |
-//! | [`events`]       | the gate: the enabled set, delivery to `NotifyEvent`, closing at VM death |
-//! | [`ids`]          | jobjectIDs as JVMTI tags (slots reused), the ID → object index           |
-//! | [`record`](face::record) | calls, refused IDs and deliveries, for the report and the trace   |
-//! | [`control`]      | EnableEvent / DisableEvent / RequestEvent, what each event needs         |
-//! | [`options`]      | the shim's option string                                                  |
-//! | [`loader`]       | finding and `dlopen`ing the agent, its `JVM_OnLoad`, the hooked `GetEnv` |
-//! | [`lifecycle`]    | start-up, JVM_INIT_DONE, JVM_SHUT_DOWN, DATA_DUMP_REQUEST, ProfilerExit  |
-//! | [`threads`]      | thread IDs (JNIEnv*), THREAD_START/END, suspend/resume/status/TLS/…       |
-//! | [`classes`]      | CLASS_LOAD, CLASS_UNLOAD, GetMethodClass, the shim's class-file hook     |
-//! | [`hooks`]        | the agent's CLASS_LOAD_HOOK, for classes loaded before and after it ran  |
-//! | [`objects`]      | OBJECT_ALLOC descriptions (RequestEvent), the arena                       |
-//! | [`alloc`]        | allocation tracking: OBJECT_ALLOC for every allocation, ARENA_NEW        |
-//! | [`gc`]           | GC brackets, OBJECT_FREE, CLASS_UNLOAD, RunGC, Disable/EnableGC          |
-//! | [`deaths`]       | the compact queue of deaths waiting for a GC bracket                      |
-//! | [`methods`]      | METHOD_ENTRY/ENTRY2/EXIT and INSTRUCTION_START (bytecode or JVMTI)       |
-//! | [`monitors`]     | raw monitors and RAW_MONITOR_CONTENDED_* events                           |
-//! | [`calltrace`]    | GetCallTrace                                                              |
-//! | [`lines`]        | bytecode index → source line, method line ranges, the line-table cache   |
-//! | [`javamonitors`] | Java monitors: MONITOR_CONTENDED_ENTER/ENTERED/EXIT, MONITOR_WAIT/WAITED |
-//! | [`compiled`]     | COMPILED_METHOD_LOAD/UNLOAD with line tables, and their catch-up         |
-//! | [`reset`]        | DATA_RESET_REQUEST on SIGUSR1                                             |
-//! | [`natives`]      | JNI natives implemented by the agent library, bound as classes prepare    |
-//! | [`dumps`]        | HEAP_DUMP, OBJECT_DUMP and MONITOR_DUMP in the JVMPI byte formats         |
-//! | [`report`]       | the migration report (`report=`, `jcmd … report`), text or JSON           |
-//! | [`jvm`]          | the JVMTI environments, capabilities, event switching, JVMTI/JNI facade  |
-//! | [`bci`]          | the class-file rewriting layer (bytecode instrumentation)                 |
-//! | [`jnihooks`]     | JNI function interception: JNI allocations, JNI_(WEAK_)GLOBALREF_*        |
-//! | [`callbacks`]    | the JVMTI callbacks (doors into the rooms)                                |
-//! | [`logger`]       | one-line messages on stderr                                               |
-//! | [`cputime`]      | the calling thread's CPU time, mostly without a system call                |
-//! | [`safemem`]      | agent pointers read and written without faulting (garbage → JVMPI_FAIL)   |
+//! ```text
+//!   doors/   the JVM and the agent come in here: entry points and start-up, JVMTI callbacks,
+//!     │      the JVMPI interface, JNI hooks (raw pointers converted once, panics caught)
+//!     ▼
+//!   rooms/   one per JVMPI concept: threads, classes, alloc, gc, methods, monitors, dumps, …
+//!     │
+//!     ▼
+//!   face/    what the agent sees: the ABI, the interface tables, the event gate, the IDs,
+//!     │      the record of what crossed
+//!     ▼
+//!   vm/      the JVM underneath: the JVMTI/JNI facade (every raw call), class-file rewriting,
+//!            the logger, non-faulting reads of agent memory
+//! ```
+//!
+//! Arrows run down only, and no two modules reach each other (tests/layers.rs). Two functions
+//! are handed down at start-up where a direct call would run up a layer: the gate's announcing
+//! of a sending thread (`threads::before_send`, registered with `events::set_announcer`) and the
+//! JNI hooks the facade installs on demand (`jvm::set_jni_hooks`).
+//!
+//! | module                                       | what lives there |
+//! |----------------------------------------------|---|
+//! | [`entry`](doors::entry)                      | the entry points the JVM calls and the start-up: the one wiring place |
+//! | [`jvmti`](doors::jvmti)                      | the JVMTI callbacks (doors into the rooms) |
+//! | [`jvmpi`](doors::jvmpi)                      | the 28 doors of the `JVMPI_Interface` (function → room index); `jvmpi::access`: who may call each when |
+//! | [`jni`](doors::jni)                          | JNI function interception: JNI allocations, JNI_(WEAK_)GLOBALREF_* |
+//! | [`control`](rooms::control)                  | EnableEvent / DisableEvent / RequestEvent, what each event needs |
+//! | [`options`](rooms::options)                  | the shim's option string |
+//! | [`loader`](rooms::loader)                    | finding and `dlopen`ing the agent, its `JVM_OnLoad`, the hooked `GetEnv` |
+//! | [`lifecycle`](rooms::lifecycle)              | JVM_OnLoad at VMInit, JVM_INIT_DONE, JVM_SHUT_DOWN, DATA_DUMP_REQUEST, ProfilerExit |
+//! | [`threads`](rooms::threads)                  | thread IDs (JNIEnv*), THREAD_START/END, suspend/resume/status/TLS/… |
+//! | [`classes`](rooms::classes)                  | CLASS_LOAD, CLASS_UNLOAD, GetMethodClass, the shim's class-file hook |
+//! | [`hooks`](rooms::hooks)                      | the agent's CLASS_LOAD_HOOK, for classes loaded before and after it ran |
+//! | [`objects`](rooms::objects)                  | OBJECT_ALLOC descriptions (RequestEvent), the arena |
+//! | [`alloc`](rooms::alloc)                      | allocation tracking: OBJECT_ALLOC for every allocation, ARENA_NEW |
+//! | [`gc`](rooms::gc)                            | GC brackets, OBJECT_FREE, CLASS_UNLOAD, RunGC, Disable/EnableGC |
+//! | [`deaths`](rooms::deaths)                    | the compact queue of deaths waiting for a GC bracket |
+//! | [`methods`](rooms::methods)                  | METHOD_ENTRY/ENTRY2/EXIT and INSTRUCTION_START (bytecode or JVMTI) |
+//! | [`monitors`](rooms::monitors)                | raw monitors and RAW_MONITOR_CONTENDED_* events |
+//! | [`calltrace`](rooms::calltrace)              | GetCallTrace |
+//! | [`lines`](rooms::lines)                      | bytecode index → source line, method line ranges, the line-table cache |
+//! | [`javamonitors`](rooms::javamonitors)        | Java monitors: MONITOR_CONTENDED_ENTER/ENTERED/EXIT, MONITOR_WAIT/WAITED |
+//! | [`compiled`](rooms::compiled)                | COMPILED_METHOD_LOAD/UNLOAD with line tables, and their catch-up |
+//! | [`reset`](rooms::reset)                      | DATA_RESET_REQUEST on SIGUSR1 |
+//! | [`natives`](rooms::natives)                  | JNI natives implemented by the agent library, bound as classes prepare |
+//! | [`dumps`](rooms::dumps)                      | HEAP_DUMP, OBJECT_DUMP and MONITOR_DUMP in the JVMPI byte formats |
+//! | [`report`](rooms::report)                    | the migration report (`report=`, `jcmd … report`), text or JSON |
+//! | [`abi`](face::abi)                           | every JVMPI type and constant, with compile-time layout checks |
+//! | [`table`](face::table)                       | the `JVMPI_Interface` tables, one per agent; `GetEnv`'s answer |
+//! | [`event_table`](face::event_table)           | one row per JVMPI event: name, family, support, JVMTI needs, room columns |
+//! | [`events`](face::events)                     | the gate: the enabled set, delivery to `NotifyEvent`, closing at VM death |
+//! | [`ids`](face::ids)                           | jobjectIDs as JVMTI tags (slots reused), the ID → object index |
+//! | [`record`](face::record)                     | calls, refused IDs and deliveries, for the report and the trace |
+//! | [`jvm`](vm::jvm)                             | the JVMTI environments, capabilities, event switching, JVMTI/JNI facade |
+//! | [`bci`](vm::bci)                             | the class-file rewriting layer (bytecode instrumentation) |
+//! | [`logger`](vm::logger)                       | one-line messages on stderr; `guard`: no panic unwinds into the JVM or the agent |
+//! | [`cputime`](vm::cputime)                     | the calling thread's CPU time, mostly without a system call |
+//! | [`safemem`](vm::safemem)                     | agent pointers read and written without faulting (garbage → JVMPI_FAIL) |
 
-pub mod face;
-pub mod rooms;
-pub mod vm;
+pub(crate) mod doors;
+pub(crate) mod face;
+pub(crate) mod rooms;
+pub(crate) mod vm;
+
+// What the crate exports besides the entry points (`doors::entry`): the JVMPI ABI, the
+// class-file rewriting layer, what tests/matrix.rs holds compat-matrix.md to (each event's
+// support, who may call each function when), and the ELF check of the front end.
+pub use doors::jvmpi::access::{policy, Afterwards, Caller, Policy};
+pub use face::abi;
+pub use face::event_table::{self, support, Support};
+pub use rooms::loader::check_elf;
+pub use vm::bci;
 
 // The one-hop index: every room by its own name.
-pub use face::{abi, access, event_table, events, ids, interface, table};
-pub use rooms::{
+pub(crate) use face::{events, ids, table};
+pub(crate) use rooms::{
     alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader, methods, monitors, natives, objects, options, report, reset, threads,
 };
-pub use vm::{bci, callbacks, cputime, jnihooks, jvm, logger, safemem};
+pub(crate) use vm::{jvm, logger, safemem};
 
-use jvmti_bindings::sys::jni::{jint, JavaVM, JNI_ERR};
-use std::ffi::{c_char, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-/// Runs `f`; a panic inside the shim is logged and turned into `fallback`, never unwound into
-/// the JVM or the agent.
-pub(crate) fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            log::error!("internal error in {what}: {msg}; the call was abandoned");
-            fallback
-        }
-    }
-}
-
-/// Locks `m`, also when a thread panicked while holding it: every lock of the shim guards state
-/// that stays consistent between statements (a panic is caught by [`guard`] and the call
-/// abandoned), so the shim goes on rather than taking the JVM down.
-#[inline]
-pub(crate) fn lock<T: ?Sized>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The doors the start-up installs: the JVMTI callbacks, the agent's class-hook doors, the
-/// JVMPI interface table and the JNI function hooks. Handed down from the entry points, so that
-/// no room reaches up to a door.
-fn doors() -> lifecycle::Doors {
-    lifecycle::Doors {
-        callbacks: callbacks::table,
-        agent_hook: callbacks::agent_class_file_load_hook,
-        early_hook: callbacks::early_class_file_load_hook,
-        interface: interface::doors,
-        jni_hooks: jnihooks::install,
-    }
-}
-
-/// JVMTI entry point: `-agentpath:` / `-agentlib:`.
-///
-/// # Safety
-/// Called by the JVM with its `JavaVM` and a NULL or NUL-terminated option string.
-#[no_mangle]
-pub unsafe extern "system" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
-    guard("Agent_OnLoad", JNI_ERR, || lifecycle::agent_onload(vm, loader::option_bytes(options), doors()))
-}
-
-/// JVMTI entry point for a running JVM: `jcmd <pid> JVMTI.agent_load <path>/libjvmpi_shim.so
-/// <command>`. Commands: `dump` (DATA_DUMP_REQUEST), `reset` (DATA_RESET_REQUEST),
-/// `report[=<file>]` (the migration report now), or shim options ending in `agent=<lib>…`
-/// (attach a legacy agent to the running JVM). See `lifecycle::attach`.
-///
-/// # Safety
-/// Called by the JVM with its `JavaVM` and a NULL or NUL-terminated option string.
-#[no_mangle]
-pub unsafe extern "system" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
-    guard("Agent_OnAttach", JNI_ERR, || lifecycle::attach(vm, loader::option_bytes(options), doors()))
-}
-
-/// JVMTI entry point: the library is being unloaded (after VM death); nothing to release.
-///
-/// # Safety
-/// Called by the JVM.
-#[no_mangle]
-pub unsafe extern "system" fn Agent_OnUnload(_vm: *mut JavaVM) {}
-
-/// The legacy entry point, called for `-Xrun` (see `lifecycle::double_agent`).
-///
-/// # Safety
-/// Called by the JVM (or a test) with a `JavaVM` and a NULL or NUL-terminated option string.
-#[no_mangle]
-pub unsafe extern "system" fn JVM_OnLoad(vm: *mut JavaVM, options: *mut c_char, reserved: *mut c_void) -> jint {
-    guard("JVM_OnLoad", JNI_ERR, || lifecycle::double_agent(vm, loader::option_bytes(options), reserved, doors()))
-}
+pub(crate) use vm::logger::{guard, lock};

@@ -116,7 +116,7 @@ fn two_agents_independent_streams() {
         // The second agent: both workers start and end once, at least one GC bracket.
         for w in ["worker-1", "worker-2"] {
             assert_eq!(lines_with(b, &format!("THREAD_START name={w} ")).len(), 1, "{w}\n{b}");
-            assert_eq!(lines_with(b, &format!("THREAD_END env=")).iter().filter(|l| l.ends_with(&format!("name={w}"))).count(), 1, "{w}\n{b}");
+            assert_eq!(lines_with(b, "THREAD_END env=").iter().filter(|l| l.ends_with(&format!("name={w}"))).count(), 1, "{w}\n{b}");
         }
         let (gs, gf) = (lines_with(b, "GC_START").len(), lines_with(b, "GC_FINISH").len());
         assert!(gs >= 1 && gs == gf, "GC brackets {gs}/{gf}\n{b}");

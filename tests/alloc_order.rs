@@ -148,7 +148,7 @@ fn object_alloc_comes_before_the_constructor_and_is_charged_to_the_allocating_me
             problems.push("RequestEvent(OBJECT_ALLOC) of the announced ID from the handler: no matching answer".into());
         }
         let sampled = format!("SAMPLED top=AllocOrder.allocNodes:{}", site("nodes"));
-        if !r.log_lines.iter().any(|l| *l == sampled) {
+        if !r.log_lines.contains(&sampled) {
             problems.push(format!("another thread's trace while the handler ran: want {sampled:?}, got {:?}", r.lines_with("SAMPLED")));
         }
         assert!(problems.is_empty(), "JDK {}:\n{}\n{}", jdk.feature, problems.join("\n"), r.describe());

@@ -5,8 +5,7 @@
 //! (The named tests themselves run on all four JDKs in the same `cargo test`, so a row that says
 //! "yes" is only as true as those tests.)
 
-use jvmpi_shim::access::{policy, Afterwards, Caller};
-use jvmpi_shim::event_table::{support, Support};
+use jvmpi_shim::{policy, support, Afterwards, Caller, Support};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -28,8 +27,8 @@ fn table(md: &str, section: &str) -> BTreeMap<String, Row> {
     let mut rows = BTreeMap::new();
     let mut inside = false;
     for line in md.lines() {
-        if line.starts_with("## ") {
-            inside = line[3..].trim() == section;
+        if let Some(title) = line.strip_prefix("## ") {
+            inside = title.trim() == section;
             continue;
         }
         if !inside || !line.starts_with('|') || line.starts_with("|---") {

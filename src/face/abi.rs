@@ -5,6 +5,11 @@
 //! asserted at compile time at the bottom of this file, and `tests/abi_layout.rs` compares them
 //! with what a C compiler makes of `shim/jvmpi.h`. Nothing else in the crate defines a JVMPI type.
 
+#![allow(
+    missing_docs,
+    reason = "each item is the declaration of the same name in Sun's jvmpi.h (shim/jvmpi.h), documented by the JVMPI specification"
+)]
+
 #![allow(non_camel_case_types, non_snake_case, dead_code)]
 
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM};
@@ -494,3 +499,9 @@ const _: () = {
     assert!(offset_of!(JVMPI_Interface, SuspendThreadList) == 224);
     assert!(offset_of!(JVMPI_Interface, ResumeThreadList) == 232);
 };
+
+
+/// `JVMPI_HeapDumpArg.heap_dump_level`: the three levels of HEAP_DUMP.
+pub const JVMPI_DUMP_LEVEL_0: jint = 0;
+pub const JVMPI_DUMP_LEVEL_1: jint = 1;
+pub const JVMPI_DUMP_LEVEL_2: jint = 2;

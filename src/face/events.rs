@@ -275,6 +275,8 @@ pub fn as_requester<R>(a: usize, f: impl FnOnce() -> R) -> R {
 pub fn in_agent_call() -> bool {
     HERE.with(|h| h.requesting.get() > 0 || h.in_flight.get() > 0)
 }
+/// The JVMPI name of an event number, for log lines (the event table's name column).
+pub use crate::face::event_table::name;
 
 // ---- delivery --------------------------------------------------------------------------------
 

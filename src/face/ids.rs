@@ -42,8 +42,6 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Mutex;
 
-/// The distance between two tags.
-pub const STEP: jlong = 16;
 /// Set in the tag of objects defined to the agent by OBJECT_ALLOC.
 pub const DEFINED: jlong = 8;
 const SHIFT: u32 = 4;
@@ -193,20 +191,6 @@ pub fn fresh_defined_tag() -> jlong {
     fresh_tag() | DEFINED
 }
 
-/// The ID for an object about to be made (OBJECT_ALLOC announced before the object exists):
-/// bind it to the object with [`bind`] once there is one, or give it up with [`abandon`].
-/// Until then it names no object: `jobjectID2jobject` answers NULL and RequestEvent FAIL.
-pub fn reserve_id() -> jobjectID {
-    to_id(fresh_defined_tag())
-}
-
-/// A reserved ID that will never name an object: it goes through the death queue like a
-/// dead object's (so a defined one gets its OBJECT_FREE in the next GC bracket) and is reused
-/// only after that.
-pub fn abandon(id: jobjectID) {
-    crate::gc::on_object_free(to_tag(id));
-}
-
 /// Tags `obj` with `tag` (a fresh or reserved one) and indexes it when allocation is indexing
 /// (see the module comment). Returns false if JVMTI refused the tag.
 pub fn bind(jni: &jvm::Jni, obj: jobject, tag: jlong) -> bool {
@@ -264,12 +248,6 @@ pub fn to_id(tag: jlong) -> jobjectID {
 
 pub fn to_tag(id: jobjectID) -> jlong {
     id as usize as jlong
-}
-
-/// (slots ever made, slots reused, slots free now), for the report.
-pub fn figures() -> (u64, u64, usize) {
-    let free = crate::lock(&FREE).count;
-    (HIGH.load(Relaxed) - 1, REUSED.load(Relaxed), free)
 }
 
 /// The tag of a live object, giving it one if it has none.
@@ -440,7 +418,7 @@ pub fn described(tag: jlong) -> Option<(jlong, jlong)> {
     }
     let (c, i) = entry(tag, false)?;
     let v = c.desc[i].load(Relaxed);
-    (v & DESC_SET != 0).then(|| ((((v & !DESC_SET) >> 32) << 3) as jlong, (v & 0xFFFF_FFFF) as jlong))
+    (v & DESC_SET != 0).then_some(((((v & !DESC_SET) >> 32) << 3) as jlong, (v & 0xFFFF_FFFF) as jlong))
 }
 
 /// Marks the object with plain tag `tag` as defined by a requested OBJECT_ALLOC (it gets
@@ -502,11 +480,6 @@ const SCATTERED_MISSES_BEFORE_REBUILD: u64 = 512;
 static DESCRIBED_MISSES: AtomicU64 = AtomicU64::new(0);
 /// Misses on allocation-tracked objects after which allocation indexes what it tags.
 const DEFINED_MISSES_TO_INDEX: u64 = 256;
-
-/// (rebuilds, index chunks) for the report.
-pub fn index_figures() -> (u64, usize) {
-    (REBUILDS.load(Relaxed), CHUNKS_MADE.load(Relaxed))
-}
 
 /// Looks `tag` up in the index: Some(local reference), Some(NULL) for a collected object, None
 /// when the slot has no entry.
@@ -612,7 +585,7 @@ mod tests {
         assert_eq!(v, vec![5, 70, 900]);
         assert_eq!(f.take(1, &mut v), 1);
         assert_eq!(v[3], 4000);
-        let again = vec![fresh_tag()];
+        let again = [fresh_tag()];
         // Descriptions.
         let t = again[0];
         note(t, 0x1230, 24);

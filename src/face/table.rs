@@ -1,6 +1,6 @@
 //! The `JVMPI_Interface` tables agents are handed by `GetEnv(JVMPI_VERSION_1…)`: one per legacy
 //! agent (at most [`MAX_AGENTS`]), each in memory that lives as long as the process, filled with
-//! that agent's own instantiation of the doors of `face::interface` when the shim loads it. Each
+//! that agent's own instantiation of the doors of `doors::jvmpi` when the shim loads it. Each
 //! agent writes its `NotifyEvent` into its own table; the gate reads it from here afresh for
 //! every event.
 //!

@@ -24,7 +24,7 @@
 //! * allocations without bytecode come from JVMTI `VMObjectAlloc` (reflective array creation,
 //!   `clone`, …) and from the JNI function table (`AllocObject`, `New<Type>Array`,
 //!   `NewObjectArray`, `NewString`, `NewStringUTF` after they return; `NewObject`,
-//!   `NewObjectA`, `NewObjectV` reserve before they run the constructor; see the `jnihooks`
+//!   `NewObjectA`, `NewObjectV` reserve before they run the constructor; see the `doors::jni`
 //!   room).
 //!
 //! The tracker is a class the shim generates and defines in the bootstrap loader, its natives
@@ -39,7 +39,7 @@
 //! object is reported once.
 
 use crate::abi::*;
-use crate::{bci, calltrace, classes, events, ids, jvm, objects, threads};
+use crate::{bci, calltrace, classes, events, ids, jvm, threads};
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
@@ -47,6 +47,25 @@ use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use std::sync::{LazyLock, Mutex};
+
+/// The one arena of the shim's heap model (the JVMPI "arena 1").
+pub const ARENA: jint = 1;
+
+/// `is_array` for an array class signature (`[I` → JVMPI_INT, `[Lx;`/`[[x` → JVMPI_CLASS).
+pub fn array_kind(sig: &str) -> Option<jint> {
+    let elem = sig.strip_prefix('[')?;
+    Some(match elem.as_bytes().first()? {
+        b'Z' => JVMPI_BOOLEAN,
+        b'B' => JVMPI_BYTE,
+        b'C' => JVMPI_CHAR,
+        b'S' => JVMPI_SHORT,
+        b'I' => JVMPI_INT,
+        b'J' => JVMPI_LONG,
+        b'F' => JVMPI_FLOAT,
+        b'D' => JVMPI_DOUBLE,
+        _ => JVMPI_CLASS,
+    })
+}
 
 pub const TRACKER: &str = "JvmpiShimTracker";
 
@@ -340,7 +359,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
     };
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
     ev.u.obj_alloc = ObjAlloc {
-        arena_id: objects::ARENA,
+        arena_id: ARENA,
         class_id: shape.class_id as jobjectID,
         is_array: shape.is_array,
         size,
@@ -378,7 +397,7 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass) -> Option<(jlong, S
         return Some((ctag, s));
     }
     let sig = jvm::class_signature(klass).ok()?;
-    let shape = match objects::array_kind(&sig) {
+    let shape = match array_kind(&sig) {
         None => Shape {
             is_array: JVMPI_NORMAL_OBJECT,
             class_id: classes::ensure_announced_tagged(env, klass, ctag).ok()? as usize,
@@ -437,7 +456,7 @@ fn stack_mark() -> usize {
 /// of its arguments, threw): as on HotSpot, where that object was garbage, it gets OBJECT_FREE
 /// at the next GC bracket.
 fn abandon(p: Pending) {
-    crate::gc::on_object_free(p.tag);
+    crate::deaths::on_object_free(p.tag);
 }
 
 /// Announces the allocation of an instance of `klass` that is about to be constructed in this
@@ -487,7 +506,7 @@ pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Opt
     REPORTING.with(|r| r.set(true));
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
     ev.u.obj_alloc = ObjAlloc {
-        arena_id: objects::ARENA,
+        arena_id: ARENA,
         class_id: shape.class_id as jobjectID,
         is_array: JVMPI_NORMAL_OBJECT,
         size,
@@ -605,7 +624,7 @@ pub fn pending_description(id: jobjectID) -> Option<ObjAlloc> {
     let tag = ids::to_tag(id);
     PENDING.with(|p| {
         p.borrow().iter().rev().find(|e| e.tag == tag).map(|e| ObjAlloc {
-            arena_id: objects::ARENA,
+            arena_id: ARENA,
             class_id: e.class_id as jobjectID,
             is_array: JVMPI_NORMAL_OBJECT,
             size: e.size,
@@ -701,7 +720,7 @@ fn announce_arena(env: *mut JNIEnv) {
     {
         let name = c"Java heap";
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_ARENA_NEW, env);
-        ev.u.new_arena = NewArena { arena_id: objects::ARENA, arena_name: name.as_ptr() as *mut _ };
+        ev.u.new_arena = NewArena { arena_id: ARENA, arena_name: name.as_ptr() as *mut _ };
         events::send(&mut ev);
     }
 }

@@ -10,6 +10,8 @@
 
 use jvmti_bindings::sys::jni::jlong;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Mutex;
 
 const SPAN_BITS: u32 = 16;
 const SPAN: u64 = 1 << SPAN_BITS;
@@ -92,6 +94,42 @@ impl DeadQueue {
             .sum::<usize>()
             + self.odd.capacity() * 8
     }
+}
+
+// ---- the queue of the process --------------------------------------------------------------
+
+/// Tags whose objects died, not yet reported.
+static DEAD_TAGS: Mutex<DeadQueue> = Mutex::new(DeadQueue::new());
+
+/// The most deaths ever waiting for a bracket (the shim's only memory that grows with objects).
+static PEAK_QUEUED: AtomicUsize = AtomicUsize::new(0);
+static PEAK_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// (most deaths ever queued, their bytes) — the report's memory figure.
+pub fn queue_peak() -> (usize, usize) {
+    (PEAK_QUEUED.load(Relaxed), PEAK_BYTES.load(Relaxed))
+}
+
+/// JVMTI ObjectFree (inside the collection on JDK 11, later on the Service Thread since 16).
+pub fn on_object_free(tag: jlong) {
+    let mut q = DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner());
+    q.push(tag);
+    if q.len() & 0xFFF == 0 && q.bytes() > PEAK_BYTES.load(Relaxed) {
+        PEAK_BYTES.store(q.bytes(), Relaxed);
+    }
+    if q.len() > PEAK_QUEUED.load(Relaxed) {
+        PEAK_QUEUED.store(q.len(), Relaxed);
+    }
+}
+
+/// Every death queued so far, taken out for a GC bracket.
+pub fn take() -> DeadQueue {
+    std::mem::replace(&mut *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()), DeadQueue::new())
+}
+
+/// Whether no death waits.
+pub fn is_empty() -> bool {
+    DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
 }
 
 #[cfg(test)]

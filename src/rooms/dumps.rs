@@ -206,9 +206,6 @@ impl Drop for Held {
     }
 }
 
-pub const JVMPI_DUMP_LEVEL_0: jint = 0;
-pub const JVMPI_DUMP_LEVEL_1: jint = 1;
-pub const JVMPI_DUMP_LEVEL_2: jint = 2;
 
 fn prim_ty(sig: &str) -> Option<u8> {
     crate::objects::array_kind(sig).filter(|&k| k != JVMPI_CLASS).map(|k| k as u8)
@@ -791,7 +788,7 @@ fn prim_bytes(v: jvalue, ty: jvmtiPrimitiveType) -> ([u8; 8], usize) {
     // SAFETY: `ty` says which member of the union JVMTI filled.
     let n = unsafe {
         match ty {
-            jvmti::JVMTI_PRIMITIVE_TYPE_BOOLEAN => { b[0] = v.z as u8; 1 }
+            jvmti::JVMTI_PRIMITIVE_TYPE_BOOLEAN => { b[0] = v.z; 1 }
             jvmti::JVMTI_PRIMITIVE_TYPE_BYTE => { b[0] = v.b as u8; 1 }
             jvmti::JVMTI_PRIMITIVE_TYPE_CHAR => { b[..2].copy_from_slice(&v.c.to_be_bytes()); 2 }
             jvmti::JVMTI_PRIMITIVE_TYPE_SHORT => { b[..2].copy_from_slice(&v.s.to_be_bytes()); 2 }
@@ -1060,8 +1057,7 @@ fn stacks(jni: &jvm::Jni, with_traces: bool) -> Stacks {
 }
 
 fn walk(st: &mut State, initial: jobject) -> Result<(), String> {
-    let mut cb = jvmti::jvmtiHeapCallbacks::default();
-    cb.heap_reference_callback = Some(on_reference);
+    let mut cb = jvmti::jvmtiHeapCallbacks { heap_reference_callback: Some(on_reference), ..Default::default() };
     if st.level == JVMPI_DUMP_LEVEL_2 {
         cb.primitive_field_callback = Some(on_primitive_field);
     }

@@ -23,12 +23,11 @@
 //! neither moves nor invalidates while the object lives.
 
 use crate::abi::*;
-use crate::deaths::DeadQueue;
-use crate::{alloc, classes, events, ids, jvm, objects, threads};
+use crate::{alloc, deaths, classes, events, ids, jvm, objects, threads};
 use jvmti_bindings::sys::jni::{jlong, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::*};
 use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::Duration;
@@ -37,8 +36,6 @@ static FINISHED: AtomicU64 = AtomicU64::new(0);
 static STOP: AtomicBool = AtomicBool::new(false);
 /// The delivery thread, woken with `unpark` (a futex wake: never blocks the GC).
 static WAKE: OnceLock<std::thread::Thread> = OnceLock::new();
-/// Tags whose objects died, not yet reported.
-static DEAD_TAGS: Mutex<DeadQueue> = Mutex::new(DeadQueue::new());
 static GC_DISABLED: AtomicI32 = AtomicI32::new(0);
 
 /// JVMTI GarbageCollectionStart: nothing to do until the collection ends.
@@ -52,26 +49,7 @@ pub fn on_gc_finish() {
     }
 }
 
-/// The most deaths ever waiting for a bracket (the shim's only memory that grows with objects).
-static PEAK_QUEUED: AtomicUsize = AtomicUsize::new(0);
-static PEAK_BYTES: AtomicUsize = AtomicUsize::new(0);
-
-/// (most deaths ever queued, their bytes) — the report's memory figure.
-pub fn queue_peak() -> (usize, usize) {
-    (PEAK_QUEUED.load(Relaxed), PEAK_BYTES.load(Relaxed))
-}
-
-/// JVMTI ObjectFree (inside the collection on JDK 11, later on the Service Thread since 16).
-pub fn on_object_free(tag: jlong) {
-    let mut q = crate::lock(&DEAD_TAGS);
-    q.push(tag);
-    if q.len() & 0xFFF == 0 && q.bytes() > PEAK_BYTES.load(Relaxed) {
-        PEAK_BYTES.store(q.bytes(), Relaxed);
-    }
-    if q.len() > PEAK_QUEUED.load(Relaxed) {
-        PEAK_QUEUED.store(q.len(), Relaxed);
-    }
-}
+pub use crate::deaths::{on_object_free, queue_peak};
 
 fn wants_bracket() -> bool {
     [JVMPI_EVENT_GC_START, JVMPI_EVENT_GC_FINISH, JVMPI_EVENT_CLASS_UNLOAD, JVMPI_EVENT_OBJECT_FREE]
@@ -103,7 +81,7 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
     if !events::is_ready() || !wants_bracket() {
         // No bracket: the deaths are forgotten (the tables keyed by tag first, so that a
         // reused tag finds nothing of its previous object) and their IDs given back.
-        let dead = std::mem::replace(&mut *crate::lock(&DEAD_TAGS), DeadQueue::new());
+        let dead = deaths::take();
         let mut done = Released::new(env);
         for tag in dead.into_tags() {
             if classes::forget(tag) {
@@ -136,7 +114,7 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
     let (objects, bytes) = if walk { jvm::count_heap().unwrap_or((0, 0)) } else { (0, 0) };
     events::progressed();
     // The queue's memory goes with the batch, so it is given back after each bracket.
-    let dead = std::mem::replace(&mut *crate::lock(&DEAD_TAGS), DeadQueue::new());
+    let dead = deaths::take();
     let mut done = Released::new(env);
     for tag in dead.into_tags() {
         if classes::unloaded(env, tag) {
@@ -268,7 +246,7 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
     };
     // The heap walk makes the JVM post the deaths it still owes (on this thread).
     let _ = jvm::count_heap();
-    if !crate::lock(&DEAD_TAGS).is_empty() {
+    if !deaths::is_empty() {
         bracket(env, one);
     }
 }
@@ -307,12 +285,9 @@ pub fn quiesce_for_exit() {
 
 /// Stops the delivery thread (at VM death). A bracket under way finishes; no new one starts.
 pub fn stop() {
-    let peak = PEAK_QUEUED.load(Relaxed);
+    let (peak, bytes) = queue_peak();
     if peak > 0 {
-        log::info!(
-            "memory: at most {peak} deaths waited for a GC bracket, in about {} KiB",
-            PEAK_BYTES.load(Relaxed) / 1024
-        );
+        log::info!("memory: at most {peak} deaths waited for a GC bracket, in about {} KiB", bytes / 1024);
     }
     STOP.store(true, SeqCst);
     if let Some(t) = WAKE.get() {

@@ -155,7 +155,7 @@ pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
     }
     // `agent=` naming the shim: dlopen hands back the shim itself, whose JVM_OnLoad would start a
     // second emulation on top of the first.
-    if std::ptr::eq(sym as *const (), crate::JVM_OnLoad as *const ()) {
+    if in_the_shim(sym) {
         return Err(format!(
             "legacy agent {path} is jvmpi-shim itself: agent= must name the JVMPI agent's library"
         ));
@@ -206,6 +206,18 @@ pub fn legacy() -> Option<&'static Legacy> {
 /// `goToNextOption`); past the last option they read whatever followed — on HotSpot 1.5 the
 /// rest of the command line — and, on garbage with a comma in it, refused their own options.
 const OPTIONS_TAIL: &[u8] = b" \0";
+/// Whether `p` lies in the shim's own library (the one this function is in).
+fn in_the_shim(p: *const c_void) -> bool {
+    let base = |a: *const c_void| {
+        // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-pointer.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let found = unsafe { libc::dladdr(a, &mut info) } != 0;
+        found.then_some(info.dli_fbase as usize)
+    };
+    let own = base(in_the_shim as *const c_void);
+    own.is_some() && base(p) == own
+}
 
 /// Calls the legacy `JVM_OnLoad(vm, options, NULL)` and returns its result.
 pub fn call_onload(leg: &Legacy, vm: *mut JavaVM) -> jint {
@@ -224,6 +236,7 @@ pub fn call_onload(leg: &Legacy, vm: *mut JavaVM) -> jint {
 struct HookedTable(JNIInvokeInterface_);
 // SAFETY: an immutable table of function pointers, shared read-only by every thread.
 unsafe impl Sync for HookedTable {}
+// SAFETY: as above; the table is never written once installed.
 unsafe impl Send for HookedTable {}
 
 static HOOKED: OnceLock<Box<HookedTable>> = OnceLock::new();

@@ -195,18 +195,18 @@ pub fn enter(h: JVMPI_RawMonitor) {
         return;
     }
     if contended {
-        event(JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER, &m, h);
+        event(JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER, m, h);
     }
     m.entering.fetch_add(1, SeqCst);
-    queue(&m, false, env, true);
+    queue(m, false, env, true);
     m.lock.enter(me);
-    queue(&m, false, env, false);
+    queue(m, false, env, false);
     m.entering.fetch_sub(1, SeqCst);
     m.owner_env.store(env, SeqCst);
     m.owner.store(me, SeqCst);
     m.count.store(1, SeqCst);
     if contended {
-        event(JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTERED, &m, h);
+        event(JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTERED, m, h);
     }
 }
 
@@ -219,7 +219,7 @@ pub fn exit(h: JVMPI_RawMonitor) {
     let count = m.count.load(Relaxed);
     if count == 1 && m.entering.load(SeqCst) > 0 {
         // Sent while still the owner, so it precedes the waiter's CONTENDED_ENTERED.
-        event(JVMPI_EVENT_RAW_MONITOR_CONTENDED_EXIT, &m, h);
+        event(JVMPI_EVENT_RAW_MONITOR_CONTENDED_EXIT, m, h);
     }
     m.count.store(count.saturating_sub(1), Relaxed);
     if count == 1 {
@@ -242,9 +242,9 @@ pub fn wait(h: JVMPI_RawMonitor, ms: jlong) {
     let count = m.count.swap(0, SeqCst);
     let env = m.owner_env.swap(0, SeqCst);
     m.owner.store(0, SeqCst);
-    queue(&m, true, env, true);
+    queue(m, true, env, true);
     m.lock.wait(me, ms);
-    queue(&m, true, env, false);
+    queue(m, true, env, false);
     m.owner_env.store(env, SeqCst);
     m.owner.store(me, SeqCst);
     m.count.store(count, SeqCst);

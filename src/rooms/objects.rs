@@ -12,24 +12,7 @@ use dashmap::{DashMap, DashSet};
 use jvmti_bindings::sys::jni::{jint, jlong, jobject};
 use std::sync::LazyLock;
 
-/// The one arena of the shim's heap model (the JVMPI "arena 1").
-pub const ARENA: jint = 1;
-
-/// `is_array` for an array class signature (`[I` → JVMPI_INT, `[Lx;`/`[[x` → JVMPI_CLASS).
-pub fn array_kind(sig: &str) -> Option<jint> {
-    let elem = sig.strip_prefix('[')?;
-    Some(match elem.as_bytes().first()? {
-        b'Z' => JVMPI_BOOLEAN,
-        b'B' => JVMPI_BYTE,
-        b'C' => JVMPI_CHAR,
-        b'S' => JVMPI_SHORT,
-        b'I' => JVMPI_INT,
-        b'J' => JVMPI_LONG,
-        b'F' => JVMPI_FLOAT,
-        b'D' => JVMPI_DOUBLE,
-        _ => JVMPI_CLASS,
-    })
-}
+pub use crate::alloc::{array_kind, ARENA};
 
 /// The `obj_alloc` fields describing a live object; announces its class first.
 pub fn describe(env: *mut jvmti_bindings::sys::jni::JNIEnv, obj: jobject) -> Result<ObjAlloc, String> {

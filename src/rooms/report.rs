@@ -108,7 +108,7 @@ pub fn json() -> Value {
             json!({
                 "name": name, "number": ev, "enabled": enabled, "requested": asked,
                 "delivered": delivered, "delivered_on_request": requested,
-                "agent_ns_total": nanos, "agent_ns_per_event": if delivered > 0 { nanos / delivered } else { 0 },
+                "agent_ns_total": nanos, "agent_ns_per_event": nanos.checked_div(delivered).unwrap_or(0),
                 "emulation": how, "differs": differs, "jvmti": instead, "gap": gap,
             })
         })

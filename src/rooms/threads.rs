@@ -990,7 +990,3 @@ pub fn env_of(thread: jthread) -> Option<*mut JNIEnv> {
     known.or_else(|| env_of_running_thread(&jni, thread)).map(|e| e as *mut JNIEnv)
 }
 
-/// The JNIEnv of the thread whose object has this tag, if the shim knows the thread.
-pub fn env_by_tag(tag: jlong) -> Option<usize> {
-    BY_TAG.get(&tag).map(|e| *e)
-}

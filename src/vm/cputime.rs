@@ -204,7 +204,7 @@ mod fast {
             }
             let seq = b.event.as_ref()?.seq();
             let tsc = rdtsc();
-            let window = ((WINDOW.as_nanos() as u128) << 32) / q as u128;
+            let window = (WINDOW.as_nanos() << 32) / q as u128;
             if seq == b.seq && tsc >= b.tsc && ((tsc - b.tsc) as u128) < window {
                 let ns = ((tsc - b.tsc) as u128 * q as u128) >> 32;
                 b.last = b.last.max(b.ns + ns as i64);

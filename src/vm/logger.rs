@@ -6,10 +6,14 @@
 //! addresses (`0x…`) taken out, so a sampler naming a new stale `JNIEnv*` each millisecond, or a
 //! thread calling with a new garbage handle each time, costs one line, and the set of kinds
 //! seen stays small.
+//!
+//! [`guard`]: a panic inside the shim becomes one error line here and a fallback value, never
+//! an unwind into the JVM or the agent.
 
 use dashmap::DashSet;
 use log::{Level, LevelFilter, Log, Metadata, Record};
 use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
 struct StderrLog {
@@ -65,6 +69,23 @@ pub fn init(level: LevelFilter) {
     log::set_max_level(level);
 }
 
+/// Runs `f`; a panic inside the shim is logged and turned into `fallback`, never unwound into
+/// the JVM or the agent.
+pub fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            log::error!("internal error in {what}: {msg}; the call was abandoned");
+            fallback
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -74,4 +95,12 @@ mod tests {
         assert_eq!(super::kind("EnableEvent(event 999)"), "EnableEvent(event 999)");
         assert_eq!(super::kind("ends in 0x"), "ends in 0x…");
     }
+}
+
+/// Locks `m`, also when a thread panicked while holding it: every lock of the shim guards state
+/// that stays consistent between statements (a panic is caught by [`guard`] and the call
+/// abandoned), so the shim goes on rather than taking the JVM down.
+#[inline]
+pub(crate) fn lock<T: ?Sized>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -1,12 +1,10 @@
-//! The JVM underneath: the JVMTI/JNI facade (`jvm`: every call the shim makes into the JVM),
-//! class-file rewriting (`bci`), JNI function interception (`jnihooks`), the JVMTI callbacks
-//! (`callbacks`: the doors through which the JVM calls the rooms), the one-line logger, and
-//! non-faulting copies of memory agents hand in (`safemem`).
+//! The JVM underneath, the lowest layer: the JVMTI/JNI facade (`jvm`: every call the shim makes
+//! into the JVM, one file per JVMTI chapter), class-file rewriting (`bci`), the one-line logger
+//! and `guard`, and non-faulting copies of memory agents hand in (`safemem`). Nothing here calls
+//! up: the JNI hooks (a door) are handed down at start-up (`jvm::set_jni_hooks`).
 
 pub mod bci;
-pub mod callbacks;
 pub mod cputime;
-pub mod jnihooks;
 pub mod jvm;
 pub mod logger;
 pub mod safemem;

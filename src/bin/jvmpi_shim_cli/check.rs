@@ -1,7 +1,7 @@
 //! `jvmpi-shim check <agent.so>`: what can be told about a legacy agent without running a JVM.
 //!
 //! Reads the library's ELF file: the checks the shim's loader makes before `dlopen`
-//! (`jvmpi_shim::loader::check_elf`), its exported entry points, the JVMPI version constants
+//! (`jvmpi_shim::check_elf`), its exported entry points, the JVMPI version constants
 //! in its code and data, the libraries it needs and whether they can be found, and every
 //! undefined symbol that no library in the JVM process would provide, in particular the JVM's
 //! private `JVM_*` functions that modern JDKs no longer export and the HPI of JDK 1.2–6.
@@ -308,7 +308,7 @@ fn find_library(name: &str, needer: &Path, runpaths: &[String], extra: &[PathBuf
         .cloned()
         .chain(search_dirs(needer, runpaths))
         .map(|d| d.join(name))
-        .find(|p| p.is_file() && jvmpi_shim::loader::check_elf(p).is_ok())
+        .find(|p| p.is_file() && jvmpi_shim::check_elf(p).is_ok())
 }
 
 /// The exports of `lib` and, transitively, of the libraries it needs (what a library loaded
@@ -332,7 +332,7 @@ fn exports_with_deps(lib: &Path, extra: &[PathBuf], into: &mut HashSet<String>, 
 /// only the built-in table of removed functions is used).
 pub fn analyse(path: &Path, java: Option<&Path>) -> Analysis {
     let mut a = Analysis { file: path.display().to_string(), ..Default::default() };
-    if let Err(e) = jvmpi_shim::loader::check_elf(path) {
+    if let Err(e) = jvmpi_shim::check_elf(path) {
         a.add(Severity::Fatal, format!("the shim refuses it before dlopen: {e}"));
         a.elf_error = Some(e);
         return a;

@@ -54,9 +54,13 @@ pub(crate) struct RawMethod {
 /// Name, descriptor and access flags of a method.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MethodInfo {
+    /// The method's name.
     pub name: String,
+    /// Its descriptor, `(I)V`.
     pub descriptor: String,
+    /// Its access flags (`ACC_*`).
     pub access: u16,
+    /// Whether it has a `Code` attribute (not abstract or native).
     pub has_code: bool,
 }
 
@@ -163,17 +167,20 @@ impl<'a> Pool<'a> {
         self.find_or_add(Constant::Integer(v))
     }
 
+    /// A CONSTANT_String.
     pub fn string(&mut self, s: &str) -> Result<u16, BciError> {
         let n = self.utf8(s)?;
         self.find_or_add(Constant::String(n))
     }
 
+    /// A CONSTANT_NameAndType.
     pub fn name_and_type(&mut self, name: &str, descriptor: &str) -> Result<u16, BciError> {
         let n = self.utf8(name)?;
         let d = self.utf8(descriptor)?;
         self.find_or_add(Constant::NameAndType { name_index: n, descriptor_index: d })
     }
 
+    /// A `CONSTANT_Fieldref`.
     pub fn field_ref(&mut self, class: &str, name: &str, descriptor: &str) -> Result<u16, BciError> {
         let c = self.class(class)?;
         let nt = self.name_and_type(name, descriptor)?;
@@ -187,6 +194,7 @@ impl<'a> Pool<'a> {
         self.find_or_add(Constant::MethodRef { class_index: c, name_and_type_index: nt })
     }
 
+    /// A `CONSTANT_InterfaceMethodref`.
     pub fn interface_method_ref(&mut self, class: &str, name: &str, descriptor: &str) -> Result<u16, BciError> {
         let c = self.class(class)?;
         let nt = self.name_and_type(name, descriptor)?;
@@ -352,14 +360,17 @@ impl<'a> ClassEditor<'a> {
         self.major
     }
 
+    /// The constant-pool index of this class.
     pub fn this_class_index(&self) -> u16 {
         self.this_class
     }
 
+    /// The number of methods.
     pub fn method_count(&self) -> usize {
         self.methods.len()
     }
 
+    /// Name, descriptor and flags of method `index`.
     pub fn method(&self, index: usize) -> Result<MethodInfo, BciError> {
         let m = &self.methods[index];
         Ok(MethodInfo {
@@ -375,6 +386,7 @@ impl<'a> ClassEditor<'a> {
         &mut self.pool
     }
 
+    /// The constant pool, to read.
     pub fn pool_ref(&self) -> &Pool<'a> {
         &self.pool
     }

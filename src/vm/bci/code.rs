@@ -336,10 +336,12 @@ impl MethodEditor {
         &self.insns
     }
 
+    /// The number of instructions.
     pub fn len(&self) -> usize {
         self.insns.len()
     }
 
+    /// Whether there is no instruction.
     pub fn is_empty(&self) -> bool {
         self.insns.is_empty()
     }

@@ -50,7 +50,9 @@ pub const TRACKER_METHODS: [(&str, &str); 10] = [
 /// A lookupswitch the plan met: its original offset and its keys in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lookup {
+    /// The lookupswitch's offset in the original code.
     pub offset: u32,
+    /// Its keys, in order.
     pub keys: Vec<i32>,
 }
 
@@ -234,7 +236,9 @@ pub fn instrument_class(
 /// asked with each native method's name and descriptor; the renamed natives are
 /// `<prefix><name>`.
 pub struct NativeWrap<'a> {
+    /// The prefix of the renamed natives.
     pub prefix: &'a str,
+    /// Whether to wrap the native with this name and descriptor.
     pub choose: &'a dyn Fn(&str, &str) -> bool,
 }
 

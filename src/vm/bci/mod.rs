@@ -115,7 +115,10 @@ pub enum BciError {
     /// The bytes are not a class file this layer can read.
     Malformed(String),
     /// The rewritten code of a method would be longer than 65535 bytes.
-    CodeTooLarge { length: usize },
+    CodeTooLarge {
+        /// The length it would have.
+        length: usize,
+    },
     /// The constant pool would need more than 65535 entries.
     ConstantPoolFull,
     /// Something this layer does not support (e.g. a frame it cannot compute).
@@ -125,7 +128,12 @@ pub enum BciError {
     /// A bug in this layer.
     Internal(String),
     /// An error in a particular class or method.
-    In { place: String, error: Box<BciError> },
+    In {
+        /// The class or method.
+        place: String,
+        /// What went wrong there.
+        error: Box<BciError>,
+    },
 }
 
 impl BciError {

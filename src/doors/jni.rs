@@ -24,6 +24,7 @@ use std::sync::{Mutex, OnceLock};
 struct Table(Box<JNINativeInterface_>);
 // SAFETY: an immutable table of function pointers after installation.
 unsafe impl Sync for Table {}
+// SAFETY: as above; the table is never written after installation.
 unsafe impl Send for Table {}
 
 /// The JVM's own functions, called by the hooks.

@@ -1,0 +1,153 @@
+//! JVMTI events: the capabilities the shim adds, its callbacks, reference-counted event
+//! switching ([`want`]/[`unwant`]), the phase, `GenerateEvents` for compiled methods, the owner of
+//! a Java monitor, and the frames method events read. Not here: the callbacks themselves
+//! (`doors::jvmti`).
+
+use super::*;
+
+// ---- capabilities and callbacks ---------------------------------------------------------------
+
+/// Adds every capability the shim may need. Done once, in the OnLoad (or live) phase; none of
+/// these changes how the JVM runs until an event that uses it is enabled.
+pub fn add_capabilities() -> std::result::Result<(), String> {
+    let j = env().map_err(err_name)?;
+    let potential = j.get_potential_capabilities().map_err(err_name)?;
+    let mut c = jvmti::jvmtiCapabilities::default();
+    // Keep only what this JVM can give (a live-phase start cannot have onload-only ones).
+    macro_rules! take {
+        ($($get:ident => $set:ident),* $(,)?) => { $( if potential.$get() { c.$set(true); } )* };
+    }
+    take!(
+        can_tag_objects => set_can_tag_objects,
+        can_generate_garbage_collection_events => set_can_generate_garbage_collection_events,
+        can_generate_object_free_events => set_can_generate_object_free_events,
+        can_get_source_file_name => set_can_get_source_file_name,
+        can_get_line_numbers => set_can_get_line_numbers,
+        can_suspend => set_can_suspend,
+        can_get_current_thread_cpu_time => set_can_get_current_thread_cpu_time,
+        can_get_thread_cpu_time => set_can_get_thread_cpu_time,
+        can_signal_thread => set_can_signal_thread,
+        can_generate_all_class_hook_events => set_can_generate_all_class_hook_events,
+        can_get_monitor_info => set_can_get_monitor_info,
+        can_get_owned_monitor_info => set_can_get_owned_monitor_info,
+        can_get_current_contended_monitor => set_can_get_current_contended_monitor,
+        can_retransform_classes => set_can_retransform_classes,
+        can_retransform_any_class => set_can_retransform_any_class,
+        can_generate_vm_object_alloc_events => set_can_generate_vm_object_alloc_events,
+        can_get_bytecodes => set_can_get_bytecodes,
+        can_get_constant_pool => set_can_get_constant_pool,
+        can_generate_compiled_method_load_events => set_can_generate_compiled_method_load_events,
+        can_generate_monitor_events => set_can_generate_monitor_events,
+        can_set_native_method_prefix => set_can_set_native_method_prefix,
+    );
+    j.add_capabilities(&c).map_err(err_name)
+}
+
+pub fn set_callbacks(cb: jvmti::jvmtiEventCallbacks) -> Result<()> {
+    env()?.set_event_callbacks(cb)
+}
+
+static WANTED: [AtomicU32; 100] = [const { AtomicU32::new(0) }; 100];
+static EVENT_SWITCH: Mutex<()> = Mutex::new(());
+
+fn set_mode(ev: jvmtiEvent, on: bool) -> Result<()> {
+    let j = env()?;
+    // SAFETY: a NULL thread means "all threads"; the event number comes from the JVMTI constants.
+    unsafe { j.set_event_notification_mode(on, ev, std::ptr::null_mut()) }
+}
+
+/// Asks for a JVMTI event; the JVM is told to send it when the first asker arrives.
+pub fn want(ev: jvmtiEvent) -> Result<()> {
+    let _g = EVENT_SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    let n = &WANTED[ev as usize];
+    if n.load(Ordering::Relaxed) == 0 {
+        set_mode(ev, true)?;
+    }
+    n.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Gives a JVMTI event back; the JVM stops sending it when the last asker leaves.
+pub fn unwant(ev: jvmtiEvent) {
+    let _g = EVENT_SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    let n = &WANTED[ev as usize];
+    if n.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    if n.fetch_sub(1, Ordering::Relaxed) == 1 {
+        if let Err(e) = set_mode(ev, false) {
+            log::debug!("disabling JVMTI event {ev}: {}", err_name(e));
+        }
+    }
+}
+
+/// Before the shim takes the JVM down on the agent's behalf (ProfilerExit): the collection
+/// events are switched off, so that no new GC bracket starts. (ObjectFree is left on: switching
+/// it off makes the calling thread post the pending ObjectFree events, which on JDK 17 can
+/// deadlock with the Service Thread doing the same, just as VM death's own flush can.)
+pub fn silence_for_exit() {
+    let _g = EVENT_SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    for ev in [jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_START, jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH] {
+        if WANTED[ev as usize].swap(0, Ordering::Relaxed) > 0 {
+            if let Err(e) = set_mode(ev, false) {
+                log::debug!("disabling JVMTI event {ev} for the exit: {}", err_name(e));
+            }
+        }
+    }
+}
+
+pub fn phase() -> Result<jvmti::jvmtiPhase> {
+    env()?.get_phase()
+}
+
+// ---- compiled code and Java monitors ------------------------------------------------------------
+
+/// JVMTI `GenerateEvents(COMPILED_METHOD_LOAD)`: CompiledMethodLoad for every method compiled
+/// now, in the calling thread, before this returns.
+pub fn generate_compiled_method_loads() -> Result<()> {
+    env()?.generate_events(jvmti::JVMTI_EVENT_COMPILED_METHOD_LOAD)
+}
+
+/// The thread that owns the monitor of `obj` (a local reference), if any (JVMTI
+/// `GetObjectMonitorUsage`).
+pub fn monitor_owner(obj: jobject) -> Result<Option<jthread>> {
+    // SAFETY: facade contract: `obj` is a live reference.
+    let u = unsafe { env()?.get_object_monitor_usage(obj)? };
+    if let Some(jni) = Jni::current() {
+        u.waiters.iter().chain(u.notify_waiters.iter()).for_each(|&t| jni.delete_local_ref(t));
+    }
+    Ok((!u.owner.is_null()).then_some(u.owner))
+}
+
+// ---- method events (the methods room) ------------------------------------------------------------
+
+/// The method running at `depth` frames below the current thread's top.
+pub fn frame_method(depth: jint) -> Result<jmethodID> {
+    // SAFETY: a NULL thread is the current thread.
+    unsafe { env()?.get_frame_location(std::ptr::null_mut(), depth) }.map(|(m, _)| m)
+}
+
+/// The receiver (`this`) of the method at `depth` in `thread`'s stack; None for a static or
+/// native method, or where JVMTI cannot tell. A local reference.
+pub fn frame_receiver(thread: jthread, depth: jint) -> Option<jobject> {
+    // SAFETY: facade contract: `thread` is a live thread reference (or NULL: the current thread).
+    unsafe { env().ok()?.get_local_instance(thread, depth) }.ok().filter(|o| !o.is_null())
+}
+
+/// The capabilities of the JVMTI path for method events (`methods=jvmti`): MethodEntry and
+/// MethodExit, and the receiver of a frame. Asked for only with that option: possessing them
+/// can slow the JVM down even while the events are off.
+/// Sets the prefix of the renamed native methods that the shim wraps (JVMTI
+/// `SetNativeMethodPrefix`): the JVM then binds `<prefix>foo` to the implementation of `foo`.
+pub fn set_native_method_prefix(prefix: &str) -> Result<()> {
+    env()?.set_native_method_prefix(prefix)
+}
+
+pub fn add_method_event_capabilities() -> Result<()> {
+    let j = env()?;
+    let mut c = jvmti::jvmtiCapabilities::default();
+    c.set_can_generate_method_entry_events(true);
+    c.set_can_generate_method_exit_events(true);
+    c.set_can_access_local_variables(true);
+    j.add_capabilities(&c)
+}

@@ -1,0 +1,182 @@
+//! The heap: object tags, iterating over tagged objects, heap counts, forcing a collection, object
+//! sizes, and what heap, object and monitor dumps read (`FollowReferences`, monitor usage, thread
+//! lists suspended for a dump).
+
+use super::*;
+
+// ---- tags -----------------------------------------------------------------------------------------
+
+pub fn get_tag(obj: jobject) -> Result<jlong> {
+    // SAFETY: facade contract: `obj` is a live JNI reference.
+    unsafe { env()?.get_tag(obj) }
+}
+
+pub fn set_tag(obj: jobject, tag: jlong) -> Result<()> {
+    // SAFETY: facade contract: `obj` is a live JNI reference.
+    unsafe { env()?.set_tag(obj, tag) }
+}
+
+/// The object carrying `tag`, as a local reference of the current thread.
+pub fn object_with_tag(tag: jlong) -> Result<Option<jobject>> {
+    let (objs, _) = env()?.get_objects_with_tags(&[tag])?;
+    Ok(objs.into_iter().next())
+}
+
+/// Every object the main environment has tagged, with its tag, handed to `f` as a local
+/// reference (deleted after `f` returns). JVMTI lists objects only by exact tag values, scanning
+/// its whole tag map once per call and comparing each entry with every value asked for; so a
+/// second, short-lived environment tags every object of the heap with the same value 1 (one
+/// heap iteration), lists them all with one `GetObjectsWithTags`, and the main environment's
+/// tag of each is read. Returns how many tagged objects were found. Cost: about one heap
+/// iteration with tagging plus one `GetTag` per object of the heap (docs/benchmarks.md, "Object IDs").
+pub fn each_tagged_object(jni: &Jni, mut f: impl FnMut(jlong, jobject)) -> Result<usize> {
+    unsafe extern "system" fn mark(_ct: jlong, _size: jlong, tag: *mut jlong, _len: jint, ud: *mut c_void) -> jint {
+        // `ud` is owned by the enclosing call and alive for the iteration.
+        // SAFETY: JVMTI passes the tag slot of the object being visited; `ud` is the counter.
+        unsafe {
+            *tag = 1;
+            *(ud as *mut jlong) += 1;
+        }
+        0
+    }
+    let real = REAL_VM.get().copied().ok_or(jvmtiError::INVALID_ENVIRONMENT)?;
+    let main = env()?;
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: the JVM's own GetEnv with its own JavaVM and a valid out-pointer.
+    if unsafe { (real.get_env)(real.vm as *mut JavaVM, &mut p, jvmti::JVMTI_VERSION_1_2) } != jni::JNI_OK || p.is_null() {
+        return Err(jvmtiError::INVALID_ENVIRONMENT);
+    }
+    // It is disposed of below and used by this call only.
+    // SAFETY: `p` is a jvmtiEnv* just returned by GetEnv.
+    let b = unsafe { Jvmti::from_raw(p as *mut jvmti::jvmtiEnv) };
+    let r = (|| {
+        let mut c = jvmti::jvmtiCapabilities::default();
+        c.set_can_tag_objects(true);
+        b.add_capabilities(&c)?;
+        let cb = jvmti::jvmtiHeapCallbacks { heap_iteration_callback: Some(mark), ..Default::default() };
+        let mut marked: jlong = 0;
+        // SAFETY: the callback touches only the tag slot JVMTI hands it and the counter.
+        unsafe { b.iterate_through_heap(0, std::ptr::null_mut(), &cb, &mut marked as *mut jlong as *const c_void)? };
+        // One local reference per object: a frame with room for all of them (objects made
+        // since the iteration are not tagged in the listing environment).
+        let room = i32::try_from(marked.saturating_add(64)).unwrap_or(i32::MAX);
+        jni.framed_with(room, || {
+            let (objs, _) = {
+                let _i = Internal::enter();
+                b.get_objects_with_tags(&[1])?
+            };
+            let mut n = 0;
+            for o in objs {
+                // SAFETY: `o` is a local reference JVMTI just made in this thread.
+                if let Ok(t) = unsafe { main.get_tag(o) } {
+                    if t != 0 {
+                        f(t, o);
+                        n += 1;
+                    }
+                }
+                jni.delete_local_ref(o);
+            }
+            Ok(n)
+        })
+    })();
+    // SAFETY: the environment has no callbacks and no event enabled; nothing else knows it.
+    if let Err(e) = unsafe { b.dispose_environment() } {
+        log::debug!("disposing of the listing environment: {}", err_name(e));
+    }
+    r
+}
+
+/// Counts the live objects and their bytes with one heap iteration.
+pub fn count_heap() -> Result<(jlong, jlong)> {
+    unsafe extern "system" fn count(_ct: jlong, size: jlong, _tp: *mut jlong, _len: jint, ud: *mut c_void) -> jint {
+        // SAFETY: `ud` is the `(jlong, jlong)` owned by the enclosing call, alive for the iteration.
+        let acc = unsafe { &mut *(ud as *mut (jlong, jlong)) };
+        acc.0 += 1;
+        acc.1 += size;
+        0
+    }
+    let mut acc: (jlong, jlong) = (0, 0);
+    let cb = jvmti::jvmtiHeapCallbacks { heap_iteration_callback: Some(count), ..Default::default() };
+    // SAFETY: callbacks and user data outlive the synchronous iteration.
+    unsafe { env()?.iterate_through_heap(0, std::ptr::null_mut(), &cb, &mut acc as *mut _ as *const c_void)? };
+    Ok(acc)
+}
+
+pub fn force_gc() -> Result<()> {
+    env()?.force_garbage_collection()
+}
+
+pub fn object_size(obj: jobject) -> Result<jlong> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_object_size(obj) }
+}
+
+// ---- heap, object and monitor dumps (the dumps room) ------------------------------------------
+
+/// Walks the heap graph with JVMTI `FollowReferences` (from the roots, or from `initial`). The
+/// callbacks run in one VM operation, at a safepoint, before this returns.
+///
+/// # Safety
+/// `cb`'s functions must accept `user_data` for the whole (synchronous) walk and may only use
+/// the callback-safe JVMTI functions.
+pub unsafe fn follow_references(initial: jobject, cb: &jvmti::jvmtiHeapCallbacks, user_data: *mut c_void) -> Result<()> {
+    // SAFETY: the caller's contract; `initial` is NULL or a live reference.
+    unsafe { env()?.follow_references(0, std::ptr::null_mut(), initial, cb, user_data as *const c_void) }
+}
+
+/// Suspends the listed threads (JVMTI `SuspendThreadList`); one result per thread.
+pub fn suspend_list(threads: &[jthread]) -> Result<Vec<Error>> {
+    // SAFETY: facade contract: live Thread references.
+    unsafe { env()?.suspend_thread_list(threads) }
+}
+
+/// Resumes the listed threads (JVMTI `ResumeThreadList`).
+pub fn resume_list(threads: &[jthread]) -> Result<Vec<Error>> {
+    // SAFETY: facade contract: live Thread references.
+    unsafe { env()?.resume_thread_list(threads) }
+}
+
+/// The direct superinterfaces of a class or interface (local references).
+pub fn interfaces(k: jclass) -> Result<Vec<jclass>> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_implemented_interfaces(k) }
+}
+
+/// Number of fields (static and instance) a class declares, as `GetClassFields` lists them.
+pub fn field_count(k: jclass) -> Result<usize> {
+    // SAFETY: facade contract.
+    unsafe { env()?.get_class_fields(k) }.map(|v| v.len())
+}
+
+/// (owner, entry count, threads waiting to enter, threads waiting to be notified) of an
+/// object's monitor (JVMTI `GetObjectMonitorUsage`); threads are local references.
+pub fn monitor_usage(obj: jobject) -> Result<(jthread, jint, Vec<jthread>, Vec<jthread>)> {
+    // SAFETY: facade contract: `obj` is a live reference.
+    let u = unsafe { env()?.get_object_monitor_usage(obj)? };
+    Ok((u.owner, u.entry_count, u.waiters, u.notify_waiters))
+}
+
+/// The monitors a thread owns (local references).
+pub fn owned_monitors(t: jthread) -> Result<Vec<jobject>> {
+    // SAFETY: facade contract: `t` is a live Thread reference.
+    unsafe { env()?.get_owned_monitor_info(t) }
+}
+
+/// The monitor a thread is blocked entering or waiting on, if any (a local reference).
+pub fn contended_monitor(t: jthread) -> Result<Option<jobject>> {
+    // SAFETY: facade contract: `t` is a live Thread reference.
+    unsafe { env()?.get_current_contended_monitor(t) }.map(|o| (!o.is_null()).then_some(o))
+}
+
+impl Jni {
+    /// The superclass of a class (NULL for java.lang.Object, interfaces and primitive types).
+    pub fn superclass(&self, k: jclass) -> jclass {
+        // SAFETY: facade contract: `k` is a live class reference.
+        unsafe { self.0.get_superclass(k) }.unwrap_or(std::ptr::null_mut())
+    }
+    /// The length of a live array.
+    pub fn array_length(&self, array: jobject) -> jint {
+        // SAFETY: facade contract: `array` is a live array reference.
+        unsafe { self.0.get_array_length(array) }
+    }
+}
