@@ -35,13 +35,21 @@ pub enum Support {
 /// The family an event belongs to, as the trace's `families=` option names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
+    /// THREAD_START / THREAD_END.
     Thread,
+    /// CLASS_LOAD, CLASS_UNLOAD, CLASS_LOAD_HOOK.
     Class,
+    /// OBJECT_ALLOC / FREE / MOVE, arenas, dumps.
     Object,
+    /// GC_START / GC_FINISH.
     Gc,
+    /// JNI global and weak global references.
     Jni,
+    /// Method and instruction events, compiled methods.
     Method,
+    /// Raw and Java monitors.
     Monitor,
+    /// The VM's life: init, shutdown, data dump and reset requests.
     Vm,
 }
 
@@ -65,6 +73,7 @@ impl Family {
 /// beyond the JVMTI events of its [`Support`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Switch {
+    /// Nothing beyond the JVMTI events.
     Nothing,
     /// The agent's ClassFileLoadHook environment (`jvm::set_agent_hook`), on and off.
     AgentHook,
@@ -83,6 +92,7 @@ pub enum Switch {
 /// nothing is named before it was defined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CatchUp {
+    /// Nothing to announce.
     Nothing,
     /// THREAD_START for every live thread (`threads::announce_all`).
     Threads,
@@ -114,15 +124,19 @@ pub enum Request {
 /// A value in a trace line (of an event or of a call).
 #[derive(Clone, Copy, Debug)]
 pub enum Val {
+    /// A number.
     Int(i64),
     /// A thread (`JNIEnv*`).
     Env(usize),
     /// An object or class ID.
     Obj(usize),
+    /// A method ID.
     Method(usize),
+    /// A raw monitor.
     Monitor(usize),
     /// A pointer shown only as NULL / non-NULL.
     Ptr(usize),
+    /// No value.
     None,
 }
 
@@ -135,10 +149,15 @@ pub struct Row {
     pub event: jint,
     /// The name after `JVMPI_EVENT_`, for log lines, the trace and the report.
     pub name: &'static str,
+    /// Its trace family.
     pub family: Family,
+    /// Whether and how the shim sends it.
     pub support: Support,
+    /// What switching it on or off does in its room.
     pub switch: Switch,
+    /// What switching it on announces first.
     pub catch_up: CatchUp,
+    /// What `RequestEvent` of it does.
     pub request: Request,
     /// The fields of its trace line (the union member the event uses).
     pub fields: fn(&JVMPI_Event) -> Vec<Field>,
@@ -446,8 +465,8 @@ pub fn request_arg(event: jint, arg: *mut std::ffi::c_void) -> Val {
 // SAFETY (every formatter): the gate calls a row's formatter only for an event of that row's
 // number, whose active union member is the one read; the shim built the event.
 
-/// A NUL-terminated string of an event, or None for NULL.
-pub fn cstr(p: *const std::ffi::c_char) -> Option<String> {
+/// A NUL-terminated string of an event, or None for NULL (the shim's own event strings only).
+pub(crate) fn cstr(p: *const std::ffi::c_char) -> Option<String> {
     // SAFETY: event strings are NUL-terminated buffers the shim owns while the event is delivered.
     (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }

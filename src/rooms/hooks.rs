@@ -45,7 +45,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    crate::lock(&m)
+    crate::lock(m)
 }
 
 // ---- offering a class file --------------------------------------------------------------------

@@ -86,6 +86,14 @@ pub fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// Locks `m`, also when a thread panicked while holding it: every lock of the shim guards state
+/// that stays consistent between statements (a panic is caught by [`guard`] and the call
+/// abandoned), so the shim goes on rather than taking the JVM down.
+#[inline]
+pub(crate) fn lock<T: ?Sized>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -97,10 +105,3 @@ mod tests {
     }
 }
 
-/// Locks `m`, also when a thread panicked while holding it: every lock of the shim guards state
-/// that stays consistent between statements (a panic is caught by [`guard`] and the call
-/// abandoned), so the shim goes on rather than taking the JVM down.
-#[inline]
-pub(crate) fn lock<T: ?Sized>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
