@@ -74,6 +74,8 @@ mod fast {
         origin_tsc: u64,
         origin_ns: u64,
         ns_per_tick_q32: AtomicU64,
+        /// `WINDOW` in TSC ticks, set with the rate.
+        window_ticks: AtomicU64,
     }
 
     static RATE: OnceLock<Option<Rate>> = OnceLock::new();
@@ -88,16 +90,17 @@ mod fast {
             .unwrap_or(false)
     }
 
-    /// Nanoseconds per TSC tick (32.32), once `CALIBRATION` has passed since the first call.
-    fn rate() -> Option<u64> {
+    /// Nanoseconds per TSC tick (32.32) and `WINDOW` in ticks, once `CALIBRATION` has passed
+    /// since the first call.
+    fn rate() -> Option<(u64, u64)> {
         let r = RATE
             .get_or_init(|| {
-                invariant_tsc().then(|| Rate { origin_tsc: rdtsc(), origin_ns: monotonic_ns(), ns_per_tick_q32: AtomicU64::new(0) })
+                invariant_tsc().then(|| Rate { origin_tsc: rdtsc(), origin_ns: monotonic_ns(), ns_per_tick_q32: AtomicU64::new(0), window_ticks: AtomicU64::new(0) })
             })
             .as_ref()?;
         let q = r.ns_per_tick_q32.load(Relaxed);
         if q != 0 {
-            return Some(q);
+            return Some((q, r.window_ticks.load(Relaxed)));
         }
         let (ns, tsc) = (monotonic_ns(), rdtsc());
         let (dns, dtsc) = (ns.saturating_sub(r.origin_ns), tsc.saturating_sub(r.origin_tsc));
@@ -106,8 +109,10 @@ mod fast {
         }
         let q = ((dns as u128) << 32) / dtsc as u128;
         let q = u64::try_from(q).ok().filter(|&q| q != 0)?;
+        let window = u64::try_from((WINDOW.as_nanos() << 32) / q as u128).unwrap_or(u64::MAX);
+        r.window_ticks.store(window, Relaxed);
         r.ns_per_tick_q32.store(q, Relaxed);
-        Some(q)
+        Some((q, window))
     }
 
     /// The thread's perf event: its file descriptor and the shared page's sequence word.
@@ -129,8 +134,8 @@ mod fast {
             attr[1] = PERF_COUNT_SW_DUMMY;
             // flags: exclude_kernel (bit 5), exclude_hv (bit 6): allowed at perf_event_paranoid 2.
             attr[5] = (1 << 5) | (1 << 6);
-            // SAFETY: `attr` is a zeroed perf_event_attr of the size it declares; pid 0, cpu -1:
-            // this thread on any CPU; no group, no flags.
+            // pid 0, cpu -1: this thread on any CPU; no group.
+            // SAFETY: `attr` is a zeroed perf_event_attr of the size it declares.
             let fd = unsafe {
                 libc::syscall(libc::SYS_perf_event_open, attr.as_ptr(), 0 as libc::pid_t, -1i32, -1i32, PERF_FLAG_FD_CLOEXEC)
             } as i32;
@@ -157,8 +162,8 @@ mod fast {
         /// The page's sequence word (`perf_event_mmap_page.lock`, after `version` and
         /// `compat_version`: offset 8).
         fn seq(&self) -> u32 {
-            // SAFETY: the page is mapped for the life of `self`; the word is 4-aligned and the
-            // kernel writes it concurrently, hence the volatile read.
+            // The kernel writes the word concurrently, hence the volatile read.
+            // SAFETY: the page is mapped for the life of `self`; the word is 4-aligned.
             unsafe { std::ptr::read_volatile((self.page as *const u8).add(8) as *const u32) }
         }
     }
@@ -194,7 +199,7 @@ mod fast {
         if UNAVAILABLE.load(Relaxed) != 0 {
             return None;
         }
-        let q = rate()?;
+        let (q, window) = rate()?;
         BASE.try_with(|b| {
             let mut b = b.try_borrow_mut().ok()?;
             if !b.tried {
@@ -204,8 +209,7 @@ mod fast {
             }
             let seq = b.event.as_ref()?.seq();
             let tsc = rdtsc();
-            let window = (WINDOW.as_nanos() << 32) / q as u128;
-            if seq == b.seq && tsc >= b.tsc && ((tsc - b.tsc) as u128) < window {
+            if seq == b.seq && tsc >= b.tsc && tsc - b.tsc < window {
                 let ns = ((tsc - b.tsc) as u128 * q as u128) >> 32;
                 b.last = b.last.max(b.ns + ns as i64);
                 return Some(b.last);
