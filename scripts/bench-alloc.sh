@@ -89,3 +89,6 @@ if [ -n "$rb" ] && [ -n "$rc" ]; then
 fi
 echo "The shim keeps no state per live object (an object's ID and its 'defined' bit are its JVMTI tag);"
 echo "its only memory that grows with objects is the compact queue of deaths waiting for a GC bracket (line (c) above)."
+# One line per goal for scripts/bench.sh: SUMMARY|goal|JDK|what|value|target.
+echo "SUMMARY|allocation events|$feature|OBJECT_ALLOC+FREE per allocation / JVMTI tagging (c)/(b)|$(ratio "${median[c]}" "${median[b]}")|<= 1.0"
+echo "SUMMARY|idle|$feature|shim loaded, nothing enabled / no agent (d)/(a), allocation loop|$(ratio "${median[d]}" "${median[a]}")|<= 1.01"

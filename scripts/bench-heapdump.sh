@@ -74,7 +74,7 @@ for feature in "${jdks[@]}"; do
         done
     done
     m() { median ${v[$1]}; }
-    awk -v jb="$(field bytes "$jl")" -v sb="$(field bytes "$sl")" -v g="$(field growth_kb "$sl")" -v list="$(
+    awk -v jdk="$feature" -v jb="$(field bytes "$jl")" -v sb="$(field bytes "$sl")" -v g="$(field growth_kb "$sl")" -v list="$(
         for k in jcmd.ms jcmd.cpu shim1.ms shim2.ms shim1.cpu shim2.cpu f11.ms f12.ms f11.cpu f12.cpu f21.ms f22.ms f21.cpu \
             f22.cpu f31.ms f32.ms f31.cpu f32.cpu f41.ms f42.ms f41.cpu f42.cpu; do printf '%s=%s ' "$k" "$(m $k)"; done)" 'BEGIN {
         n = split(list, kv, " "); for (i = 1; i <= n; i++) { split(kv[i], p, "="); x[p[1]] = p[2] }
@@ -85,7 +85,10 @@ for feature in "${jdks[@]}"; do
         row("f3 FollowReferences + value callbacks", "f3"); row("f4 IterateThroughHeap + value callbacks", "f4")
         printf "  %-46s %.2f / %.2f wall, %.2f / %.2f CPU\n", "f1 + f4 (to jcmd)", d(x["f11.ms"] + x["f41.ms"], j), d(x["f12.ms"] + x["f42.ms"], j), d(x["f11.cpu"] + x["f41.cpu"], jc), d(x["f12.cpu"] + x["f42.cpu"], jc)
         printf "  %-46s %.2f / %.2f wall, %.2f / %.2f CPU\n", "shim / f3", d(x["shim1.ms"], x["f31.ms"]), d(x["shim2.ms"], x["f32.ms"]), d(x["shim1.cpu"], x["f31.cpu"]), d(x["shim2.cpu"], x["f32.cpu"])
-        printf "  shim dump %.1f MiB; resident growth during the first dump %.1f MiB (target: shim/jcmd <= 1.0)\n", sb / 1048576, g / 1024 }
+        printf "  shim dump %.1f MiB; resident growth during the first dump %.1f MiB (target: shim/jcmd <= 1.0)\n", sb / 1048576, g / 1024
+        # One line per goal for scripts/bench.sh: SUMMARY|goal|JDK|what|value|target.
+        printf "SUMMARY|heap dump|%s|HEAP_DUMP level 2 / one FollowReferences with value callbacks (f3), first pass, CPU|%.2f|<= 1.1\n", jdk, d(x["shim1.cpu"], x["f31.cpu"])
+        printf "SUMMARY|heap dump|%s|same, second pass (objects already tagged), CPU|%.2f|<= 1.1\n", jdk, d(x["shim2.cpu"], x["f32.cpu"]) }
     function d(a, b) { return b > 0 ? a / b : 0 }
     function row(name, k) {
         printf "  %-46s %6.0f / %6.0f wall (%.2f / %.2f), %6.0f / %6.0f CPU (%.2f / %.2f)\n", name, x[k "1.ms"], x[k "2.ms"], d(x[k "1.ms"], j), d(x[k "2.ms"], j), x[k "1.cpu"], x[k "2.cpu"], d(x[k "1.cpu"], jc), d(x[k "2.cpu"], jc) }'

@@ -28,6 +28,10 @@ for feature in "${jdks[@]}"; do
         objs=$(f DUMP "$r" objects); d=$(f DUMP "$r" ms); q=$(f REQ "$r" ms); j=$(f J2J "$r" ms); j2=$(f J2J2 "$r" ms); a2=$(f ALLOC2 "$r" ms)
         awk -v jdk="$feature" -v o="$objs" -v d="$d" -v q="$q" -v j="$j" -v j2="$j2" -v a2="$a2" -v bad="$(f REQ "$r" bad)/$(f J2J "$r" bad)" 'BEGIN {
             printf "JDK %s objects %8d: dump %7.0f ms, report %7.0f ms (%.2fx dump), %.2f us per OBJECT_ALLOC+CLASS_LOAD, OBJECT_ALLOC again %.2f us; jobjectID2jobject+back %.2f us (with rebuild), again %.2f us; bad %s\n",
-                jdk, o, d, q, q / d, q * 1000 / o, a2 * 1000 / o, j * 1000 / o, j2 * 1000 / o, bad }'
+                jdk, o, d, q, q / d, q * 1000 / o, a2 * 1000 / o, j * 1000 / o, j2 * 1000 / o, bad
+            # One line per goal for scripts/bench.sh: SUMMARY|goal|JDK|what|value|target.
+            printf "SUMMARY|object IDs|%s|us per RequestEvent(OBJECT_ALLOC), %d live objects|%.2f|<= 2\n", jdk, o, a2 * 1000 / o
+            printf "SUMMARY|object IDs|%s|us per jobjectID2jobject, %d live objects|%.2f|<= 2\n", jdk, o, j2 * 1000 / o
+            printf "SUMMARY|object IDs|%s|requests for every object / the dump, %d live objects|%.2f|<= 2\n", jdk, o, q / d }'
     done
 done

@@ -68,3 +68,7 @@ done
 awk -v a="${m[a]}" -v b="${m[b]}" -v c="${m[c]}" -v d="${m[d]}" 'BEGIN {
     printf "per instruction: (b)/(d) %.2f  (c)/(d) %.2f  (d)/(a) %.0f (the JNI floor against none)\n", b / d, c / d, d / a
 }'
+# One line per goal for scripts/bench.sh: SUMMARY|goal|JDK|what|value|target.
+awk -v b="${m[b]}" -v c="${m[c]}" -v d="${m[d]}" -v f="$feature" 'BEGIN {
+    printf "SUMMARY|instruction events|%s|INSTRUCTION_START / JNI floor (b)/(d)|%.2f|<= 2\n", f, b / d
+    printf "SUMMARY|instruction events|%s|same inside a raw monitor, as JCOV (c)/(d)|%.2f|-\n", f, c / d }'

@@ -77,3 +77,6 @@ awk -v a="${m[a]}" -v b="${m[b]}" -v c="${m[c]}" -v d="${m[d]}" -v e="${m[e]}" -
     printf "loop: (b)/(a) %.1f  (c)/(a) %.1f  (d)/(a) %.3f  (e)/(a) %.1f (the JNI floor)  (b)/(e) %.2f\n", b / a, c / a, d / a, e / a, b / e
     printf "wall: (b)/(a) %.1f  (c)/(a) %.1f (scaled to the same calls)  (d)/(a) %.3f\n", wb / wa, wc * f / wa, wd / wa
 }'
+# One line per goal for scripts/bench.sh: SUMMARY|goal|JDK|what|value|target.
+awk -v b="${m[b]}" -v e="${m[e]}" -v f="$feature" -v cb="${counts[b]}" 'BEGIN {
+    printf "SUMMARY|method events|%s|METHOD_ENTRY+EXIT per call / JNI floor (b)/(e)|%.2f|<= 1.3\n", f, b / e }'

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Every benchmark of the shim, one table of ratios: runs each scripts/bench-*.sh below on each
+# JDK asked for, keeps its whole output in target/bench/all-<JDK>-<script>.log, and prints the
+# lines each one ends with (SUMMARY|goal|JDK|what|value|target) as one table, with the date, the
+# machine and its load. Each ratio is measured side by side in one run (interleaved rounds,
+# medians; see each script's header for what it compares) — never against figures of another day.
+#
+#   scripts/bench.sh [JDK...]          default: 11 17 21 25
+# Environment: BENCHES (the scripts to run, default: every one below that exists), and each
+# script's own settings (RUNS, N, ...), passed through. QUICK=1 runs fewer rounds and smaller
+# workloads (a smoke test of the scripts, not figures to publish).
+# A full run takes about an hour per JDK on a 2-core machine.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+jdks=("$@"); [ ${#jdks[@]} -eq 0 ] && jdks=(11 17 21 25)
+default_benches="methods instructions alloc startup calltrace heapdump ids"
+benches=${BENCHES:-$default_benches}
+out=target/bench; mkdir -p "$out"
+quick=${QUICK:-0}
+[ "$quick" = 1 ] && export RUNS=${RUNS:-1} REPS=${REPS:-6} NS=${NS:-"43000"}
+cargo build --release --quiet || exit 1
+scripts/install-jdks.sh >/dev/null || exit 1
+
+started=$(date -u '+%Y-%m-%d %H:%M UTC')
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+summary=$out/summary.txt; : >"$summary"
+for jdk in "${jdks[@]}"; do
+    for b in $benches; do
+        script=scripts/bench-$b.sh
+        [ -x "$script" ] || { echo "bench.sh: no $script, skipped" >&2; continue; }
+        log=$out/all-$jdk-$b.log
+        echo "bench.sh: JDK $jdk, $b (log: $log)" >&2
+        # N means something else to each script: smaller workloads only where QUICK asks.
+        env_extra=()
+        if [ "$quick" = 1 ]; then
+            case $b in alloc) env_extra=(N=2000000 WINDOW=100000) ;; heapdump) env_extra=(N=200000) ;; esac
+        fi
+        if ! env "${env_extra[@]}" "$script" "$jdk" >"$log" 2>&1; then
+            echo "SUMMARY|$b|$jdk|the script failed: see $log|-|-" >>"$summary"
+        fi
+        grep '^SUMMARY|' "$log" >>"$summary" || echo "SUMMARY|$b|$jdk|no summary line: see $log|-|-" >>"$summary"
+    done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+echo
+echo "jvmpi-shim benchmarks, $started; $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo);"
+echo "load average before: $load_before, after: $load_after"
+echo
+echo "| goal | JDK | ratio | measured | target | met |"
+echo "|---|---|---|---|---|---|"
+# Grouped by goal, in the order the goals first appeared, each group's lines in run order.
+awk -F'|' '{
+    if (!($2 in seen)) { seen[$2] = ++ngoals; goal[ngoals] = $2 }
+    g = seen[$2]; line[g, ++n[g]] = $0
+} END {
+    for (g = 1; g <= ngoals; g++) for (i = 1; i <= n[g]; i++) {
+        split(line[g, i], f, "|"); met = "-"
+        if (f[6] ~ /^<= / && f[5] ~ /^[0-9.]+$/) { t = substr(f[6], 4) + 0; met = (f[5] + 0 <= t) ? "yes" : "no" }
+        printf "| %s | %s | %s | %s | %s | %s |\n", f[2], f[3], f[4], f[5], f[6], met }
+}' "$summary"
