@@ -21,6 +21,9 @@ fn callall(jdk: &Jdk, first: u32) -> Run {
         "inflight=3".to_string(),
         "churn=1".to_string(),
         "gc=300".to_string(),
+        // Contentions that no spinning resolves: without them, on a loaded machine with JDK 11's
+        // biased locking, the workers' short `synchronized` blocks may never block at all.
+        "blocks=3".to_string(),
         "end=normal".to_string(),
     ];
     run_raw_timeout(jdk, &args, Duration::from_secs(240))

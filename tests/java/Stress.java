@@ -5,6 +5,8 @@
 // Arguments, key=value: ms=<run time> workers=<n> short=<max short threads, -1 unlimited>
 // inflight=<short threads at once> churn=0|1 gc=<ms between System.gc(), 0 none>
 // min=1: after `ms`, go on until at least 60 short threads, 3 churned classes and 3 collections
+// blocks=<n>: n times, one thread holds a monitor for 30 ms while another is blocked on it (a
+//   contention no spinning resolves: JVMTI MonitorContendedEnter is certain, whatever the load)
 // end=normal|exit|halt|gc-exit|wait delay=<ms, gc-exit> cap=<ms, wait>
 //   normal   stop everything, join, return from main (DestroyJavaVM)
 //   exit     System.exit(3) with everything still running
@@ -29,6 +31,7 @@ public class Stress {
     static final AtomicLong shortThreads = new AtomicLong();
     static final AtomicLong classes = new AtomicLong();
     static final AtomicLong gcs = new AtomicLong();
+    static final AtomicLong blocked = new AtomicLong();
     static final Object[] locks = {new Object(), new Object(), new Object()};
     static long contended;
 
@@ -137,6 +140,24 @@ public class Stress {
         }
     }
 
+    /** A contention no spinning resolves: the holder keeps the monitor 30 ms after the other thread asked for it. */
+    static void blocker(long n) throws InterruptedException {
+        final Object lock = new Object();
+        for (long k = 0; k < n && !stop; k++) {
+            final Thread[] waiter = new Thread[1];
+            synchronized (lock) {
+                waiter[0] = start("blocked-" + k, () -> {
+                    synchronized (lock) {
+                        blocked.incrementAndGet();
+                    }
+                });
+                while (waiter[0].getState() != Thread.State.BLOCKED && waiter[0].isAlive()) Thread.sleep(1);
+                Thread.sleep(30);
+            }
+            waiter[0].join();
+        }
+    }
+
     static void collector(long every) throws InterruptedException {
         while (!stop) {
             Thread.sleep(every);
@@ -168,7 +189,7 @@ public class Stress {
 
     static void summary(String end) {
         System.out.println("STRESS end=" + end + " allocs=" + allocs.get() + " short=" + shortThreads.get()
-                + " classes=" + classes.get() + " gcs=" + gcs.get() + " contended=" + contended);
+                + " classes=" + classes.get() + " gcs=" + gcs.get() + " contended=" + contended + " blocked=" + blocked.get());
         System.out.flush();
     }
 
@@ -190,6 +211,8 @@ public class Stress {
         if (opt("churn", 1) != 0) threads.add(start("churner", loop(Stress::churner)));
         final long gc = opt("gc", 250);
         if (gc > 0) threads.add(start("collector", loop(() -> collector(gc))));
+        final long blocks = opt("blocks", 0);
+        if (blocks > 0) threads.add(start("blocker", loop(() -> blocker(blocks))));
         Thread.sleep(opt("ms", 3000));
         if (opt("min", 0) != 0) {
             // On a loaded machine the timed phase may do little: it goes on (20 s at most) until
