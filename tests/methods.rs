@@ -104,6 +104,31 @@ fn entry_exit_and_receivers_by_instrumentation() {
     });
 }
 
+/// METHOD_ENTRY2 alone, as a tool that wants receivers enables it: every call in order (the
+/// static ones on the hot path after their first event, with no object), the receivers of
+/// instance methods, and no METHOD_ENTRY.
+#[test]
+fn entry2_alone_gives_every_call_and_its_receiver() {
+    for_each_jdk(|jdk| {
+        let r = run_prog(jdk, "", "enable=entry2+exit", "calls");
+        assert!(r.stdout.contains("result 8"), "{}", r.describe());
+        assert_eq!(r.count("ENTRY "), 0, "no METHOD_ENTRY was asked for\n{}", r.describe());
+        let seen: Vec<String> = r
+            .log_lines
+            .iter()
+            .filter(|l| l.starts_with("ENTRY2 ") || l.starts_with("EXIT "))
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                format!("{} {}", if f[0] == "ENTRY2" { "ENTRY" } else { "EXIT" }, f[2].trim_start_matches("MethodsProg."))
+            })
+            .collect();
+        assert_eq!(seen, expected_calls(true), "{}", r.describe());
+        let rec = receivers(&r);
+        assert!(rec.contains(&("twice()I".to_string(), marked(&r))), "{rec:?}\n{}", r.describe());
+        assert!(rec.iter().filter(|(m, _)| m == "fib(I)I").all(|(_, o)| o == "(nil)"), "static: NULL\n{rec:?}");
+    });
+}
+
 /// Native methods of the program's own library on the default path (wrapped with a JVMTI
 /// native method prefix): one bound by its JNI name, one registered with RegisterNatives, one
 /// that throws; two call back into Java. Exact calls in order, nesting, the exit by exception,

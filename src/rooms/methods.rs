@@ -556,7 +556,17 @@ fn fast_insn(env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) ->
 // no unwrap, no indexing that can fail); everything else runs inside `guard`.
 
 unsafe extern "system" fn enter(env: *mut JNIEnv, _k: jclass, index: jint) {
-    if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) || !fast(env, JVMPI_EVENT_METHOD_ENTRY, index) {
+    // A static method (or one whose receiver is not passed): METHOD_ENTRY2 alone, with no
+    // object, takes the hot path too; both entry events at once take the general one.
+    let sent = if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) {
+        !events::enabled(JVMPI_EVENT_METHOD_ENTRY)
+            && fast_with(env, JVMPI_EVENT_METHOD_ENTRY2, index, |ev, m| {
+                ev.u.method_entry2 = MethodEntry2 { method_id: m, obj_id: std::ptr::null_mut() }
+            })
+    } else {
+        fast(env, JVMPI_EVENT_METHOD_ENTRY, index)
+    };
+    if !sent {
         crate::guard("JvmpiShimMethods.enter", (), || on_enter(env, index, None))
     }
 }

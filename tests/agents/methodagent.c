@@ -11,7 +11,7 @@
  * events of classes whose name starts with PREFIX; default: count everything, log nothing),
  * trace (in METHOD_ENTRY of a logged method, check GetCallTrace: the entered method on top, at
  * its first line; and log its caller with the caller's line), count (print per-method entry counts at JVM_SHUT_DOWN instead of logging
- * each event), bench (count METHOD_ENTRY and METHOD_EXIT only, print the totals at shutdown),
+ * each event), bench (count METHOD_ENTRY (or ENTRY2) and METHOD_EXIT only, print the totals at shutdown),
  * off-again (disable the events again at the end of JVM_OnLoad), bench-lock (with bench: also
  * count INSTRUCTION_START, inside RawMonitorEnter/Exit of one raw monitor, as JCOV's handler
  * does; scripts/bench-instructions.sh).
@@ -115,7 +115,7 @@ static void check_trace(JNIEnv *env, struct meth *m) {
 static void notify(JVMPI_Event *e) {
     int type = e->event_type & ~JVMPI_REQUESTED_EVENT;
     if (opt_bench) {
-        if (type == JVMPI_EVENT_METHOD_ENTRY) { __atomic_add_fetch(&entries, 1, __ATOMIC_RELAXED); return; }
+        if (type == JVMPI_EVENT_METHOD_ENTRY || type == JVMPI_EVENT_METHOD_ENTRY2) { __atomic_add_fetch(&entries, 1, __ATOMIC_RELAXED); return; }
         if (type == JVMPI_EVENT_METHOD_EXIT) { __atomic_add_fetch(&exits, 1, __ATOMIC_RELAXED); return; }
         if (type == JVMPI_EVENT_INSTRUCTION_START) {
             if (opt_bench_lock) {
