@@ -101,7 +101,8 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
         jvm::want(ev).map_err(|e| format!("JVMTI event {ev}: {}", jvm::err_name(e)))?;
     }
     lifecycle::keep_vm(vm);
-    loader::hook_vm(vm);
+    // SAFETY: `vm` is the JavaVM the JVM passed to Agent_OnLoad.
+    unsafe { startup::hook_get_env(vm, crate::doors::jvmpi::get_env) };
     Ok(())
 }
 

@@ -23,6 +23,23 @@ use crate::{calltrace, classes, control, events, gc, guard, ids, jvm, lifecycle,
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jmethodID, jobject, JNIEnv, JNI_ERR};
 use std::ffi::{c_char, c_void};
 
+/// The `GetEnv` of the `JavaVM` every agent reaches (installed by `jvm::startup::hook_get_env`
+/// at start-up): `JVMPI_VERSION_1/1_1/1_2` get the shim's interface for the calling agent,
+/// every other version the JVM's own answer.
+pub(crate) unsafe extern "system" fn get_env(vm: *mut jvmti_bindings::sys::jni::JavaVM, penv: *mut *mut c_void, version: jint) -> jint {
+    if crate::table::is_jvmpi_version(version) {
+        if penv.is_null() {
+            return JNI_ERR;
+        }
+        // SAFETY: `penv` is the caller's out-pointer.
+        unsafe { *penv = crate::table::for_version(version) };
+        log::info!("GetEnv(JVMPI version {version:#x}): the shim's JVMPI interface");
+        return jvmti_bindings::sys::jni::JNI_OK;
+    }
+    // SAFETY: the caller's JavaVM and out-pointer, passed on.
+    unsafe { jvm::startup::real_get_env(vm, penv, version) }
+}
+
 /// Agent `a`'s table of doors, installed once in `face::table` (the memory the agent is handed).
 ///
 /// JVMPI functions receive no interface pointer, so the doors whose meaning depends on the

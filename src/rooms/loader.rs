@@ -1,17 +1,11 @@
 //! Loading the legacy agent: finding its library the way `-Xrun` did, `dlopen`, its
-//! `JVM_OnLoad`, and the `JavaVM` whose `GetEnv` answers JVMPI.
-//!
-//! The JVM's `JavaVM` is a pointer to a read-only table of invoke functions, but the `JavaVM`
-//! slot itself is writable. The shim points it at a copy of the table in which `GetEnv` answers
-//! `JVMPI_VERSION_1/1_1/1_2` with the shim's interface and passes every other version to the
-//! JVM's own `GetEnv`. Because the JVM hands out that same slot everywhere
-//! (`JNIEnv->GetJavaVM`, `JNI_GetCreatedJavaVMs`, the `JVM_OnLoad` argument), every route an
-//! agent has to a `JavaVM*` reaches the shim's `GetEnv`.
+//! `JVM_OnLoad`. Not here: the `JavaVM` whose `GetEnv` answers JVMPI (its door is
+//! `doors::jvmpi::get_env`, installed by `jvm::hook_get_env`).
 
 use crate::abi::JvmOnLoadFn;
 use crate::face::table::MAX_AGENTS;
-use crate::{jvm, options::Options, table};
-use jvmti_bindings::sys::jni::{jint, JNIInvokeInterface_, JavaVM, JNI_OK};
+use crate::{jvm, options::Options};
+use jvmti_bindings::sys::jni::{jint, JavaVM};
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -229,46 +223,6 @@ pub fn call_onload(leg: &Legacy, vm: *mut JavaVM) -> jint {
     log::info!("calling JVM_OnLoad of {} with options {:?}", leg.path, shown);
     // SAFETY: calling the agent's entry point as the JVM would have.
     unsafe { f(vm, opts, std::ptr::null_mut()) }
-}
-
-// ---- the JavaVM whose GetEnv answers JVMPI ----------------------------------------------------
-
-struct HookedTable(JNIInvokeInterface_);
-// SAFETY: an immutable table of function pointers, shared read-only by every thread.
-unsafe impl Sync for HookedTable {}
-// SAFETY: as above; the table is never written once installed.
-unsafe impl Send for HookedTable {}
-
-static HOOKED: OnceLock<Box<HookedTable>> = OnceLock::new();
-
-unsafe extern "system" fn get_env(vm: *mut JavaVM, penv: *mut *mut c_void, version: jint) -> jint {
-    if table::is_jvmpi_version(version) {
-        if penv.is_null() {
-            return jvmti_bindings::sys::jni::JNI_ERR;
-        }
-        // SAFETY: `penv` is the caller's out-pointer.
-        unsafe { *penv = table::for_version(version) };
-        log::info!("GetEnv(JVMPI version {version:#x}): the shim's JVMPI interface");
-        return JNI_OK;
-    }
-    match jvm::real_vm() {
-        // SAFETY: the JVM's own GetEnv, with the arguments the caller gave.
-        Some(real) => unsafe { (real.get_env)(vm, penv, version) },
-        None => jvmti_bindings::sys::jni::JNI_ERR,
-    }
-}
-
-/// Points the JVM's `JavaVM` slot at a copy of its table with the shim's `GetEnv`.
-pub fn hook_vm(vm: *mut JavaVM) {
-    let table = HOOKED.get_or_init(|| {
-        // SAFETY: `*vm` is the JVM's invoke table; copying its function pointers is a plain read.
-        let mut copy: JNIInvokeInterface_ = unsafe { std::ptr::read(*vm) };
-        copy.GetEnv = get_env;
-        Box::new(HookedTable(copy))
-    });
-    // The table it now points to lives for the rest of the process.
-    // SAFETY: the JavaVM slot is writable (measured on JDK 11-25).
-    unsafe { *vm = &table.0 as *const JNIInvokeInterface_ };
 }
 
 /// Reads the raw `-agentpath` options string.

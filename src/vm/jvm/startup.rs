@@ -2,12 +2,61 @@
 //! `AttachCurrentThread`) for the "double agent" `JVM_OnLoad`, a probe for whether JVMTI can be
 //! had yet, and one thread's JNI function table replaced by a copy with hooks (the deferred
 //! start of `-Xrun` on JDK 9+), with calls through the JVM's own table. Not here: the JNI table
-//! of every thread (JVMTI `SetJNIFunctionTable`, in the parent module) and the JVMPI `GetEnv`
-//! (`rooms::loader`).
+//! of every thread (JVMTI `SetJNIFunctionTable`, in the parent module). Here too: the `JavaVM`
+//! whose `GetEnv` is the shim's ([`hook_get_env`]; the door itself is `doors::jvmpi::get_env`).
+//!
+//! The JVM's `JavaVM` is a pointer to a read-only table of invoke functions, but the `JavaVM`
+//! slot itself is writable. The shim points it at a copy of the table in which `GetEnv` answers
+//! `JVMPI_VERSION_1/1_1/1_2` with the shim's interface and passes every other version to the
+//! JVM's own `GetEnv` ([`real_get_env`]). Because the JVM hands out that same slot everywhere
+//! (`JNIEnv->GetJavaVM`, `JNI_GetCreatedJavaVMs`, the `JVM_OnLoad` argument), every route an
+//! agent has to a `JavaVM*` reaches the shim's `GetEnv`.
 
-use jvmti_bindings::sys::jni::{jboolean, jclass, jfieldID, jint, jmethodID, jthrowable, JNIEnv, JNINativeInterface_, JavaVM};
-use jvmti_bindings::sys::jvmti;
+use jvmti_bindings::sys::jni::{
+    jboolean, jclass, jfieldID, jint, jmethodID, jthrowable, JNIEnv, JNIInvokeInterface_, JNINativeInterface_, JavaVM,
+};
+use jvmti_bindings::sys::{jni, jvmti};
 use std::ffi::{c_char, c_void};
+use std::sync::OnceLock;
+
+/// The copy of the JVM's invoke table with the shim's `GetEnv`.
+struct HookedTable(JNIInvokeInterface_);
+// SAFETY: an immutable table of function pointers, shared read-only by every thread.
+unsafe impl Sync for HookedTable {}
+// SAFETY: as above; the table is never written once installed.
+unsafe impl Send for HookedTable {}
+
+static HOOKED: OnceLock<Box<HookedTable>> = OnceLock::new();
+
+/// Points the JVM's `JavaVM` slot at a copy of its invoke table whose `GetEnv` is `get_env`
+/// (the first call's `get_env` stays for the life of the process).
+///
+/// # Safety
+/// `vm` is the `JavaVM` the JVM passed.
+pub(crate) unsafe fn hook_get_env(vm: *mut JavaVM, get_env: GetEnvFn) {
+    let table = HOOKED.get_or_init(|| {
+        // SAFETY: `*vm` is the JVM's invoke table; copying its function pointers is a plain read.
+        let mut copy: JNIInvokeInterface_ = unsafe { std::ptr::read(*vm) };
+        copy.GetEnv = get_env;
+        Box::new(HookedTable(copy))
+    });
+    // The table it now points to lives for the rest of the process.
+    // SAFETY: the JavaVM slot is writable (measured on JDK 11-25).
+    unsafe { *vm = &table.0 as *const JNIInvokeInterface_ };
+}
+
+/// The JVM's own `GetEnv` (as the shim's hooked one passes on every version but JVMPI's):
+/// `JNI_ERR` before the shim has met the JVM.
+///
+/// # Safety
+/// `vm` is a `JavaVM` of this JVM and `penv` the caller's out-pointer.
+pub(crate) unsafe fn real_get_env(vm: *mut JavaVM, penv: *mut *mut c_void, version: jint) -> jint {
+    match super::real_vm() {
+        // SAFETY: the JVM's own GetEnv, with the arguments the caller gave.
+        Some(real) => unsafe { (real.get_env)(vm, penv, version) },
+        None => jni::JNI_ERR,
+    }
+}
 
 /// A `JavaVM`'s `GetEnv`.
 pub(crate) type GetEnvFn = unsafe extern "system" fn(*mut JavaVM, *mut *mut c_void, jint) -> jint;
