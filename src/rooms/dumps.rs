@@ -171,8 +171,11 @@ struct DumpsState {
     last_size: std::sync::atomic::AtomicUsize,
 }
 
-static STATE: DumpsState =
-    DumpsState { layouts: LazyLock::new(DashMap::new), one: Reentrant::new(), last_size: std::sync::atomic::AtomicUsize::new(0) };
+static STATE: DumpsState = DumpsState {
+    layouts: LazyLock::new(DashMap::new),
+    one: Reentrant::new(),
+    last_size: std::sync::atomic::AtomicUsize::new(0),
+};
 
 /// A lock that its holder may take again (depth counted); other threads wait.
 struct Reentrant {

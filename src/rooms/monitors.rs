@@ -125,7 +125,10 @@ struct MonitorsState {
     next_thread: AtomicU64,
 }
 
-static STATE: MonitorsState = MonitorsState { monitors: LazyLock::new(Handles::default), next_thread: AtomicU64::new(1) };
+static STATE: MonitorsState = MonitorsState {
+    monitors: LazyLock::new(Handles::default),
+    next_thread: AtomicU64::new(1),
+};
 
 thread_local! {
     /// This thread's identity as a raw-monitor owner (its own, or the thread's it acts for).

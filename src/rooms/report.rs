@@ -33,7 +33,11 @@ struct ReportState {
     rows: LazyLock<HashMap<String, (String, String)>>,
 }
 
-static STATE: ReportState = ReportState { dest: OnceLock::new(), writing: Mutex::new(()), rows: LazyLock::new(matrix_rows) };
+static STATE: ReportState = ReportState {
+    dest: OnceLock::new(),
+    writing: Mutex::new(()),
+    rows: LazyLock::new(matrix_rows),
+};
 
 /// Where the report goes (set at start-up from `report=`).
 pub fn set_destination(dest: &str) {

@@ -86,7 +86,8 @@ impl ThreadRec {
 /// The threads room's state, shared by every thread.
 struct ThreadsState {
     /// JNIEnv → the record of the live thread: entered by [`register`] (ThreadStart, the
-    /// catch-up, a thread's first event), taken out at its THREAD_END or when its JNIEnv is reused.
+    /// catch-up, a thread's first event), taken out at its THREAD_END, when its JNIEnv is
+    /// reused, or by [`retire_if_new`].
     threads: LazyLock<DashMap<usize, Arc<ThreadRec>>>,
     /// Thread object tag → JNIEnv: written with `threads`.
     by_tag: LazyLock<DashMap<jlong, usize>>,
@@ -99,10 +100,10 @@ struct ThreadsState {
     /// announced.
     own_tags: Mutex<Vec<jlong>>,
     /// Ended or retired records whose global references are deleted once no call can still be
-    /// using them (THREAD_END and [`register`] add, THREAD_END sweeps).
+    /// using them (THREAD_END, [`register`] and [`retire_if_new`] add; THREAD_END sweeps).
     graveyard: Mutex<Vec<(Instant, Arc<ThreadRec>)>>,
-    /// Ended threads still suspended by the agent, for the resumer (THREAD_END and VM death
-    /// add, the resumer takes).
+    /// Ended threads still suspended by the agent, for the resumer (THREAD_END, a suspension
+    /// that lost the race with it, and VM death add; the resumer takes).
     owed: Mutex<Vec<Arc<ThreadRec>>>,
     /// The resumer thread, set by itself as it starts: unparked when `owed` grows.
     resumer: OnceLock<std::thread::Thread>,
@@ -373,7 +374,9 @@ struct Pins {
 }
 
 thread_local! {
-    static PINS: Pins = const { Pins { held: std::cell::RefCell::new(Vec::new()), stand_in: std::cell::RefCell::new(None) } };
+    static PINS: Pins = const {
+        Pins { held: std::cell::RefCell::new(Vec::new()), stand_in: std::cell::RefCell::new(None) }
+    };
 }
 
 /// Keeps the threads a dump names ([`known_env_by_tag`]) pinned until it is dropped (after the
