@@ -59,6 +59,11 @@ struct Gate {
     /// The function that announces the sending thread to the agents (the threads room's, see
     /// [`set_announcer`]).
     announcer: OnceLock<fn(&mut *mut JNIEnv) -> bool>,
+    /// The function that says whether an agent's suspension of a thread is under way (the
+    /// threads room's, see [`set_holder`]): VM death's [`Patience`] holds its idle clock meanwhile.
+    holder: OnceLock<fn() -> bool>,
+    /// Set while [`close`] waits for the handlers in flight (see [`draining`]).
+    draining: AtomicBool,
 }
 
 static GATE: Gate = Gate {
@@ -73,6 +78,8 @@ static GATE: Gate = Gate {
     counters: Mutex::new((Vec::new(), Vec::new())),
     asymmetric: AtomicBool::new(false),
     announcer: OnceLock::new(),
+    holder: OnceLock::new(),
+    draining: AtomicBool::new(false),
 };
 
 /// This thread's side of the gate. (The hot path's counter is apart, in [`OWNER`]: it has a
@@ -549,9 +556,8 @@ pub fn set_announcer(f: fn(&mut *mut JNIEnv) -> bool) {
 /// returns only once the agent's sampler has its answer and resumes it. [`CAP`] still bounds
 /// the wait.
 pub fn set_holder(f: fn() -> bool) {
-    let _ = HOLDER.set(f);
+    let _ = GATE.holder.set(f);
 }
-static HOLDER: OnceLock<fn() -> bool> = OnceLock::new();
 
 /// Opens the gate: the legacy `JVM_OnLoad` has returned.
 pub fn open() {
@@ -600,7 +606,7 @@ impl Patience {
         let now = Instant::now();
         let p = GATE.progress.load(Relaxed);
         // An agent's suspension under way holds the idle clock, for [`HOLD`] at most in all.
-        let held = HOLDER.get().is_some_and(|held| held())
+        let held = GATE.holder.get().is_some_and(|held| held())
             && now.duration_since(*self.held_from.get_or_insert(now)) < HOLD;
         if p != self.seen || held {
             self.seen = p;
@@ -635,11 +641,11 @@ pub fn close(patience: &mut Patience) -> bool {
     // among the parked ones already and are not taken off twice.
     let mine = mine().saturating_sub(HERE.with(|h| h.leaving.get()));
     let others = || in_flight().saturating_sub(mine + GATE.parked.load(SeqCst));
-    DRAINING.store(true, SeqCst);
+    GATE.draining.store(true, SeqCst);
     while others() > 0 && !patience.exhausted() {
         std::thread::sleep(Duration::from_millis(1));
     }
-    DRAINING.store(false, SeqCst);
+    GATE.draining.store(false, SeqCst);
     if others() > 0 {
         log::warn!(
             "an event handler of the agent did not return within 2 s of the last event delivered during VM death; \
@@ -649,14 +655,11 @@ pub fn close(patience: &mut Patience) -> bool {
     true
 }
 
-/// Set while [`close`] waits for the handlers in flight.
-static DRAINING: AtomicBool = AtomicBool::new(false);
-
 /// Whether VM death is waiting for the agent's handlers in flight to return (inside [`close`]).
 /// An agent's sampler that went on suspending threads then would hold up the very handlers
 /// the wait is for: the threads room refuses its suspensions meanwhile.
 pub fn draining() -> bool {
-    DRAINING.load(SeqCst)
+    GATE.draining.load(SeqCst)
 }
 
 /// After [`send_last`]: the emulation is over (see [`is_over`]).

@@ -30,24 +30,54 @@ fn func_index(name: &str) -> Option<usize> {
     FUNCTIONS.iter().position(|f| *f == name)
 }
 
-/// Whether anything is recorded (report or trace on).
-static ON: AtomicBool = AtomicBool::new(false);
-static STARTED: LazyLock<Instant> = LazyLock::new(Instant::now);
+/// The record's state, shared by every thread. The counters are written by the hooks below
+/// (the doors' calls, the gate's deliveries, the control room's switches) while `on` is set,
+/// and read by the report ([`snapshot`]).
+struct RecordState {
+    /// Whether anything is recorded (report or trace on): set once by [`start`].
+    on: AtomicBool,
+    /// When recording started (forced by [`start`]): the report's seconds.
+    started: LazyLock<Instant>,
+    /// Calls of each JVMPI function, in [`FUNCTIONS`] order ([`call`]).
+    calls: [AtomicU64; 28],
+    /// Calls of each function refused for a bad ID ([`refused`]).
+    refused: [AtomicU64; 28],
+    /// (function, error value) → count ([`call`]).
+    errors: LazyLock<Mutex<HashMap<(usize, i64), u64>>>,
+    /// Events delivered, by event number ([`event`]).
+    delivered: [AtomicU64; 64],
+    /// Of those, the requested ones ([`event`]).
+    requested: [AtomicU64; 64],
+    /// Nanoseconds spent in the agent's `NotifyEvent`, by event number ([`event`]).
+    nanos: [AtomicU64; 64],
+    /// Events the agent enabled at any time (bit n = event n; [`enabled_event`]).
+    ever_enabled: AtomicU64,
+    /// Events the agent requested at any time (bit n = event n; [`requested_event`]).
+    ever_requested: AtomicU64,
+    /// The trace, with `trace=` (opened by [`start`]; written by [`event`] and [`call`]).
+    trace: Mutex<Option<Trace>>,
+    /// Whether `trace` is open: one relaxed load before taking its lock.
+    tracing: AtomicBool,
+}
 
-static CALLS: [AtomicU64; 28] = [const { AtomicU64::new(0) }; 28];
-static REFUSED: [AtomicU64; 28] = [const { AtomicU64::new(0) }; 28];
-/// (function, error value) → count.
-static ERRORS: LazyLock<Mutex<HashMap<(usize, i64), u64>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
-static DELIVERED: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
-static REQUESTED: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
-static NANOS: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
-/// Events the agent enabled (at any time) or requested (bit n = event n).
-static EVER_ENABLED: AtomicU64 = AtomicU64::new(0);
-static EVER_REQUESTED: AtomicU64 = AtomicU64::new(0);
+static STATE: RecordState = RecordState {
+    on: AtomicBool::new(false),
+    started: LazyLock::new(Instant::now),
+    calls: [const { AtomicU64::new(0) }; 28],
+    refused: [const { AtomicU64::new(0) }; 28],
+    errors: LazyLock::new(|| Mutex::new(HashMap::new())),
+    delivered: [const { AtomicU64::new(0) }; 64],
+    requested: [const { AtomicU64::new(0) }; 64],
+    nanos: [const { AtomicU64::new(0) }; 64],
+    ever_enabled: AtomicU64::new(0),
+    ever_requested: AtomicU64::new(0),
+    trace: Mutex::new(None),
+    tracing: AtomicBool::new(false),
+};
 
 #[inline]
 pub fn on() -> bool {
-    ON.load(Relaxed)
+    STATE.on.load(Relaxed)
 }
 
 pub use crate::face::event_table::Val;
@@ -73,15 +103,13 @@ struct Trace {
     class_names: HashMap<usize, String>,
 }
 
-static TRACE: Mutex<Option<Trace>> = Mutex::new(None);
-static TRACING: AtomicBool = AtomicBool::new(false);
 
 /// Switches recording on (for the report) and, with a config, the trace.
 pub fn start(report: bool, trace: Option<TraceConfig>) -> Result<(), String> {
-    LazyLock::force(&STARTED);
+    LazyLock::force(&STATE.started);
     if let Some(t) = trace {
         let f = std::fs::File::create(&t.path).map_err(|e| format!("trace file {}: {e}", t.path))?;
-        *crate::lock(&TRACE) = Some(Trace {
+        *crate::lock(&STATE.trace) = Some(Trace {
             out: std::io::BufWriter::new(f),
             families: t.families,
             max_lines: t.max_lines,
@@ -91,17 +119,17 @@ pub fn start(report: bool, trace: Option<TraceConfig>) -> Result<(), String> {
             next: [0; 5],
             class_names: HashMap::new(),
         });
-        TRACING.store(true, Relaxed);
+        STATE.tracing.store(true, Relaxed);
     }
-    if report || TRACING.load(Relaxed) {
-        ON.store(true, Relaxed);
+    if report || STATE.tracing.load(Relaxed) {
+        STATE.on.store(true, Relaxed);
     }
     Ok(())
 }
 
 /// Flushes the trace (at VM death, after the last event).
 pub fn finish_trace() {
-    if let Some(t) = crate::lock(&TRACE).as_mut() {
+    if let Some(t) = crate::lock(&STATE.trace).as_mut() {
         if t.dropped > 0 {
             let _ = writeln!(t.out, "{{\"truncated\":true,\"dropped_lines\":{}}}", t.dropped);
             t.dropped = 0;
@@ -154,17 +182,17 @@ pub fn event(ev: &JVMPI_Event, nanos: u64) {
     let t = ev.event_type & !JVMPI_REQUESTED_EVENT;
     if (0..64).contains(&t) {
         let i = t as usize;
-        DELIVERED[i].fetch_add(1, Relaxed);
-        NANOS[i].fetch_add(nanos, Relaxed);
+        STATE.delivered[i].fetch_add(1, Relaxed);
+        STATE.nanos[i].fetch_add(nanos, Relaxed);
         if requested {
-            REQUESTED[i].fetch_add(1, Relaxed);
+            STATE.requested[i].fetch_add(1, Relaxed);
         }
     }
-    if !TRACING.load(Relaxed) {
+    if !STATE.tracing.load(Relaxed) {
         return;
     }
     let fields = event_table::fields(ev);
-    let mut g = crate::lock(&TRACE);
+    let mut g = crate::lock(&STATE.trace);
     let Some(tr) = g.as_mut() else { return };
     // SAFETY: the active member of the union is the one of `t`; the shim built the event.
     unsafe {
@@ -204,14 +232,14 @@ pub fn event(ev: &JVMPI_Event, nanos: u64) {
 /// The agent enabled an event (for the report: events used).
 pub fn enabled_event(ev: jint) {
     if (0..64).contains(&ev) {
-        EVER_ENABLED.fetch_or(1 << ev, Relaxed);
+        STATE.ever_enabled.fetch_or(1 << ev, Relaxed);
     }
 }
 
 /// The agent requested an event.
 pub fn requested_event(ev: jint) {
     if (0..64).contains(&ev) {
-        EVER_REQUESTED.fetch_or(1 << ev, Relaxed);
+        STATE.ever_requested.fetch_or(1 << ev, Relaxed);
     }
 }
 
@@ -219,14 +247,14 @@ pub fn requested_event(ev: jint) {
 /// refusal or failure value.
 pub fn call(func: &str, thread: usize, args: &[(&str, Val)], result: Val, error: Option<i64>) {
     let Some(i) = func_index(func) else { return };
-    CALLS[i].fetch_add(1, Relaxed);
+    STATE.calls[i].fetch_add(1, Relaxed);
     if let Some(e) = error {
-        *crate::lock(&ERRORS).entry((i, e)).or_insert(0) += 1;
+        *crate::lock(&STATE.errors).entry((i, e)).or_insert(0) += 1;
     }
-    if !TRACING.load(Relaxed) {
+    if !STATE.tracing.load(Relaxed) {
         return;
     }
-    let mut g = crate::lock(&TRACE);
+    let mut g = crate::lock(&STATE.trace);
     let Some(tr) = g.as_mut() else { return };
     if !tr.wants("call") {
         return;
@@ -245,7 +273,7 @@ pub fn call(func: &str, thread: usize, args: &[(&str, Val)], result: Val, error:
 pub fn refused(func: &str) {
     if on() {
         if let Some(i) = func_index(func) {
-            REFUSED[i].fetch_add(1, Relaxed);
+            STATE.refused[i].fetch_add(1, Relaxed);
         }
     }
 }
@@ -260,23 +288,23 @@ pub struct Snapshot {
 }
 
 pub fn snapshot() -> Snapshot {
-    let errors = crate::lock(&ERRORS).clone();
+    let errors = crate::lock(&STATE.errors).clone();
     let functions = FUNCTIONS
         .iter()
         .enumerate()
         .map(|(i, f)| {
             let mut errs: Vec<(i64, u64)> = errors.iter().filter(|((fi, _), _)| *fi == i).map(|((_, e), n)| (*e, *n)).collect();
             errs.sort();
-            (*f, CALLS[i].load(Relaxed), REFUSED[i].load(Relaxed), errs)
+            (*f, STATE.calls[i].load(Relaxed), STATE.refused[i].load(Relaxed), errs)
         })
         .collect();
-    let (en, rq) = (EVER_ENABLED.load(Relaxed), EVER_REQUESTED.load(Relaxed));
+    let (en, rq) = (STATE.ever_enabled.load(Relaxed), STATE.ever_requested.load(Relaxed));
     let events = (0..64)
         .filter_map(|i| {
-            let d = DELIVERED[i].load(Relaxed);
+            let d = STATE.delivered[i].load(Relaxed);
             let (e, r) = (en & (1 << i) != 0, rq & (1 << i) != 0);
-            (d > 0 || e || r).then(|| (i as jint, d, REQUESTED[i].load(Relaxed), NANOS[i].load(Relaxed), e, r))
+            (d > 0 || e || r).then(|| (i as jint, d, STATE.requested[i].load(Relaxed), STATE.nanos[i].load(Relaxed), e, r))
         })
         .collect();
-    Snapshot { functions, events, seconds: STARTED.elapsed().as_secs_f64() }
+    Snapshot { functions, events, seconds: STATE.started.elapsed().as_secs_f64() }
 }

@@ -25,7 +25,20 @@ unsafe impl Sync for Table {}
 // SAFETY: as above; the table is never moved or freed.
 unsafe impl Send for Table {}
 
-static TABLES: [OnceLock<Box<Table>>; MAX_AGENTS] = [const { OnceLock::new() }; MAX_AGENTS];
+/// The tables' state, shared by every thread.
+struct TablesState {
+    /// Each agent's table, in load order (set once by [`install`] as the agent is loaded; never
+    /// moved or freed: the agent keeps the pointer).
+    tables: [OnceLock<Box<Table>>; MAX_AGENTS],
+    /// The first agent's table once installed (set by [`install`]; the method events' hot path
+    /// reads its `NotifyEvent` through this, one load fewer than through the `OnceLock`).
+    first: std::sync::atomic::AtomicPtr<JVMPI_Interface>,
+}
+
+static STATE: TablesState = TablesState {
+    tables: [const { OnceLock::new() }; MAX_AGENTS],
+    first: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
+};
 
 thread_local! {
     /// The agent the current thread runs for (see the module comment).
@@ -34,23 +47,19 @@ thread_local! {
 
 /// Installs agent `a`'s doors (once; later calls keep the first table, which the agent may hold).
 pub fn install(a: usize, doors: JVMPI_Interface) {
-    if let Some(t) = TABLES.get(a) {
+    if let Some(t) = STATE.tables.get(a) {
         let _ = t.set(Box::new(Table(UnsafeCell::new(doors))));
         if a == 0 {
             if let Some(t) = t.get() {
-                FIRST.store(t.0.get(), std::sync::atomic::Ordering::Release);
+                STATE.first.store(t.0.get(), std::sync::atomic::Ordering::Release);
             }
         }
     }
 }
 
-/// The first agent's table once installed (the method events' hot path reads its
-/// `NotifyEvent` through this, one load fewer than through the `OnceLock`).
-static FIRST: std::sync::atomic::AtomicPtr<JVMPI_Interface> = std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
-
 /// How many agents have a table (they are numbered 0.. in load order).
 pub fn count() -> usize {
-    TABLES.iter().take_while(|t| t.get().is_some()).count()
+    STATE.tables.iter().take_while(|t| t.get().is_some()).count()
 }
 
 /// Runs `f` on behalf of agent `a` (so that `GetEnv(JVMPI…)` answers its table).
@@ -73,7 +82,7 @@ pub fn is_jvmpi_version(v: jint) -> bool {
 /// The current agent's table for `GetEnv(version)`; its `version` field says which version was
 /// asked for. NULL before the doors are installed.
 pub fn for_version(version: jint) -> *mut c_void {
-    let Some(t) = TABLES[current().min(MAX_AGENTS - 1)].get().or_else(|| TABLES[0].get()) else {
+    let Some(t) = STATE.tables[current().min(MAX_AGENTS - 1)].get().or_else(|| STATE.tables[0].get()) else {
         return std::ptr::null_mut();
     };
     let t = t.0.get();
@@ -85,7 +94,7 @@ pub fn for_version(version: jint) -> *mut c_void {
 /// The first agent's NotifyEvent, as it is set right now (the hot path of [`notify_event`]`(0)`).
 #[inline]
 pub fn notify_first() -> Option<NotifyEventFn> {
-    let t = FIRST.load(std::sync::atomic::Ordering::Acquire);
+    let t = STATE.first.load(std::sync::atomic::Ordering::Acquire);
     if t.is_null() {
         return None;
     }
@@ -96,7 +105,7 @@ pub fn notify_first() -> Option<NotifyEventFn> {
 
 /// Agent `a`'s NotifyEvent, as it is set right now.
 pub fn notify_event(a: usize) -> Option<NotifyEventFn> {
-    let t = TABLES.get(a)?.get()?.0.get();
+    let t = STATE.tables.get(a)?.get()?.0.get();
     // SAFETY: reading a pointer-sized field of the installed table that the agent may write.
     unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*t).NotifyEvent)) }
 }

@@ -1,6 +1,6 @@
 //! Classes: `CLASS_LOAD`, `CLASS_UNLOAD`, `CLASS_LOAD_HOOK`, and `GetMethodClass`.
 //!
-//! A class ID is the ID (tag) of its `java.lang.Class` object. The table `ANNOUNCED` holds the
+//! A class ID is the ID (tag) of its `java.lang.Class` object. The table `STATE.announced` holds the
 //! classes the agent has been told about, with their method IDs; a class is entered the moment
 //! its `CLASS_LOAD` is claimed, so it is announced exactly once however many threads race to
 //! name it, and a thread that names a class another thread is still announcing waits for that
@@ -10,7 +10,7 @@
 //! A class unload is the death of its tagged `Class` object, which the GC room reports inside
 //! its GC_START/GC_FINISH bracket.
 //!
-//! `METHODS` knows every method ID the shim has handed out or listed, so that an ID that comes
+//! `STATE.methods` knows every method ID the shim has handed out or listed, so that an ID that comes
 //! back from an agent can be checked before JVMTI sees it.
 
 use crate::abi::*;
@@ -31,9 +31,72 @@ struct ClassRec {
     sent: AtomicU32,
 }
 
+/// The classes room's state, shared by every thread.
+struct ClassesState {
+    /// Tag → the class the agents have been told about (or are being told, claimed by one
+    /// thread per agent in [`announce_tagged`]) and its method IDs; taken out by [`unloaded`].
+    announced: LazyLock<DashMap<jlong, ClassRec>>,
+    /// jmethodID → tag of its class (0 when not known yet): written by each CLASS_LOAD,
+    /// [`note_method`] and the scan of [`known_method`]; emptied of a class's methods at its unload.
+    methods: LazyLock<DashMap<usize, jlong>>,
+    /// Every string a CLASS_LOAD has pointed to, interned by [`intern`] and never freed (a
+    /// `Box<CStr>`'s bytes do not move when the map grows).
+    strings: LazyLock<DashMap<Box<CStr>, ()>>,
+    /// The descriptions of the classes described so far, by tag: built by [`Described::of`],
+    /// taken out by [`unloaded`] (or moved to `untold`).
+    described: LazyLock<DashMap<jlong, Arc<Described>>>,
+    /// Classes loaded (JVMTI ClassLoad) while CLASS_LOAD is on, not announced yet: global
+    /// references and when they were loaded (added by [`on_class_load`], taken by
+    /// [`flush_pending`]). Almost all are prepared moments later and announced at their
+    /// ClassPrepare; those nothing links (a class only named by another one's code, such as
+    /// `java.lang.InterruptedException`) are linked by the shim and announced after `PENDING_AGE`.
+    pending: Mutex<Vec<(usize, Instant)>>,
+    /// The thread that announces pending classes (registered by the GC room's delivery thread
+    /// with [`set_linker`]).
+    linker: OnceLock<std::thread::Thread>,
+    /// Descriptions of classes that died with no CLASS_UNLOAD to tell the agent (moved here by
+    /// [`forget`]): kept, never freed.
+    untold: Mutex<Vec<Arc<Described>>>,
+    /// Method IDs the JVM hands out that no CLASS_LOAD lists, each mapped by [`listed`] to the
+    /// one its class lists (IDs that need no mapping map to themselves, so each ID costs JVMTI
+    /// calls once).
+    listed: LazyLock<DashMap<usize, usize>>,
+    /// The number of loaded classes at the last scan of [`known_method`] (one scan per change).
+    scanned_at: AtomicUsize,
+}
+
+static STATE: ClassesState = ClassesState {
+    announced: LazyLock::new(DashMap::new),
+    methods: LazyLock::new(DashMap::new),
+    strings: LazyLock::new(DashMap::new),
+    described: LazyLock::new(DashMap::new),
+    pending: Mutex::new(Vec::new()),
+    linker: OnceLock::new(),
+    untold: Mutex::new(Vec::new()),
+    listed: LazyLock::new(DashMap::new),
+    scanned_at: AtomicUsize::new(usize::MAX),
+};
+
+/// This thread's side of the classes room.
+struct Here {
+    /// Classes whose CLASS_LOAD this thread is delivering (pushed and popped around the delivery).
+    sending: std::cell::RefCell<Vec<jlong>>,
+    /// Classes this thread loaded inside the shim's own work (global references), to announce
+    /// in this thread once that work is done ([`on_class_load`] adds, [`flush_own`] takes).
+    own_pending: std::cell::RefCell<Vec<usize>>,
+    /// The class whose CLASS_UNLOAD this thread is delivering: its tag and description (set
+    /// around the delivery in [`unloaded`]).
+    unloading: std::cell::RefCell<Option<(jlong, Arc<Described>)>>,
+}
+
 thread_local! {
-    /// Classes whose CLASS_LOAD this thread is delivering.
-    static SENDING: std::cell::RefCell<Vec<jlong>> = const { std::cell::RefCell::new(Vec::new()) };
+    static HERE: Here = const {
+        Here {
+            sending: std::cell::RefCell::new(Vec::new()),
+            own_pending: std::cell::RefCell::new(Vec::new()),
+            unloading: std::cell::RefCell::new(None),
+        }
+    };
 }
 
 /// Whether every agent that wants CLASS_LOAD now has heard of class `tag`. A class another
@@ -46,31 +109,27 @@ thread_local! {
 /// the class may be named before its CLASS_LOAD, and the agent can request it.
 fn all_told(tag: jlong) -> bool {
     let want = events::listeners(JVMPI_EVENT_CLASS_LOAD);
-    let (told, sent) = match ANNOUNCED.get(&tag) {
+    let (told, sent) = match STATE.announced.get(&tag) {
         Some(r) => (r.told.load(SeqCst), r.sent.load(SeqCst)),
         None => return false,
     };
     if told & want != want {
         return false;
     }
-    if sent & want != want && !SENDING.with(|s| s.borrow().contains(&tag)) && !events::in_agent_call() {
+    if sent & want != want && !HERE.with(|h| h.sending.borrow().contains(&tag)) && !events::in_agent_call() {
         let deadline = Instant::now() + Duration::from_secs(2);
         // Until it is delivered, or its claim is given back (the gate closed).
-        while ANNOUNCED.get(&tag).is_some_and(|r| r.told.load(SeqCst) & want == want && r.sent.load(SeqCst) & want != want) {
+        while STATE.announced.get(&tag).is_some_and(|r| r.told.load(SeqCst) & want == want && r.sent.load(SeqCst) & want != want) {
             if Instant::now() >= deadline {
                 log::debug!("a CLASS_LOAD handler of another thread has not returned within 2 s; going on");
                 break;
             }
             std::thread::sleep(Duration::from_micros(50));
         }
-        return ANNOUNCED.get(&tag).is_some_and(|r| r.told.load(SeqCst) & want == want);
+        return STATE.announced.get(&tag).is_some_and(|r| r.told.load(SeqCst) & want == want);
     }
     true
 }
-
-static ANNOUNCED: LazyLock<DashMap<jlong, ClassRec>> = LazyLock::new(DashMap::new);
-/// jmethodID → tag of its class (0 when not known yet).
-static METHODS: LazyLock<DashMap<usize, jlong>> = LazyLock::new(DashMap::new);
 
 /// `java/lang/String` → `java.lang.String`; `[Ljava/lang/String;` → `[Ljava.lang.String;`.
 pub fn jvmpi_name(signature: &str) -> String {
@@ -82,21 +141,17 @@ pub fn jvmpi_name(signature: &str) -> String {
 //
 // Agents keep the pointers a CLASS_LOAD hands them (class, source, method and field names and
 // signatures) and read them long after the handler returned. Every string is interned once for
-// the life of the process (`STRINGS`: a name shared by many classes, such as `<init>` or `()V`,
-// is stored once); the arrays of a class (`DESCRIBED`) are built once per class, shared by its
+// the life of the process (`STATE.strings`: a name shared by many classes, such as `<init>` or `()V`,
+// is stored once); the arrays of a class (`STATE.described`) are built once per class, shared by its
 // delivered and requested CLASS_LOADs, and freed after its CLASS_UNLOAD.
-
-/// Every string a CLASS_LOAD has pointed to, never freed (a `Box<CStr>`'s bytes do not move
-/// when the map grows).
-static STRINGS: LazyLock<DashMap<Box<CStr>, ()>> = LazyLock::new(DashMap::new);
 
 /// The interned copy of `s`: valid, unchanged, for the life of the process.
 fn intern(s: &str) -> *const c_char {
     let c = jvm::cstring(s);
-    if let Some(e) = STRINGS.get(c.as_c_str()) {
+    if let Some(e) = STATE.strings.get(c.as_c_str()) {
         return e.key().as_ptr();
     }
-    let e = STRINGS.entry(c.into_boxed_c_str()).or_insert(());
+    let e = STATE.strings.entry(c.into_boxed_c_str()).or_insert(());
     e.key().as_ptr()
 }
 
@@ -120,9 +175,6 @@ struct Described {
 unsafe impl Send for Described {}
 // SAFETY: as above.
 unsafe impl Sync for Described {}
-
-/// The descriptions of the classes described so far, by tag.
-static DESCRIBED: LazyLock<DashMap<jlong, Arc<Described>>> = LazyLock::new(DashMap::new);
 
 fn array_ptr<T>(v: &[T]) -> *mut T {
     if v.is_empty() {
@@ -185,14 +237,14 @@ impl Described {
     /// The class's description: the one already built, or a new one.
     fn of(env: *mut JNIEnv, k: jclass, tag: jlong, sig: &str) -> Result<Arc<Described>, String> {
         let jni = jvm::Jni::of(env);
-        if let Some(d) = DESCRIBED.get(&tag).map(|d| d.clone()) {
+        if let Some(d) = STATE.described.get(&tag).map(|d| d.clone()) {
             if d.class != 0 && jni.is_same(d.class as jobject, k) {
                 return Ok(d);
             }
         }
         let d = Arc::new(Described::read(&jni, k, sig)?);
         let mut stale = None;
-        let kept = match DESCRIBED.entry(tag) {
+        let kept = match STATE.described.entry(tag) {
             dashmap::mapref::entry::Entry::Occupied(mut o) => {
                 if o.get().class != 0 && jni.is_same(o.get().class as jobject, k) {
                     // Another thread described it meanwhile: one description per class.
@@ -252,13 +304,13 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
     let info = Described::of(env, k, tag, &sig)?;
     let methods: Vec<usize> = info.methods.iter().map(|m| m.method_id as usize).collect();
     for &m in &methods {
-        METHODS.insert(m, tag);
+        STATE.methods.insert(m, tag);
     }
     let mut to = 0;
     if !requested {
         // Claim: for each agent, only the thread that claims the class sends its CLASS_LOAD.
         let want = events::listeners(JVMPI_EVENT_CLASS_LOAD);
-        let told = ANNOUNCED
+        let told = STATE.announced
             .entry(tag)
             .or_insert_with(|| ClassRec { methods, told: AtomicU32::new(0), sent: AtomicU32::new(0) })
             .told
@@ -285,8 +337,8 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
         }
         impl Drop for Sending {
             fn drop(&mut self) {
-                SENDING.with(|s| s.borrow_mut().retain(|&t| t != self.tag));
-                if let Some(r) = ANNOUNCED.get(&self.tag) {
+                HERE.with(|h| h.sending.borrow_mut().retain(|&t| t != self.tag));
+                if let Some(r) = STATE.announced.get(&self.tag) {
                     if self.delivered {
                         r.sent.fetch_or(self.to, SeqCst);
                     } else {
@@ -295,7 +347,7 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
                 }
             }
         }
-        SENDING.with(|s| s.borrow_mut().push(tag));
+        HERE.with(|h| h.sending.borrow_mut().push(tag));
         let mut sending = Sending { tag, to, delivered: false };
         sending.delivered = if events::is_ready() {
             events::send_to(to, &mut ev)
@@ -343,13 +395,6 @@ pub fn on_class_prepare(env: *mut JNIEnv, k: jclass) {
 
 // ---- classes that are loaded and not linked ---------------------------------------------------
 
-/// Classes loaded (JVMTI ClassLoad) while CLASS_LOAD is on, not announced yet: global references
-/// and when they were loaded. Almost all are prepared moments later and announced at their
-/// ClassPrepare; those nothing links (a class only named by another one's code, such as
-/// `java.lang.InterruptedException`) are linked by the shim and announced after `PENDING_AGE`.
-static PENDING: Mutex<Vec<(usize, Instant)>> = Mutex::new(Vec::new());
-/// The thread that announces pending classes (registered by the GC room's delivery thread).
-static LINKER: OnceLock<std::thread::Thread> = OnceLock::new();
 /// How long a loaded class may wait for the JVM to prepare it before the shim links it.
 pub const PENDING_AGE: Duration = Duration::from_millis(50);
 /// How long the linker thread leaves a class the shim's own work loaded to the thread that
@@ -358,11 +403,11 @@ const OWN_GRACE: Duration = Duration::from_secs(2);
 
 /// Registers the thread that calls [`flush_pending`] when woken.
 pub fn set_linker(t: std::thread::Thread) {
-    let _ = LINKER.set(t);
+    let _ = STATE.linker.set(t);
 }
 
 pub fn has_pending() -> bool {
-    !crate::lock(&PENDING).is_empty()
+    !crate::lock(&STATE.pending).is_empty()
 }
 
 /// JVMTI ClassLoad, in the thread that defined the class. HotSpot 1.5 sent CLASS_LOAD there,
@@ -398,26 +443,20 @@ pub fn on_class_load(env: *mut JNIEnv, k: jclass) {
         // for `OWN_GRACE` (that work may be a whole catch-up, with the agent's handlers).
         let own = jni.new_global_ref(k);
         if !own.is_null() {
-            OWN_PENDING.with(|p| p.borrow_mut().push(own as usize));
+            HERE.with(|h| h.own_pending.borrow_mut().push(own as usize));
             loaded += OWN_GRACE;
         }
     }
     let first = {
-        let mut p = crate::lock(&PENDING);
+        let mut p = crate::lock(&STATE.pending);
         p.push((g as usize, loaded));
         p.len() == 1
     };
     if first {
-        if let Some(t) = LINKER.get() {
+        if let Some(t) = STATE.linker.get() {
             t.unpark();
         }
     }
-}
-
-thread_local! {
-    /// Classes this thread loaded inside the shim's own work (global references), to announce
-    /// in this thread once that work is done.
-    static OWN_PENDING: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Announces, in this thread, the classes its own shim work loaded (see [`on_class_load`]):
@@ -429,7 +468,7 @@ pub fn flush_own(env: *mut JNIEnv) {
     }
     let jni = jvm::Jni::of(env);
     loop {
-        let Some(g) = OWN_PENDING.with(|p| p.borrow_mut().pop()) else { return };
+        let Some(g) = HERE.with(|h| h.own_pending.borrow_mut().pop()) else { return };
         if events::is_ready() && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
             if let Err(e) = announce(env, g as jclass, false) {
                 log::debug!("CLASS_LOAD (a class the shim's work loaded): {e}");
@@ -444,7 +483,7 @@ pub fn flush_own(env: *mut JNIEnv) {
 pub fn flush_pending(env: *mut JNIEnv, age: Duration) {
     let now = Instant::now();
     let due: Vec<usize> = {
-        let mut p = crate::lock(&PENDING);
+        let mut p = crate::lock(&STATE.pending);
         let (due, keep): (Vec<_>, Vec<_>) = p.drain(..).partition(|&(_, when)| now.duration_since(when) >= age);
         *p = keep;
         due.into_iter().map(|(g, _)| g).collect()
@@ -500,8 +539,8 @@ pub fn request(id: jobjectID) -> Result<(), String> {
 /// class, it is forgotten (so that its tag, once reused, names nothing of it). Returns whether
 /// it was one.
 pub fn forget(tag: jlong) -> bool {
-    let described = DESCRIBED.remove(&tag).map(|(_, d)| d);
-    let announced = ANNOUNCED.remove(&tag).map(|(_, r)| r);
+    let described = STATE.described.remove(&tag).map(|(_, d)| d);
+    let announced = STATE.announced.remove(&tag).map(|(_, r)| r);
     if described.is_none() && announced.is_none() {
         return false;
     }
@@ -515,21 +554,13 @@ pub fn forget(tag: jlong) -> bool {
         }
         // No CLASS_UNLOAD will tell the agent: what its CLASS_LOADs pointed to stays readable
         // for good (the tag, once reused, names nothing of it).
-        crate::lock(&UNTOLD).push(d);
+        crate::lock(&STATE.untold).push(d);
     }
     lines::invalidate(&methods);
     for m in &methods {
-        METHODS.remove(m);
+        STATE.methods.remove(m);
     }
     true
-}
-
-/// Descriptions of classes that died with no CLASS_UNLOAD to tell the agent: kept, never freed.
-static UNTOLD: std::sync::Mutex<Vec<Arc<Described>>> = std::sync::Mutex::new(Vec::new());
-
-thread_local! {
-    /// The class whose CLASS_UNLOAD this thread is delivering: its tag and description.
-    static UNLOADING: std::cell::RefCell<Option<(jlong, Arc<Described>)>> = const { std::cell::RefCell::new(None) };
 }
 
 /// A tagged object died: if it was a described or announced class, the class is unloaded.
@@ -538,8 +569,8 @@ thread_local! {
 /// delivered. As in HotSpot 1.5, the CLASS_UNLOAD handler may still request the class's
 /// CLASS_LOAD: it is answered from the description, with NULL method IDs.
 pub fn unloaded(env: *mut JNIEnv, tag: jlong) -> bool {
-    let described = DESCRIBED.remove(&tag).map(|(_, d)| d);
-    let announced = ANNOUNCED.remove(&tag).map(|(_, r)| r);
+    let described = STATE.described.remove(&tag).map(|(_, d)| d);
+    let announced = STATE.announced.remove(&tag).map(|(_, r)| r);
     if described.is_none() && announced.is_none() {
         return false;
     }
@@ -552,14 +583,14 @@ pub fn unloaded(env: *mut JNIEnv, tag: jlong) -> bool {
     }
     lines::invalidate(&methods);
     for m in &methods {
-        METHODS.remove(m);
+        STATE.methods.remove(m);
     }
     if events::enabled(JVMPI_EVENT_CLASS_UNLOAD) {
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_CLASS_UNLOAD, env);
         ev.u.class_unload = ClassUnload { class_id: ids::to_id(tag) };
-        let saved = UNLOADING.with(|u| u.replace(described.map(|d| (tag, d))));
+        let saved = HERE.with(|h| h.unloading.replace(described.map(|d| (tag, d))));
         events::send(&mut ev);
-        UNLOADING.with(|u| *u.borrow_mut() = saved);
+        HERE.with(|h| *h.unloading.borrow_mut() = saved);
     }
     true
 }
@@ -568,7 +599,7 @@ pub fn unloaded(env: *mut JNIEnv, tag: jlong) -> bool {
 /// the class's description, with NULL method IDs ("method_id doesn't mean much after class is
 /// unloaded"). Whether this was such a request.
 fn request_unloading(id: jobjectID) -> Option<Result<(), String>> {
-    let (tag, d) = UNLOADING.with(|u| u.borrow().clone())?;
+    let (tag, d) = HERE.with(|h| h.unloading.borrow().clone())?;
     if ids::to_id(tag) != id {
         return None;
     }
@@ -584,14 +615,10 @@ fn request_unloading(id: jobjectID) -> Option<Result<(), String>> {
 
 /// Remembers a method ID the JVM handed out (stack traces), so it can be checked later.
 pub fn note_method(m: jmethodID) {
-    if !METHODS.contains_key(&(m as usize)) {
-        METHODS.insert(m as usize, 0);
+    if !STATE.methods.contains_key(&(m as usize)) {
+        STATE.methods.insert(m as usize, 0);
     }
 }
-
-/// Method IDs the JVM hands out that no CLASS_LOAD lists, each mapped to the one its class lists
-/// (IDs that need no mapping map to themselves, so each ID costs JVMTI calls once).
-static LISTED: LazyLock<DashMap<usize, usize>> = LazyLock::new(DashMap::new);
 
 /// The method ID to hand the agent for `m`, an ID the JVM gave the shim (a stack frame's, a
 /// piece of compiled code's): `m` itself, unless no CLASS_LOAD can list it, namely
@@ -607,14 +634,14 @@ pub fn listed(m: jmethodID) -> jmethodID {
     if m.is_null() || described(m) {
         return m;
     }
-    if let Some(x) = LISTED.get(&(m as usize)) {
+    if let Some(x) = STATE.listed.get(&(m as usize)) {
         return *x as jmethodID;
     }
     let x = current_version(m).unwrap_or(m);
     if x != m {
         log::debug!("method {m:p} (an obsolete version, or a renamed native) is handed out as {x:p}");
     }
-    LISTED.insert(m as usize, x as usize);
+    STATE.listed.insert(m as usize, x as usize);
     x
 }
 
@@ -638,20 +665,18 @@ fn current_version(m: jmethodID) -> Option<jmethodID> {
 
 /// Whether `m` is a method of a class described to the agent (CLASS_LOAD, requested or not).
 pub fn described(m: jmethodID) -> bool {
-    METHODS.get(&(m as usize)).is_some_and(|t| *t != 0)
+    STATE.methods.get(&(m as usize)).is_some_and(|t| *t != 0)
 }
-
-static SCANNED_AT: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// Whether `m` is a method ID of a loaded class. Unknown IDs trigger one scan of the loaded
 /// classes per change in their number, so a garbage ID costs little and never reaches JVMTI.
 fn known_method(m: jmethodID) -> bool {
-    if METHODS.contains_key(&(m as usize)) {
+    if STATE.methods.contains_key(&(m as usize)) {
         return true;
     }
     let Ok(all) = jvm::loaded_classes() else { return false };
     let jni = jvm::Jni::current();
-    if SCANNED_AT.swap(all.len(), Relaxed) != all.len() {
+    if STATE.scanned_at.swap(all.len(), Relaxed) != all.len() {
         for &k in &all {
             if let Ok(ms) = jvm::class_methods(k) {
                 for x in ms {
@@ -663,13 +688,13 @@ fn known_method(m: jmethodID) -> bool {
     if let Some(jni) = jni {
         all.into_iter().for_each(|k| jni.delete_local_ref(k));
     }
-    METHODS.contains_key(&(m as usize))
+    STATE.methods.contains_key(&(m as usize))
 }
 
 /// `GetMethodClass`. A method of a class the agent has been told about is answered from the
 /// table, which needs nothing from the JVM: in any thread and after JVM_SHUT_DOWN too.
 pub fn method_class(m: jmethodID) -> jobjectID {
-    if let Some(tag) = METHODS.get(&(m as usize)).map(|t| *t).filter(|&t| t != 0) {
+    if let Some(tag) = STATE.methods.get(&(m as usize)).map(|t| *t).filter(|&t| t != 0) {
         return ids::to_id(tag);
     }
     if !m.is_null() && (jvm::current_jni().is_none() || events::is_over()) {

@@ -26,7 +26,8 @@ use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::LazyLock;
 
-/// Code announced to the agent: code address → method.
+/// The compiled room's state: the code announced to the agent, code address → method (entered
+/// by [`on_load`], taken out by [`on_unload`]).
 static CODE: LazyLock<DashMap<usize, usize>> = LazyLock::new(DashMap::new);
 
 thread_local! {

@@ -24,14 +24,22 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::Mutex;
 
-static SWITCH: Mutex<()> = Mutex::new(());
-/// Events whose "never sent" / "not available" reason has been logged (bit n = event n).
-static EXPLAINED: AtomicU64 = AtomicU64::new(0);
+/// The control room's state, shared by every thread.
+struct ControlState {
+    /// Held by EnableEvent and DisableEvent of an emulated event while they switch it: the
+    /// JVMTI events wanted and given back, the room switched, the gate's bit, in one step.
+    switch: Mutex<()>,
+    /// Events whose "never sent" / "not available" reason has been logged (bit n = event n;
+    /// set by [`explain_once`]).
+    explained: AtomicU64,
+}
+
+static STATE: ControlState = ControlState { switch: Mutex::new(()), explained: AtomicU64::new(0) };
 
 /// Logs `why` for `event` at info level, the first time only.
 fn explain_once(what: &str, event: jint, answer: &str, why: &str) {
     let bit = if (0..64).contains(&event) { 1u64 << event } else { 0 };
-    if bit == 0 || EXPLAINED.fetch_or(bit, SeqCst) & bit == 0 {
+    if bit == 0 || STATE.explained.fetch_or(bit, SeqCst) & bit == 0 {
         log::info!("{what}({}): {answer}: {why}", event_table::name(event));
     }
 }
@@ -63,7 +71,7 @@ fn enable_inner(a: usize, event: jint, _arg: *mut c_void) -> jint {
         }
         Support::Emulated(needs) => {
             {
-                let _g = crate::lock(&SWITCH);
+                let _g = crate::lock(&STATE.switch);
                 if events::enabled_for(a, event) {
                     return JVMPI_SUCCESS;
                 }
@@ -112,7 +120,7 @@ pub fn disable(a: usize, event: jint, _arg: *mut c_void) -> jint {
             JVMPI_SUCCESS
         }
         Support::Emulated(needs) => {
-            let _g = crate::lock(&SWITCH);
+            let _g = crate::lock(&STATE.switch);
             if events::enabled_for(a, event) {
                 events::set_enabled(a, event, false);
                 if !events::enabled(event) {

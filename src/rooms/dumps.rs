@@ -82,8 +82,6 @@ impl Hasher for TagHasher {
 }
 type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<TagHasher>>;
 type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<TagHasher>>;
-/// The size of the last heap dump: the next one's buffer starts at that size.
-static LAST_SIZE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 use std::ffi::c_void;
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -158,12 +156,26 @@ struct ClassLayout {
     kind: Kind,
 }
 
-static LAYOUTS: LazyLock<DashMap<jlong, Arc<ClassLayout>>> = LazyLock::new(DashMap::new);
-/// One snapshot at a time (two threads suspending each other would both stop): held from the
-/// suspension of the other threads until they are resumed, and never while the agent is
-/// called. Re-entrant for its holder all the same, so that nothing the JVM does in the holding
-/// thread meanwhile can deadlock on it.
-static ONE: Reentrant = Reentrant::new();
+/// The dumps room's state, shared by every thread.
+struct DumpsState {
+    /// The layouts of the classes dumped so far, by class tag (computed once by [`layout`],
+    /// outside of any heap walk).
+    layouts: LazyLock<DashMap<jlong, Arc<ClassLayout>>>,
+    /// One snapshot at a time (two threads suspending each other would both stop): held by the
+    /// dumping thread from the suspension of the other threads until they are resumed, and
+    /// never while the agent is called. Re-entrant for its holder all the same, so that nothing
+    /// the JVM does in the holding thread meanwhile can deadlock on it.
+    one: Reentrant,
+    /// The size of the last heap dump (written by each heap dump): the next one's buffer
+    /// starts at that size.
+    last_size: std::sync::atomic::AtomicUsize,
+}
+
+static STATE: DumpsState = DumpsState {
+    layouts: LazyLock::new(DashMap::new),
+    one: Reentrant::new(),
+    last_size: std::sync::atomic::AtomicUsize::new(0),
+};
 
 /// A lock that its holder may take again (depth counted); other threads wait.
 struct Reentrant {
@@ -266,7 +278,7 @@ fn build_fields(chain: &[Vec<(u8, bool)>], iface_fields: i32, want_static: bool)
 
 /// The layout of a loaded class (computed once; outside of any heap walk).
 fn layout(jni: &jvm::Jni, k: jclass, tag: jlong) -> Option<Arc<ClassLayout>> {
-    if let Some(l) = LAYOUTS.get(&tag) {
+    if let Some(l) = STATE.layouts.get(&tag) {
         return Some(l.clone());
     }
     let sig = jvm::class_signature(k).ok()?;
@@ -295,7 +307,7 @@ fn layout(jni: &jvm::Jni, k: jclass, tag: jlong) -> Option<Arc<ClassLayout>> {
         Kind::Instance { instance, statics, interfaces: jvm::interface_count(k).unwrap_or(0) }
     };
     let l = Arc::new(ClassLayout { kind });
-    LAYOUTS.insert(tag, l.clone());
+    STATE.layouts.insert(tag, l.clone());
     Some(l)
 }
 
@@ -1110,19 +1122,19 @@ fn finish(env: *mut JNIEnv, jni: &jvm::Jni, st: &mut State) {
 
 /// Takes a heap dump. What calls into the agent (THREAD_START and CLASS_LOAD of what the dump
 /// names, and the CLASS_LOAD that linking a class may cause) happens before and after the
-/// snapshot, never while [`ONE`] is held.
+/// snapshot, never while `one` is held.
 fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
     let jni = jvm::Jni::of(env);
     let t0 = std::time::Instant::now();
     threads::announce_all();
     let mut st = new_state(&jni, level, None)?;
-    let one = ONE.lock();
+    let one = STATE.one.lock();
     let t1 = t0.elapsed();
     // Untouched capacity costs no resident memory; it saves the copies of growing by doubling.
     // (The first dump grows by doubling; large blocks grow by remapping, not copying, so that
     // costs little. Asking Java for the heap's size to guess better would itself leave objects
     // in the heap: the class loader's lock for the name looked up.)
-    let last = LAST_SIZE.load(std::sync::atomic::Ordering::Relaxed);
+    let last = STATE.last_size.load(std::sync::atomic::Ordering::Relaxed);
     st.out.reserve(last + last / 8);
     let suspended = suspend_others(&jni);
     let (map, traces, frames, _, left_out) = stacks(&jni, level != JVMPI_DUMP_LEVEL_0);
@@ -1145,7 +1157,7 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
     st.write_classes(None);
     st.lengths = HashMap::default();
     if level == JVMPI_DUMP_LEVEL_2 {
-        LAST_SIZE.store(st.out.len(), std::sync::atomic::Ordering::Relaxed);
+        STATE.last_size.store(st.out.len(), std::sync::atomic::Ordering::Relaxed);
     }
     finish(env, &jni, &mut st);
     log::debug!(
@@ -1401,7 +1413,7 @@ pub fn request_monitor_dump() -> Result<(), String> {
     let jni = jvm::Jni::of(env);
     let _pins = threads::hold_pins();
     threads::announce_all();
-    let one = ONE.lock();
+    let one = STATE.one.lock();
     let suspended = suspend_others(&jni);
     let ours: Vec<jlong> = suspended.0.iter().filter_map(|&t| jvm::get_tag(t).ok().filter(|&g| g != 0)).collect();
     let java = java_monitors(&jni);

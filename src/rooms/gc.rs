@@ -32,19 +32,41 @@ use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::Duration;
 
-static FINISHED: AtomicU64 = AtomicU64::new(0);
-static STOP: AtomicBool = AtomicBool::new(false);
-/// The delivery thread, woken with `unpark` (a futex wake: never blocks the GC).
-static WAKE: OnceLock<std::thread::Thread> = OnceLock::new();
-static GC_DISABLED: AtomicI32 = AtomicI32::new(0);
+/// The GC room's state, shared by every thread.
+struct GcState {
+    /// Collections finished (counted by JVMTI GarbageCollectionFinish): the delivery thread
+    /// makes a bracket when it moves.
+    finished: AtomicU64,
+    /// Set at VM death ([`stop`]): the delivery thread returns, no new bracket starts.
+    stop: AtomicBool,
+    /// The delivery thread (set by itself as it starts), woken with `unpark` (a futex wake:
+    /// never blocks the GC).
+    wake: OnceLock<std::thread::Thread>,
+    /// `DisableGC` calls not matched by `EnableGC` yet (the agent's; changes nothing but a warning).
+    gc_disabled: AtomicI32,
+    /// One bracket at a time: the GC thread's, or the last one at VM death.
+    bracket: Mutex<()>,
+    /// The thread inside the bracket under way is leaving the JVM from a handler (ProfilerExit,
+    /// set by [`leaving`]): that bracket is never finished.
+    abandoned: AtomicBool,
+}
+
+static STATE: GcState = GcState {
+    finished: AtomicU64::new(0),
+    stop: AtomicBool::new(false),
+    wake: OnceLock::new(),
+    gc_disabled: AtomicI32::new(0),
+    bracket: Mutex::new(()),
+    abandoned: AtomicBool::new(false),
+};
 
 /// JVMTI GarbageCollectionStart: nothing to do until the collection ends.
 pub fn on_gc_start() {}
 
 /// JVMTI GarbageCollectionFinish (inside the collection: only raw monitors may be used).
 pub fn on_gc_finish() {
-    FINISHED.fetch_add(1, SeqCst);
-    if let Some(t) = WAKE.get() {
+    STATE.finished.fetch_add(1, SeqCst);
+    if let Some(t) = STATE.wake.get() {
         t.unpark();
     }
 }
@@ -57,20 +79,14 @@ fn wants_bracket() -> bool {
         .any(|&e| events::enabled(e))
 }
 
-/// One bracket at a time: the GC thread's, or the last one at VM death.
-static BRACKET: Mutex<()> = Mutex::new(());
-/// The thread inside the bracket under way is leaving the JVM from a handler (ProfilerExit):
-/// that bracket is never finished.
-static ABANDONED: AtomicBool = AtomicBool::new(false);
-
 thread_local! {
     /// Set while this thread delivers a bracket.
     static IN_BRACKET: Cell<bool> = const { Cell::new(false) };
 }
 
 fn deliver_bracket(env: *mut JNIEnv) {
-    let one = crate::lock(&BRACKET);
-    if STOP.load(SeqCst) {
+    let one = crate::lock(&STATE.bracket);
+    if STATE.stop.load(SeqCst) {
         return; // the JVM is going down: what is owed goes in the last bracket
     }
     bracket(env, one);
@@ -110,7 +126,7 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
     let finish = events::enabled(JVMPI_EVENT_GC_FINISH);
     // Not once the JVM is going down (a heap walk then waits for a safepoint the exit may hold
     // up): GC_FINISH then says the heap's figures are unknown (0).
-    let walk = finish && !STOP.load(SeqCst);
+    let walk = finish && !STATE.stop.load(SeqCst);
     let (objects, bytes) = if walk { jvm::count_heap().unwrap_or((0, 0)) } else { (0, 0) };
     events::progressed();
     // The queue's memory goes with the batch, so it is given back after each bracket.
@@ -168,7 +184,7 @@ impl Drop for Released {
 unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut JNIEnv, _arg: *mut c_void) {
     threads::own_thread_here();
     crate::guard("GC events thread", (), || {
-        let _ = WAKE.set(std::thread::current());
+        let _ = STATE.wake.set(std::thread::current());
         // Between brackets this thread also announces classes nothing else links.
         classes::set_linker(std::thread::current());
         let mut seen = 0;
@@ -176,7 +192,7 @@ unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut
         // references, so that none accumulate.
         let jni = jvm::Jni::of(env);
         loop {
-            while FINISHED.load(SeqCst) == seen && !STOP.load(SeqCst) {
+            while STATE.finished.load(SeqCst) == seen && !STATE.stop.load(SeqCst) {
                 if classes::has_pending() {
                     std::thread::park_timeout(classes::PENDING_AGE);
                     jni.framed(|| threads::with_stand_in(|| classes::flush_pending(env, classes::PENDING_AGE)));
@@ -184,10 +200,10 @@ unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut
                     std::thread::park();
                 }
             }
-            if STOP.load(SeqCst) {
+            if STATE.stop.load(SeqCst) {
                 return;
             }
-            seen = FINISHED.load(SeqCst);
+            seen = STATE.finished.load(SeqCst);
             // Its events carry the env_id of a thread the agent knows (this one is the shim's).
             jni.framed(|| threads::with_stand_in(|| deliver_bracket(env)));
         }
@@ -225,15 +241,15 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
         return;
     }
     let open = "the JVM exits while a GC bracket is open: no last bracket, deaths still owed are not reported";
-    if IN_BRACKET.with(|b| b.get()) || ABANDONED.load(SeqCst) {
+    if IN_BRACKET.with(|b| b.get()) || STATE.abandoned.load(SeqCst) {
         log::info!("{open}");
         return;
     }
     let one = loop {
-        match BRACKET.try_lock() {
+        match STATE.bracket.try_lock() {
             Ok(g) => break g,
             Err(TryLockError::Poisoned(p)) => break p.into_inner(),
-            Err(TryLockError::WouldBlock) if ABANDONED.load(SeqCst) => {
+            Err(TryLockError::WouldBlock) if STATE.abandoned.load(SeqCst) => {
                 log::info!("{open}");
                 return;
             }
@@ -255,7 +271,7 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
 /// is delivering will not be finished, and VM death must not wait for it.
 pub fn leaving() {
     if IN_BRACKET.with(|b| b.get()) {
-        ABANDONED.store(true, SeqCst);
+        STATE.abandoned.store(true, SeqCst);
     }
 }
 
@@ -267,12 +283,12 @@ pub fn leaving() {
 /// which waits for the Service Thread, which waits for the flush without a safepoint check.
 pub fn quiesce_for_exit() {
     stop();
-    if IN_BRACKET.with(|b| b.get()) || ABANDONED.load(SeqCst) {
+    if IN_BRACKET.with(|b| b.get()) || STATE.abandoned.load(SeqCst) {
         return; // leaving from inside a bracket: it is never finished
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
     loop {
-        match BRACKET.try_lock() {
+        match STATE.bracket.try_lock() {
             Ok(_) | Err(TryLockError::Poisoned(_)) => return,
             Err(TryLockError::WouldBlock) if std::time::Instant::now() >= deadline => {
                 log::info!("a GC bracket is still under way as the JVM goes down");
@@ -289,8 +305,8 @@ pub fn stop() {
     if peak > 0 {
         log::info!("memory: at most {peak} deaths waited for a GC bracket, in about {} KiB", bytes / 1024);
     }
-    STOP.store(true, SeqCst);
-    if let Some(t) = WAKE.get() {
+    STATE.stop.store(true, SeqCst);
+    if let Some(t) = STATE.wake.get() {
         t.unpark();
     }
 }
@@ -303,7 +319,7 @@ pub fn run_gc() {
         log::debug!("RunGC during VM death: no collection");
         return;
     }
-    if GC_DISABLED.load(SeqCst) > 0 {
+    if STATE.gc_disabled.load(SeqCst) > 0 {
         log::warn!("RunGC called while GC is disabled (JVMPI forbids it); collecting anyway");
     }
     if let Err(e) = jvm::force_gc() {
@@ -312,12 +328,12 @@ pub fn run_gc() {
 }
 
 pub fn disable_gc() {
-    GC_DISABLED.fetch_add(1, SeqCst);
+    STATE.gc_disabled.fetch_add(1, SeqCst);
 }
 
 pub fn enable_gc() {
-    if GC_DISABLED.fetch_sub(1, SeqCst) <= 0 {
-        GC_DISABLED.fetch_add(1, SeqCst);
+    if STATE.gc_disabled.fetch_sub(1, SeqCst) <= 0 {
+        STATE.gc_disabled.fetch_add(1, SeqCst);
         log::warn!("EnableGC without a matching DisableGC; ignored");
     }
 }

@@ -34,11 +34,17 @@ use jvmti_bindings::sys::jni::{jlong, jobject, JNIEnv};
 use std::cell::Cell;
 use std::time::Instant;
 
+/// This thread's side of the Java monitors room.
+struct Here {
+    /// When this thread's current wait began (set at its MonitorWait, taken at its MonitorWaited).
+    wait_start: Cell<Option<Instant>>,
+    /// The exit owed for the monitor this thread is blocked on (set at its
+    /// MonitorContendedEnter, taken at its MonitorContendedEntered).
+    owed: std::cell::RefCell<Option<Arc<Owed>>>,
+}
+
 thread_local! {
-    /// When this thread's current wait began.
-    static WAIT_START: Cell<Option<Instant>> = const { Cell::new(None) };
-    /// The exit owed for the monitor this thread is blocked on.
-    static OWED: std::cell::RefCell<Option<Arc<Owed>>> = const { std::cell::RefCell::new(None) };
+    static HERE: Here = const { Here { wait_start: Cell::new(None), owed: std::cell::RefCell::new(None) } };
 }
 
 /// A CONTENDED_EXIT owed by the owner of a monitor a thread is blocked on: sent by the entrant
@@ -50,7 +56,9 @@ struct Owed {
     state: AtomicU8,
 }
 
-/// Exits owed, by owner JNIEnv.
+/// The Java monitors room's state, shared by every thread: the exits owed, by owner JNIEnv
+/// (entered by the blocked thread at its MonitorContendedEnter, taken out by whoever sends or
+/// gives up the exit, and by the owner before its THREAD_END).
 static BY_OWNER: LazyLock<DashMap<usize, Vec<Arc<Owed>>>> = LazyLock::new(DashMap::new);
 
 fn forget(o: &Arc<Owed>) {
@@ -122,7 +130,7 @@ pub fn on_contended_enter(env: *mut JNIEnv, obj: jobject) {
             }
             _ => None,
         };
-        if let Some(old) = OWED.with(|o| o.replace(owed)) {
+        if let Some(old) = HERE.with(|h| h.owed.replace(owed)) {
             forget(&old);
         }
     }
@@ -133,7 +141,7 @@ pub fn on_contended_enter(env: *mut JNIEnv, obj: jobject) {
 
 /// JVMTI MonitorContendedEntered: the thread got the monitor it blocked on.
 pub fn on_contended_entered(env: *mut JNIEnv, obj: jobject) {
-    let owed = OWED.with(|o| o.borrow_mut().take());
+    let owed = HERE.with(|h| h.owed.borrow_mut().take());
     if let Some(o) = &owed {
         forget(o);
     }
@@ -162,7 +170,7 @@ pub fn on_contended_entered(env: *mut JNIEnv, obj: jobject) {
 
 /// JVMTI MonitorWait: the thread is about to wait, `timeout` ms (0: until notified).
 pub fn on_wait(env: *mut JNIEnv, obj: jobject, timeout: jlong) {
-    WAIT_START.with(|w| w.set(Some(Instant::now())));
+    HERE.with(|h| h.wait_start.set(Some(Instant::now())));
     if events::is_ready() && events::enabled(JVMPI_EVENT_MONITOR_WAIT) {
         send_wait(JVMPI_EVENT_MONITOR_WAIT, env, obj, timeout);
     }
@@ -170,7 +178,7 @@ pub fn on_wait(env: *mut JNIEnv, obj: jobject, timeout: jlong) {
 
 /// JVMTI MonitorWaited: the wait is over; WAITED carries how long it lasted.
 pub fn on_waited(env: *mut JNIEnv, obj: jobject) {
-    let Some(start) = WAIT_START.with(|w| w.take()) else { return };
+    let Some(start) = HERE.with(|h| h.wait_start.take()) else { return };
     if events::is_ready() && events::enabled(JVMPI_EVENT_MONITOR_WAITED) {
         send_wait(JVMPI_EVENT_MONITOR_WAITED, env, obj, start.elapsed().as_millis() as jlong);
     }

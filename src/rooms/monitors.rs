@@ -79,7 +79,7 @@ impl RawMonitorState {
 /// Every live raw monitor of the agent's, by handle: owner, threads waiting to enter, threads
 /// waiting to be notified (JNIEnvs).
 pub fn snapshot() -> Vec<RawMonitorState> {
-    let mut v: Vec<RawMonitorState> = MONITORS
+    let mut v: Vec<RawMonitorState> = STATE.monitors
         .iter()
         .map(|e| {
             let m: &'static RawMon = e.value();
@@ -116,11 +116,23 @@ impl std::hash::Hasher for HandleHasher {
 /// inside a destroyed monitor leaves it normally, no handle is ever reused, and a lookup needs no
 /// reference count.
 type Handles = DashMap<usize, &'static RawMon, std::hash::BuildHasherDefault<HandleHasher>>;
-static MONITORS: LazyLock<Handles> = LazyLock::new(Handles::default);
-static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
+
+/// The raw monitors room's state, shared by every thread.
+struct MonitorsState {
+    /// Handle → monitor: entered by RawMonitorCreate, taken out by RawMonitorDestroy.
+    monitors: LazyLock<Handles>,
+    /// The next thread identity as a raw-monitor owner (taken by each thread's first use, [`ME`]).
+    next_thread: AtomicU64,
+}
+
+static STATE: MonitorsState = MonitorsState {
+    monitors: LazyLock::new(Handles::default),
+    next_thread: AtomicU64::new(1),
+};
 
 thread_local! {
-    static ME: std::cell::Cell<u64> = std::cell::Cell::new(NEXT_THREAD.fetch_add(1, Relaxed));
+    /// This thread's identity as a raw-monitor owner (its own, or the thread's it acts for).
+    static ME: std::cell::Cell<u64> = std::cell::Cell::new(STATE.next_thread.fetch_add(1, Relaxed));
 }
 
 fn me() -> u64 {
@@ -140,7 +152,7 @@ pub fn assume_identity(id: u64) {
 }
 
 fn get(h: JVMPI_RawMonitor, what: &str) -> Option<&'static RawMon> {
-    let m = MONITORS.get(&(h as usize)).map(|m| *m);
+    let m = STATE.monitors.get(&(h as usize)).map(|m| *m);
     if m.is_none() {
         crate::face::record::refused(what);
         log::warn!("{what}({h:p}): not a live raw monitor of this agent; ignored");
@@ -170,7 +182,7 @@ pub fn create(name: Option<String>) -> JVMPI_RawMonitor {
         queues: Mutex::new(Queues::default()),
     }));
     let h = m as *const RawMon as usize;
-    MONITORS.insert(h, m);
+    STATE.monitors.insert(h, m);
     h as JVMPI_RawMonitor
 }
 
@@ -258,7 +270,7 @@ pub fn notify_all(h: JVMPI_RawMonitor) {
 }
 
 pub fn destroy(h: JVMPI_RawMonitor) {
-    let Some((_, m)) = MONITORS.remove(&(h as usize)) else {
+    let Some((_, m)) = STATE.monitors.remove(&(h as usize)) else {
         crate::face::record::refused("RawMonitorDestroy");
         log::warn!("RawMonitorDestroy({h:p}): not a live raw monitor of this agent; ignored");
         return;

@@ -37,6 +37,8 @@ struct Agent {
     symbols: Vec<String>,
 }
 
+/// The natives room's state: the agent library and its `Java_…` names, set once by [`start`]
+/// when the gate opens (if it exports any), read as classes prepare.
 static AGENT: OnceLock<Agent> = OnceLock::new();
 
 // ---- JNI names (JNI specification, "Resolving Native Method Names") ---------------------------

@@ -19,21 +19,37 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{LazyLock, Mutex, OnceLock};
 
-static MATRIX: &str = include_str!("../../compat-matrix.md");
-static DEST: OnceLock<String> = OnceLock::new();
-static WRITING: Mutex<()> = Mutex::new(());
+/// compat-matrix.md, built in: the "how" and "differs" columns of the report.
+const MATRIX: &str = include_str!("../../compat-matrix.md");
+
+/// The report room's state, shared by every thread.
+struct ReportState {
+    /// Where the report goes (set once at start-up from `report=`).
+    dest: OnceLock<String>,
+    /// Held while a report is written (at VM death, or by `jcmd … report`): one at a time.
+    writing: Mutex<()>,
+    /// (how, differs) per function or event name, read from [`MATRIX`] the first time a report
+    /// needs it.
+    rows: LazyLock<HashMap<String, (String, String)>>,
+}
+
+static STATE: ReportState = ReportState {
+    dest: OnceLock::new(),
+    writing: Mutex::new(()),
+    rows: LazyLock::new(matrix_rows),
+};
 
 /// Where the report goes (set at start-up from `report=`).
 pub fn set_destination(dest: &str) {
-    let _ = DEST.set(dest.to_string());
+    let _ = STATE.dest.set(dest.to_string());
 }
 
 pub fn destination() -> Option<&'static str> {
-    DEST.get().map(String::as_str)
+    STATE.dest.get().map(String::as_str)
 }
 
 /// (how, differs) per function or event name, from compat-matrix.md.
-static ROWS: LazyLock<HashMap<String, (String, String)>> = LazyLock::new(|| {
+fn matrix_rows() -> HashMap<String, (String, String)> {
     let mut m = HashMap::new();
     for line in MATRIX.lines() {
         let cells: Vec<&str> = line.trim().trim_matches('|').split(" | ").map(str::trim).collect();
@@ -42,7 +58,7 @@ static ROWS: LazyLock<HashMap<String, (String, String)>> = LazyLock::new(|| {
         }
     }
     m
-});
+}
 
 /// The JVMTI replacement of a JVMPI function (an event's is in its row of the event table), after the JVMPI→JVMTI transition notes:
 /// (what to use, the gap when there is no direct equivalent).
@@ -72,7 +88,7 @@ fn jvmti_instead(name: &str) -> (&'static str, &'static str) {
 }
 
 fn matrix(name: &str) -> (String, String) {
-    ROWS.get(name).cloned().unwrap_or_default()
+    STATE.rows.get(name).cloned().unwrap_or_default()
 }
 
 /// Resident memory of the process, from /proc (kB).
@@ -184,7 +200,7 @@ pub fn text() -> String {
 /// Writes the report where `report=` said (or to `dest`). Errors are one log line.
 pub fn write(dest: Option<&str>) {
     let Some(dest) = dest.or(destination()) else { return };
-    let _one = crate::lock(&WRITING);
+    let _one = crate::lock(&STATE.writing);
     let body = if dest.ends_with(".json") {
         serde_json::to_string_pretty(&json()).unwrap_or_default() + "\n"
     } else {

@@ -20,11 +20,20 @@ use std::sync::Mutex;
 /// The signal that asks for a reset.
 pub const SIGNAL: i32 = libc::SIGUSR1;
 
-static PIPE_W: AtomicI32 = AtomicI32::new(-1);
-static ARMED: Mutex<bool> = Mutex::new(false);
+/// The reset room's state, shared by every thread (and the signal handler).
+struct ResetState {
+    /// The write end of the pipe to the reading thread (-1 until [`arm`] makes it): the signal
+    /// handler writes a byte there, [`disarm`] too.
+    pipe_w: AtomicI32,
+    /// Whether [`arm`] has run (the thread and the handler are installed, or another handler
+    /// was found); held while it runs.
+    armed: Mutex<bool>,
+}
+
+static STATE: ResetState = ResetState { pipe_w: AtomicI32::new(-1), armed: Mutex::new(false) };
 
 extern "C" fn on_signal(_sig: libc::c_int) {
-    let fd = PIPE_W.load(SeqCst);
+    let fd = STATE.pipe_w.load(SeqCst);
     if fd >= 0 {
         let b = 1u8;
         // SAFETY: write(2) is async-signal-safe; `b` lives for the call.
@@ -35,7 +44,7 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 /// At VM death (the gate closed): the reading thread is woken and returns, so that the JVM's
 /// exit does not wait for a thread of the shim's in native code.
 pub fn disarm() {
-    let fd = PIPE_W.load(SeqCst);
+    let fd = STATE.pipe_w.load(SeqCst);
     if fd >= 0 {
         let b = 0u8;
         // SAFETY: write(2) of one byte owned here to the pipe this room opened.
@@ -45,7 +54,7 @@ pub fn disarm() {
 
 /// Installs the trigger (once): the reading thread, then the signal handler.
 pub fn arm() -> Result<(), String> {
-    let mut armed = crate::lock(&ARMED);
+    let mut armed = crate::lock(&STATE.armed);
     if *armed {
         return Ok(());
     }
@@ -71,7 +80,7 @@ pub fn arm() -> Result<(), String> {
         let r = jvm::run_agent_thread(t, reader_main, fds[0] as usize as *const c_void, JVMPI_NORMAL_PRIORITY);
         jni.delete_local_ref(t);
         r.map_err(jvm::err_name)?;
-        PIPE_W.store(fds[1], SeqCst);
+        STATE.pipe_w.store(fds[1], SeqCst);
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
         sa.sa_flags = libc::SA_RESTART;

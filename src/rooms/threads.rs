@@ -83,14 +83,62 @@ impl ThreadRec {
     }
 }
 
-static THREADS: LazyLock<DashMap<usize, Arc<ThreadRec>>> = LazyLock::new(DashMap::new);
-/// thread object tag → JNIEnv
-static BY_TAG: LazyLock<DashMap<jlong, usize>> = LazyLock::new(DashMap::new);
+/// The threads room's state, shared by every thread.
+struct ThreadsState {
+    /// JNIEnv → the record of the live thread: entered by [`register`] (ThreadStart, the
+    /// catch-up, a thread's first event), taken out at its THREAD_END, when its JNIEnv is
+    /// reused, or by [`retire_if_new`].
+    threads: LazyLock<DashMap<usize, Arc<ThreadRec>>>,
+    /// Thread object tag → JNIEnv: written with `threads`.
+    by_tag: LazyLock<DashMap<jlong, usize>>,
+    /// Records of threads that ended lately (put in by THREAD_END, kept ten seconds): a sampler
+    /// that still names one gets HotSpot's quiet answer for a thread that is gone, not a
+    /// warning, and its ResumeThread still reaches it.
+    ended: LazyLock<DashMap<usize, (Instant, Arc<ThreadRec>)>>,
+    /// Tags of the `java.lang.Thread`s of the shim's own threads ("JVMPI GC events", "JVMPI
+    /// reset request", the resumer), added by [`mark_own`]: never entered in `threads`, never
+    /// announced.
+    own_tags: Mutex<Vec<jlong>>,
+    /// Ended or retired records whose global references are deleted once no call can still be
+    /// using them (THREAD_END, [`register`] and [`retire_if_new`] add; THREAD_END sweeps).
+    graveyard: Mutex<Vec<(Instant, Arc<ThreadRec>)>>,
+    /// Ended threads still suspended by the agent, for the resumer (THREAD_END, a suspension
+    /// that lost the race with it, and VM death add; the resumer takes).
+    owed: Mutex<Vec<Arc<ThreadRec>>>,
+    /// The resumer thread, set by itself as it starts: unparked when `owed` grows.
+    resumer: OnceLock<std::thread::Thread>,
+    /// Set by the resumer while it works on what it took from `owed` (set under `owed`'s lock).
+    resuming: AtomicBool,
+    /// JVMPI suspensions under way (SuspendThread and the lists): VM death waits for them.
+    suspending: AtomicUsize,
+    /// Set at VM death ([`release_all`]): new JVMPI suspensions are refused.
+    closed: AtomicBool,
+    /// Set at VM death once no resumption is owed: the resumer thread returns.
+    stop_resumer: AtomicBool,
+    /// Offset of the JNIEnv inside HotSpot's JavaThread, measured once on a known thread (the
+    /// first catch-up of threads that were there before the shim).
+    env_offset: OnceLock<Option<jlong>>,
+}
+
+static STATE: ThreadsState = ThreadsState {
+    threads: LazyLock::new(DashMap::new),
+    by_tag: LazyLock::new(DashMap::new),
+    ended: LazyLock::new(DashMap::new),
+    own_tags: Mutex::new(Vec::new()),
+    graveyard: Mutex::new(Vec::new()),
+    owed: Mutex::new(Vec::new()),
+    resumer: OnceLock::new(),
+    resuming: AtomicBool::new(false),
+    suspending: AtomicUsize::new(0),
+    closed: AtomicBool::new(false),
+    stop_resumer: AtomicBool::new(false),
+    env_offset: OnceLock::new(),
+};
 
 fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
-    let r = THREADS.get(&(env as usize)).map(|r| r.clone());
+    let r = STATE.threads.get(&(env as usize)).map(|r| r.clone());
     if r.is_none() {
-        if ENDED.contains_key(&(env as usize)) || events::is_dead() {
+        if STATE.ended.contains_key(&(env as usize)) || events::is_dead() {
             // A thread that has just ended, or the VM is going away: HotSpot answered quietly.
             log::debug!("{what}({env:p}): the thread has ended");
         } else {
@@ -108,14 +156,14 @@ fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
 /// replaced.
 fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec>> {
     let tag = ids::indexed_tag_of(thread).ok()?;
-    if let Some(r) = THREADS.get(&env).map(|r| r.clone()) {
+    if let Some(r) = STATE.threads.get(&env).map(|r| r.clone()) {
         if r.tag == tag {
             return Some(r);
         }
-        if THREADS.remove_if(&env, |_, cur| Arc::ptr_eq(cur, &r)).is_some() {
+        if STATE.threads.remove_if(&env, |_, cur| Arc::ptr_eq(cur, &r)).is_some() {
             log::debug!("JNIEnv {env:#x} now belongs to a new thread; the old record is retired");
-            BY_TAG.remove_if(&r.tag, |_, e| *e == env);
-            crate::lock(&GRAVEYARD).push((Instant::now(), r));
+            STATE.by_tag.remove_if(&r.tag, |_, e| *e == env);
+            crate::lock(&STATE.graveyard).push((Instant::now(), r));
         }
     }
     if is_own(tag) {
@@ -138,11 +186,11 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
         ending: AtomicBool::new(false),
         suspension: Mutex::new(Suspension::default()),
     });
-    let entry = THREADS.entry(env).or_insert(rec.clone()).clone();
+    let entry = STATE.threads.entry(env).or_insert(rec.clone()).clone();
     if !Arc::ptr_eq(&entry, &rec) {
         jni.delete_global_ref(global);
     }
-    BY_TAG.insert(tag, env);
+    STATE.by_tag.insert(tag, env);
     Some(entry)
 }
 
@@ -218,7 +266,7 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
         return;
     }
     jvm::set_announced_here(false);
-    let Some(rec) = THREADS.get(&(env as usize)).map(|r| r.clone()) else { return };
+    let Some(rec) = STATE.threads.get(&(env as usize)).map(|r| r.clone()) else { return };
     // Events about this thread that other threads are delivering (a MONITOR_CONTENDED_EXIT it
     // caused, a dump naming it) reach the agent before its THREAD_END; none starts from now.
     rec.ending.store(true, SeqCst);
@@ -228,11 +276,11 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
         events::send(&mut ev);
     }
     jvm::set_announced_here(false);
-    let Some(rec) = THREADS.get(&(env as usize)).map(|r| r.clone()) else { return };
+    let Some(rec) = STATE.threads.get(&(env as usize)).map(|r| r.clone()) else { return };
     let now = Instant::now();
     // Reachable for ResumeThread before it leaves the table of live threads.
-    ENDED.insert(env as usize, (now, rec.clone()));
-    THREADS.remove(&(env as usize));
+    STATE.ended.insert(env as usize, (now, rec.clone()));
+    STATE.threads.remove(&(env as usize));
     // No call into the VM from here on while this thread may be suspended: it would stop.
     let owed = {
         let mut s = rec.suspension();
@@ -243,12 +291,12 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
         resume_later(&rec);
     }
     if let Ok(tag) = ids::tag_of(thread) {
-        BY_TAG.remove(&tag);
+        STATE.by_tag.remove(&tag);
     }
     // A JVMPI call racing this end may still hold the reference: delete it a while later, and
     // never while a resumption is owed.
     let jni = jvm::Jni::of(env);
-    let mut grave = crate::lock(&GRAVEYARD);
+    let mut grave = crate::lock(&STATE.graveyard);
     grave.retain(|(when, r)| {
         let old = now.duration_since(*when) > Duration::from_secs(2) && !r.suspension().by_jvmpi;
         if old {
@@ -257,12 +305,8 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
         !old
     });
     grave.push((now, rec));
-    ENDED.retain(|_, (when, _)| now.duration_since(*when) < Duration::from_secs(10));
+    STATE.ended.retain(|_, (when, _)| now.duration_since(*when) < Duration::from_secs(10));
 }
-
-/// Records of threads that ended lately: a sampler that still names one gets HotSpot's quiet
-/// answer for a thread that is gone, not a warning, and its ResumeThread still reaches it.
-static ENDED: LazyLock<DashMap<usize, (Instant, Arc<ThreadRec>)>> = LazyLock::new(DashMap::new);
 
 // ---- pins: events that name another thread -----------------------------------------------------
 
@@ -307,21 +351,32 @@ fn pin_rec(rec: &Arc<ThreadRec>, agents: u32) -> Option<Pinned> {
 /// THREAD_START was told about it and its THREAD_END has not begun; None otherwise (the event
 /// or the entry that would name it is left out).
 pub fn pin_known(env: usize, agents: u32) -> Option<Pinned> {
-    let rec = THREADS.get(&env).map(|r| r.clone())?;
+    let rec = STATE.threads.get(&env).map(|r| r.clone())?;
     pin_rec(&rec, agents)
 }
 
 /// [`pin_known`] for the thread whose `java.lang.Thread` has this tag.
 pub fn pin_known_by_tag(tag: jlong, agents: u32) -> Option<Pinned> {
-    let env = BY_TAG.get(&tag).map(|e| *e)?;
+    let env = STATE.by_tag.get(&tag).map(|e| *e)?;
     // The JNIEnv of an ended thread may be a new thread's already.
-    let rec = THREADS.get(&env).map(|r| r.clone()).filter(|r| r.tag == tag)?;
+    let rec = STATE.threads.get(&env).map(|r| r.clone()).filter(|r| r.tag == tag)?;
     pin_rec(&rec, agents)
 }
 
-thread_local! {
+/// This thread's pins. (Whether it is one of the shim's own threads is apart, in [`OWN`]: that
+/// flag is read before every event and has no destructor; these do.)
+struct Pins {
     /// Pins taken for the dump this thread is making ([`hold_pins`], [`known_env_by_tag`]).
-    static HELD: std::cell::RefCell<Vec<Pinned>> = const { std::cell::RefCell::new(Vec::new()) };
+    held: std::cell::RefCell<Vec<Pinned>>,
+    /// The known thread whose env_id the events of this (own) thread carry, while pinned
+    /// (set by [`with_stand_in`] for its duration).
+    stand_in: std::cell::RefCell<Option<Pinned>>,
+}
+
+thread_local! {
+    static PINS: Pins = const {
+        Pins { held: std::cell::RefCell::new(Vec::new()), stand_in: std::cell::RefCell::new(None) }
+    };
 }
 
 /// Keeps the threads a dump names ([`known_env_by_tag`]) pinned until it is dropped (after the
@@ -330,12 +385,12 @@ pub struct HeldPins(usize);
 
 impl Drop for HeldPins {
     fn drop(&mut self) {
-        let _ = HELD.try_with(|h| h.borrow_mut().truncate(self.0));
+        let _ = PINS.try_with(|h| h.held.borrow_mut().truncate(self.0));
     }
 }
 
 pub fn hold_pins() -> HeldPins {
-    HeldPins(HELD.with(|h| h.borrow().len()))
+    HeldPins(PINS.with(|h| h.held.borrow().len()))
 }
 
 /// The JNIEnv of the thread whose `java.lang.Thread` has this tag, for a dump (or a dump's
@@ -345,7 +400,7 @@ pub fn known_env_by_tag(tag: jlong) -> usize {
     match pin_known_by_tag(tag, events::requester_mask()) {
         Some(p) => {
             let env = p.0.env;
-            HELD.with(|h| h.borrow_mut().push(p));
+            PINS.with(|h| h.held.borrow_mut().push(p));
             env
         }
         None => 0,
@@ -356,7 +411,7 @@ pub fn known_env_by_tag(tag: jlong) -> usize {
 pub fn known_env(env: usize) -> usize {
     match pin_known(env, events::requester_mask()) {
         Some(p) => {
-            HELD.with(|h| h.borrow_mut().push(p));
+            PINS.with(|h| h.held.borrow_mut().push(p));
             env
         }
         None => 0,
@@ -366,7 +421,7 @@ pub fn known_env(env: usize) -> usize {
 /// Waits (20 s at most, without calling into the VM) until no event naming `rec` is being
 /// delivered by another thread.
 fn wait_unpinned(rec: &ThreadRec) {
-    let mine = STAND_IN.with(|s| s.borrow().as_ref().is_some_and(|p| std::ptr::eq(&*p.0, rec))) as usize;
+    let mine = PINS.with(|s| s.stand_in.borrow().as_ref().is_some_and(|p| std::ptr::eq(&*p.0, rec))) as usize;
     let deadline = Instant::now() + Duration::from_secs(20);
     while rec.pins.load(SeqCst) > mine {
         if Instant::now() >= deadline {
@@ -379,26 +434,20 @@ fn wait_unpinned(rec: &ThreadRec) {
 
 // ---- the shim's own threads --------------------------------------------------------------------
 
-/// Tags of the `java.lang.Thread`s of the shim's own threads ("JVMPI GC events", "JVMPI reset
-/// request", the resumer): never entered in the thread table, never announced.
-static OWN_TAGS: Mutex<Vec<jlong>> = Mutex::new(Vec::new());
-
 fn is_own(tag: jlong) -> bool {
-    crate::lock(&OWN_TAGS).contains(&tag)
+    crate::lock(&STATE.own_tags).contains(&tag)
 }
 
 /// Marks a thread object the shim made for itself, before it starts (its JVMTI ThreadStart).
 pub fn mark_own(t: jthread) {
     if let Ok(tag) = ids::tag_of(t) {
-        crate::lock(&OWN_TAGS).push(tag);
+        crate::lock(&STATE.own_tags).push(tag);
     }
 }
 
 thread_local! {
     /// Set in the shim's own threads (at the start of their bodies).
     static OWN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// The known thread whose env_id the events of this (own) thread carry, while pinned.
-    static STAND_IN: std::cell::RefCell<Option<Pinned>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Called first in the body of each of the shim's own threads.
@@ -412,12 +461,12 @@ pub fn own_thread_here() {
 /// pinned for the whole of `f` (a GC bracket's START and FINISH name the same thread). With no
 /// such thread, the events of `f` are not sent.
 pub fn with_stand_in<R>(f: impl FnOnce() -> R) -> R {
-    if STAND_IN.with(|s| s.borrow().is_some()) {
+    if PINS.with(|s| s.stand_in.borrow().is_some()) {
         return f();
     }
     let agents = !0u32;
     let mut best: Option<(jlong, Pinned)> = None;
-    for r in THREADS.iter() {
+    for r in STATE.threads.iter() {
         if best.as_ref().is_some_and(|(t, _)| *t <= r.tag) {
             continue;
         }
@@ -425,36 +474,24 @@ pub fn with_stand_in<R>(f: impl FnOnce() -> R) -> R {
             best = Some((r.tag, p));
         }
     }
-    STAND_IN.with(|s| *s.borrow_mut() = best.map(|b| b.1));
+    PINS.with(|s| *s.stand_in.borrow_mut() = best.map(|b| b.1));
     struct Clear;
     impl Drop for Clear {
         fn drop(&mut self) {
-            let _ = STAND_IN.try_with(|s| s.borrow_mut().take());
+            let _ = PINS.try_with(|s| s.stand_in.borrow_mut().take());
         }
     }
     let _clear = Clear;
     f()
 }
 
-/// Ended threads whose global references are deleted once no call can still be using them.
-static GRAVEYARD: Mutex<Vec<(Instant, Arc<ThreadRec>)>> = Mutex::new(Vec::new());
-
 // ---- the resumer -------------------------------------------------------------------------------
-
-/// Ended threads still suspended by the agent, for the resumer.
-static OWED: Mutex<Vec<Arc<ThreadRec>>> = Mutex::new(Vec::new());
-static RESUMER: OnceLock<std::thread::Thread> = OnceLock::new();
-/// Set while the resumer works on what it took from `OWED` (set under `OWED`'s lock).
-static RESUMING: AtomicBool = AtomicBool::new(false);
-/// JVMPI suspensions under way, and whether new ones are refused (VM death).
-static SUSPENDING: AtomicUsize = AtomicUsize::new(0);
-static CLOSED: AtomicBool = AtomicBool::new(false);
 
 /// Hands an ended thread that is still suspended to the resumer (no call into the VM: the
 /// calling thread may be the suspended one).
 fn resume_later(rec: &Arc<ThreadRec>) {
-    crate::lock(&OWED).push(rec.clone());
-    match RESUMER.get() {
+    crate::lock(&STATE.owed).push(rec.clone());
+    match STATE.resumer.get() {
         Some(t) => t.unpark(),
         None => log::warn!("a thread suspended at its end waits for the agent's ResumeThread (no resumer thread)"),
     }
@@ -463,15 +500,15 @@ fn resume_later(rec: &Arc<ThreadRec>) {
 unsafe extern "system" fn resumer_main(_jvmti: *mut jvmti::jvmtiEnv, _env: *mut JNIEnv, _arg: *mut c_void) {
     own_thread_here();
     crate::guard("JVMPI thread resumer", (), || {
-        let _ = RESUMER.set(std::thread::current());
+        let _ = STATE.resumer.set(std::thread::current());
         loop {
             let owed = {
-                let mut o = crate::lock(&OWED);
-                RESUMING.store(!o.is_empty(), SeqCst);
+                let mut o = crate::lock(&STATE.owed);
+                STATE.resuming.store(!o.is_empty(), SeqCst);
                 std::mem::take(&mut *o)
             };
             if owed.is_empty() {
-                if STOP_RESUMER.load(SeqCst) {
+                if STATE.stop_resumer.load(SeqCst) {
                     return;
                 }
                 std::thread::park();
@@ -488,7 +525,7 @@ unsafe extern "system" fn resumer_main(_jvmti: *mut jvmti::jvmtiEnv, _env: *mut 
                     }
                 }
             }
-            RESUMING.store(false, SeqCst);
+            STATE.resuming.store(false, SeqCst);
         }
     })
 }
@@ -515,39 +552,36 @@ pub fn release_all() {
     release_suspended();
     // The resumer's work is done: it ends, so that the JVM's exit does not wait for a thread
     // of the shim's in native code (HotSpot waits up to 300 ms for such threads).
-    STOP_RESUMER.store(true, SeqCst);
-    if let Some(r) = RESUMER.get() {
+    STATE.stop_resumer.store(true, SeqCst);
+    if let Some(r) = STATE.resumer.get() {
         r.unpark();
     }
 }
 
-/// Set at VM death once no resumption is owed: the resumer thread returns.
-static STOP_RESUMER: AtomicBool = AtomicBool::new(false);
-
 fn release_suspended() {
-    CLOSED.store(true, SeqCst);
+    STATE.closed.store(true, SeqCst);
     let deadline = Instant::now() + Duration::from_secs(5);
-    while SUSPENDING.load(SeqCst) > 0 && Instant::now() < deadline {
+    while STATE.suspending.load(SeqCst) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
-    let held: Vec<Arc<ThreadRec>> = THREADS
+    let held: Vec<Arc<ThreadRec>> = STATE.threads
         .iter()
         .map(|r| r.value().clone())
-        .chain(ENDED.iter().map(|e| e.value().1.clone()))
+        .chain(STATE.ended.iter().map(|e| e.value().1.clone()))
         .filter(|r| r.suspension().by_jvmpi)
         .collect();
     if held.is_empty() {
         return;
     }
-    let Some(resumer) = RESUMER.get() else {
+    let Some(resumer) = STATE.resumer.get() else {
         log::warn!("{} threads suspended by the agent stay suspended at VM death (no resumer thread)", held.len());
         return;
     };
     log::debug!("VM death: {} threads suspended by the agent are resumed", held.len());
-    crate::lock(&OWED).extend(held);
+    crate::lock(&STATE.owed).extend(held);
     resumer.unpark();
     loop {
-        let done = crate::lock(&OWED).is_empty() && !RESUMING.load(SeqCst);
+        let done = crate::lock(&STATE.owed).is_empty() && !STATE.resuming.load(SeqCst);
         if done || Instant::now() >= deadline {
             break;
         }
@@ -579,7 +613,7 @@ pub fn before_send(env: &mut *mut JNIEnv) -> bool {
         if env.is_null() || jvm::current_jni() != Some(*env) {
             return true;
         }
-        return match STAND_IN.with(|s| s.borrow().as_ref().map(|p| p.env())) {
+        return match PINS.with(|s| s.stand_in.borrow().as_ref().map(|p| p.env())) {
             Some(e) => {
                 *env = e;
                 true
@@ -599,7 +633,7 @@ pub fn event_env(env: *mut JNIEnv) -> *mut JNIEnv {
     if !OWN.with(|o| o.get()) {
         return env;
     }
-    STAND_IN.with(|s| s.borrow().as_ref().map_or(std::ptr::null_mut(), |p| p.env()))
+    PINS.with(|s| s.stand_in.borrow().as_ref().map_or(std::ptr::null_mut(), |p| p.env()))
 }
 
 /// [`ensure_current_announced`] for JVM_SHUT_DOWN: VM death comes in the `DestroyJavaVM` thread
@@ -622,7 +656,7 @@ fn ensure_announced(env: *mut JNIEnv, even_after_end: bool) -> bool {
         return true; // an event about another thread (catch-up); that thread is announced by its sender
     }
     let mut after_end = false;
-    let rec = match THREADS.get(&(env as usize)).map(|r| r.clone()) {
+    let rec = match STATE.threads.get(&(env as usize)).map(|r| r.clone()) {
         // Entered again by another thread's `announce_all` while this one finishes after its
         // THREAD_END (that record is about to be retired): the agent may hear no more of it.
         Some(r) if !even_after_end && has_ended(&r) => {
@@ -634,7 +668,7 @@ fn ensure_announced(env: *mut JNIEnv, even_after_end: bool) -> bool {
             let jni = jvm::Jni::of(env);
             // The thread is finishing after its THREAD_END (it takes its own Thread object's lock
             // to wake its joiners): the agent may hear no more of it.
-            let ended = ENDED.get(&(env as usize)).map(|e| e.1.tag);
+            let ended = STATE.ended.get(&(env as usize)).map(|e| e.1.tag);
             if !even_after_end && ended.is_some() && ended == ids::tag_of(t).ok() {
                 jni.delete_local_ref(t);
                 after_end = true;
@@ -649,7 +683,7 @@ fn ensure_announced(env: *mut JNIEnv, even_after_end: bool) -> bool {
     if let Some(rec) = rec {
         if even_after_end {
             // Live again for the agent (before its THREAD_START goes out, which checks this).
-            ENDED.remove(&(env as usize));
+            STATE.ended.remove(&(env as usize));
         }
         if events::enabled(JVMPI_EVENT_THREAD_START) && announce(&rec, env, false).is_err_and(|e| e == UNNAMED) {
             // Not announced yet, so its events are not sent (HotSpot announced an attaching
@@ -657,18 +691,15 @@ fn ensure_announced(env: *mut JNIEnv, even_after_end: bool) -> bool {
             return false;
         }
         jvm::set_announced_here(true);
-        ENDED.remove(&(env as usize));
+        STATE.ended.remove(&(env as usize));
     }
     !after_end
 }
 
 // ---- threads that were there before the shim -------------------------------------------------
 
-/// Offset of the JNIEnv inside HotSpot's JavaThread, measured once on a known thread.
-static ENV_OFFSET: OnceLock<Option<jlong>> = OnceLock::new();
-
 fn env_offset(jni: &jvm::Jni) -> Option<jlong> {
-    *ENV_OFFSET.get_or_init(|| {
+    *STATE.env_offset.get_or_init(|| {
         let me = jvm::current_thread().ok()?;
         let eetop = jni.thread_eetop(me)?;
         jni.delete_local_ref(me);
@@ -699,7 +730,7 @@ pub fn announce_all() {
             jni.delete_local_ref(t);
             continue;
         }
-        let known = ids::tag_of(t).ok().and_then(|tag| BY_TAG.get(&tag).map(|e| *e));
+        let known = ids::tag_of(t).ok().and_then(|tag| STATE.by_tag.get(&tag).map(|e| *e));
         let target = known.or_else(|| env_of_running_thread(&jni, t));
         match target.and_then(|e| register(&jni, e, t)) {
             Some(rec) if has_ended(&rec) => {
@@ -722,20 +753,20 @@ pub fn announce_all() {
 
 /// Whether the thread of `rec`'s `java.lang.Thread` has had its THREAD_END: the VM still lists a
 /// thread after its JVMTI ThreadEnd, while it wakes its joiners. (`on_thread_end` enters the
-/// record in ENDED before it leaves THREADS, so a record [`register`] made after that sees it.)
+/// record in `ended` before it leaves `threads`, so a record [`register`] made after that sees it.)
 fn has_ended(rec: &ThreadRec) -> bool {
-    ENDED.get(&rec.env).is_some_and(|e| e.1.tag == rec.tag)
+    STATE.ended.get(&rec.env).is_some_and(|e| e.1.tag == rec.tag)
 }
 
 /// Takes a record made again for an ended thread out of the tables (not the ended record itself).
 fn retire_if_new(rec: &Arc<ThreadRec>) {
-    if ENDED.get(&rec.env).is_some_and(|e| Arc::ptr_eq(&e.1, rec)) {
+    if STATE.ended.get(&rec.env).is_some_and(|e| Arc::ptr_eq(&e.1, rec)) {
         return;
     }
-    if THREADS.remove_if(&rec.env, |_, cur| Arc::ptr_eq(cur, rec)).is_some() {
+    if STATE.threads.remove_if(&rec.env, |_, cur| Arc::ptr_eq(cur, rec)).is_some() {
         log::debug!("a thread listed after its THREAD_END ({:#x}) is not entered again", rec.env);
-        BY_TAG.remove_if(&rec.tag, |_, e| *e == rec.env);
-        crate::lock(&GRAVEYARD).push((Instant::now(), rec.clone()));
+        STATE.by_tag.remove_if(&rec.tag, |_, e| *e == rec.env);
+        crate::lock(&STATE.graveyard).push((Instant::now(), rec.clone()));
     }
 }
 
@@ -743,8 +774,8 @@ fn retire_if_new(rec: &Arc<ThreadRec>) {
 pub fn request(id: jobjectID) -> Result<(), String> {
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     let jni = jvm::Jni::of(env);
-    let known = BY_TAG.get(&ids::to_tag(id)).map(|e| *e);
-    let rec = match known.and_then(|e| THREADS.get(&e).map(|r| r.clone())) {
+    let known = STATE.by_tag.get(&ids::to_tag(id)).map(|e| *e);
+    let rec = match known.and_then(|e| STATE.threads.get(&e).map(|r| r.clone())) {
         Some(r) => r,
         None => {
             let t = ids::object_of(id)?;
@@ -777,7 +808,7 @@ pub fn get_tls(a: usize, env: *mut JNIEnv) -> *mut c_void {
 
 /// Whether an agent's SuspendThread (or list) is inside JVMTI now (see `events::set_holder`).
 pub fn suspension_under_way() -> bool {
-    SUSPENDING.load(SeqCst) > 0
+    STATE.suspending.load(SeqCst) > 0
 }
 
 fn suspend_rec(rec: &Arc<ThreadRec>) -> Result<(), jvm::Error> {
@@ -790,15 +821,15 @@ fn suspend_rec(rec: &Arc<ThreadRec>) -> Result<(), jvm::Error> {
         return Err(jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE);
     }
     // Counted while under way, so that VM death can wait for it (see `release_all`).
-    SUSPENDING.fetch_add(1, SeqCst);
-    let r = if CLOSED.load(SeqCst) || rec.suspension().ended {
+    STATE.suspending.fetch_add(1, SeqCst);
+    let r = if STATE.closed.load(SeqCst) || rec.suspension().ended {
         Err(jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE)
     } else {
         // No lock is held across the call: the caller may be suspended in it by another thread.
         jvm::suspend(rec.jthread())
     };
     if let Err(e) = r {
-        SUSPENDING.fetch_sub(1, SeqCst);
+        STATE.suspending.fetch_sub(1, SeqCst);
         return Err(e);
     }
     let owed = {
@@ -806,9 +837,9 @@ fn suspend_rec(rec: &Arc<ThreadRec>) -> Result<(), jvm::Error> {
         s.by_jvmpi = true;
         // The thread was marked ended, or VM death closed suspensions, while this one was under
         // way: nobody else will see that it is owed a resumption.
-        s.ended || CLOSED.load(SeqCst)
+        s.ended || STATE.closed.load(SeqCst)
     };
-    SUSPENDING.fetch_sub(1, SeqCst);
+    STATE.suspending.fetch_sub(1, SeqCst);
     if owed {
         resume_later(rec);
         return Ok(());
@@ -835,8 +866,8 @@ fn resume_rec(rec: &ThreadRec) -> Result<(), jvm::Error> {
 
 /// The record a ResumeThread names: a live thread's, or one that ended in the last seconds.
 fn lookup_for_resume(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
-    if let Some((_, rec)) = ENDED.get(&(env as usize)).map(|e| e.clone()) {
-        if !THREADS.contains_key(&(env as usize)) {
+    if let Some((_, rec)) = STATE.ended.get(&(env as usize)).map(|e| e.clone()) {
+        if !STATE.threads.contains_key(&(env as usize)) {
             return Some(rec);
         }
     }
@@ -986,7 +1017,7 @@ pub fn jthread_of(env: *mut JNIEnv, what: &str) -> Option<jthread> {
 /// The JNIEnv of a live thread (a reference the caller owns), if the shim can find it.
 pub fn env_of(thread: jthread) -> Option<*mut JNIEnv> {
     let jni = jvm::Jni::current()?;
-    let known = ids::tag_of(thread).ok().and_then(|tag| BY_TAG.get(&tag).map(|e| *e));
+    let known = ids::tag_of(thread).ok().and_then(|tag| STATE.by_tag.get(&tag).map(|e| *e));
     known.or_else(|| env_of_running_thread(&jni, thread)).map(|e| e as *mut JNIEnv)
 }
 
