@@ -77,37 +77,78 @@ const EXIT: u8 = 4;
 const RECEIVER: u8 = 8;
 const INSTRUCTIONS: u8 = 2;
 
-/// Which hooks classes get now (ENTRY | EXIT | INSTRUCTIONS).
-static PLAN: AtomicU8 = AtomicU8::new(0);
-static TRACKER_CLASS: AtomicUsize = AtomicUsize::new(0);
-static SWITCH: Mutex<()> = Mutex::new(());
-/// `methods=jvmti`: entry and exit come from JVMTI MethodEntry/MethodExit.
-static JVMTI_PATH: AtomicBool = AtomicBool::new(false);
-static JVMTI_ON: AtomicBool = AtomicBool::new(false);
 
 // ---- method numbers → jmethodID ---------------------------------------------------------------
 
 const CHUNK_BITS: usize = 12;
 const CHUNK: usize = 1 << CHUNK_BITS;
 type Chunk = [AtomicUsize; CHUNK];
-static SLOTS: [AtomicPtr<Chunk>; CHUNK] = [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNK];
-static NEXT: AtomicUsize = AtomicUsize::new(0);
-static GROW: Mutex<()> = Mutex::new(());
-/// Keys of each lookupswitch, by (method number, original offset).
-static LOOKUPS: LazyLock<DashMap<(u32, u32), Vec<i32>>> = LazyLock::new(DashMap::new);
+
+/// The methods room's state: one `static`, each field what it holds and who writes it (a field costs
+/// what a separate `static` cost: the natives' hot path reads `slots` directly).
+struct MethodsState {
+    /// Which hooks classes get now (ENTRY | EXIT | INSTRUCTIONS | RECEIVER); written by `switch` under `switch`.
+    plan: AtomicU8,
+    /// The `JvmpiShimMethods` class (a global reference), once defined at start-up.
+    tracker_class: AtomicUsize,
+    /// Held while the plan changes and loaded classes are retransformed.
+    switch: Mutex<()>,
+    /// `methods=jvmti`: entry and exit come from JVMTI MethodEntry/MethodExit (set from the options).
+    jvmti_path: AtomicBool,
+    /// Whether JVMTI MethodEntry/MethodExit are on now (the `methods=jvmti` path).
+    jvmti_on: AtomicBool,
+    /// Method number → `jmethodID`, in chunks made as numbers are given out (read by the natives' hot path).
+    slots: [AtomicPtr<Chunk>; CHUNK],
+    /// The next method number to give out.
+    next: AtomicUsize,
+    /// Held while a chunk of `slots` is made.
+    grow: Mutex<()>,
+    /// Keys of each lookupswitch, by (method number, original offset), written as classes are rewritten.
+    lookups: LazyLock<DashMap<(u32, u32), Vec<i32>>>,
+    /// The JVM binds renamed natives (`SetNativeMethodPrefix` succeeded): native methods may be wrapped.
+    prefixed: AtomicBool,
+    /// Some class got wrappers: from then on the class-file hook stays on (every retransformation of such a class must add the same wrappers again: it cannot remove methods).
+    wrapping: AtomicBool,
+    /// A switch happened before the gate opened; its retransformation waits for `gate_opening`.
+    deferred: AtomicBool,
+    /// A class was rewritten with method hooks that retransformation has not undone since.
+    dirty: AtomicBool,
+    /// Classes rewritten (allocation and method plans): a figure of the migration report.
+    rewritten: std::sync::atomic::AtomicU64,
+    /// Nanoseconds spent rewriting them.
+    rewrite_nanos: std::sync::atomic::AtomicU64,
+}
+
+static STATE: MethodsState = MethodsState {
+    plan: AtomicU8::new(0),
+    tracker_class: AtomicUsize::new(0),
+    switch: Mutex::new(()),
+    jvmti_path: AtomicBool::new(false),
+    jvmti_on: AtomicBool::new(false),
+    slots: [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNK],
+    next: AtomicUsize::new(0),
+    grow: Mutex::new(()),
+    lookups: LazyLock::new(DashMap::new),
+    prefixed: AtomicBool::new(false),
+    wrapping: AtomicBool::new(false),
+    deferred: AtomicBool::new(false),
+    dirty: AtomicBool::new(false),
+    rewritten: std::sync::atomic::AtomicU64::new(0),
+    rewrite_nanos: std::sync::atomic::AtomicU64::new(0),
+};
 
 /// A fresh method number (its slot exists when this returns); None when the table is full.
 fn new_index() -> Option<i32> {
-    let i = NEXT.fetch_add(1, Relaxed);
+    let i = STATE.next.fetch_add(1, Relaxed);
     let c = i >> CHUNK_BITS;
     if c >= CHUNK || i > i32::MAX as usize {
         return None;
     }
-    if SLOTS[c].load(Acquire).is_null() {
-        let _g = crate::lock(&GROW);
-        if SLOTS[c].load(Acquire).is_null() {
+    if STATE.slots[c].load(Acquire).is_null() {
+        let _g = crate::lock(&STATE.grow);
+        if STATE.slots[c].load(Acquire).is_null() {
             let chunk: Box<Chunk> = Box::new([const { AtomicUsize::new(0) }; CHUNK]);
-            SLOTS[c].store(Box::into_raw(chunk), Release);
+            STATE.slots[c].store(Box::into_raw(chunk), Release);
         }
     }
     Some(i as i32)
@@ -117,7 +158,7 @@ fn new_index() -> Option<i32> {
 #[inline(always)]
 fn slot_of(index: jint) -> Option<&'static AtomicUsize> {
     let i = usize::try_from(index).ok()?;
-    let chunk = SLOTS.get(i >> CHUNK_BITS)?.load(Acquire);
+    let chunk = STATE.slots.get(i >> CHUNK_BITS)?.load(Acquire);
     if chunk.is_null() {
         return None;
     }
@@ -153,21 +194,16 @@ fn method_of(index: jint) -> Option<jmethodID> {
 pub fn set_up(jvmti_path: bool) -> Result<(), String> {
     if jvmti_path {
         jvm::add_method_event_capabilities().map_err(|e| format!("methods=jvmti: {}", jvm::err_name(e)))?;
-        JVMTI_PATH.store(true, SeqCst);
+        STATE.jvmti_path.store(true, SeqCst);
     } else {
         match jvm::set_native_method_prefix(bci::NATIVE_PREFIX) {
-            Ok(()) => PREFIXED.store(true, SeqCst),
+            Ok(()) => STATE.prefixed.store(true, SeqCst),
             Err(e) => log::info!("SetNativeMethodPrefix: {}; native methods get no method events", jvm::err_name(e)),
         }
     }
     Ok(())
 }
 
-/// The JVM binds renamed natives (`SetNativeMethodPrefix` succeeded): native methods may be wrapped.
-static PREFIXED: AtomicBool = AtomicBool::new(false);
-/// Some class got wrappers: from then on the class-file hook stays on (every retransformation of
-/// such a class, whoever asks for it, must add the same wrappers again: it cannot remove methods).
-static WRAPPING: AtomicBool = AtomicBool::new(false);
 
 /// The native methods of a loaded class that the shim wrapped when the class was defined
 /// (name, descriptor), from the renamed natives it has; None if none.
@@ -184,10 +220,10 @@ fn wrapped_natives_of(k: jclass) -> Option<Vec<(String, String)>> {
 /// EnableEvent / DisableEvent of METHOD_ENTRY, METHOD_ENTRY2, METHOD_EXIT, INSTRUCTION_START
 /// (the event's bit is already set or cleared).
 pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
-    let _g = crate::lock(&SWITCH);
+    let _g = crate::lock(&STATE.switch);
     let calls = [JVMPI_EVENT_METHOD_ENTRY, JVMPI_EVENT_METHOD_ENTRY2, JVMPI_EVENT_METHOD_EXIT].into_iter().any(events::enabled);
-    let jvmti_path = JVMTI_PATH.load(SeqCst);
-    if jvmti_path && calls != JVMTI_ON.load(SeqCst) {
+    let jvmti_path = STATE.jvmti_path.load(SeqCst);
+    if jvmti_path && calls != STATE.jvmti_on.load(SeqCst) {
         for ev in [jvmti::JVMTI_EVENT_METHOD_ENTRY, jvmti::JVMTI_EVENT_METHOD_EXIT] {
             if calls {
                 jvm::want(ev).map_err(jvm::err_name)?;
@@ -195,7 +231,7 @@ pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
                 jvm::unwant(ev);
             }
         }
-        JVMTI_ON.store(calls, SeqCst);
+        STATE.jvmti_on.store(calls, SeqCst);
     }
     let mut plan = 0;
     if !jvmti_path {
@@ -212,23 +248,23 @@ pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
     if events::enabled(JVMPI_EVENT_INSTRUCTION_START) {
         plan |= INSTRUCTIONS;
     }
-    let old = PLAN.load(SeqCst);
+    let old = STATE.plan.load(SeqCst);
     if plan == old {
         return Ok(());
     }
-    if plan != 0 && TRACKER_CLASS.load(Acquire) == 0 {
+    if plan != 0 && STATE.tracker_class.load(Acquire) == 0 {
         define_tracker()?;
     }
     if old == 0 {
         jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK).map_err(jvm::err_name)?;
     }
-    PLAN.store(plan, SeqCst);
+    STATE.plan.store(plan, SeqCst);
     if !events::is_ready() && !events::is_dead() {
         // Inside the agent's JVM_OnLoad: no event can be sent before it returns, so the classes
         // already loaded are retransformed once, when the gate opens ([`gate_opening`]), and
         // not at all if the events are off again by then. Classes loading meanwhile get the
         // plan as they load.
-        DEFERRED.store(true, SeqCst);
+        STATE.deferred.store(true, SeqCst);
         if plan == 0 {
             jvm::unwant(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
         }
@@ -252,25 +288,21 @@ fn retransform(plan: u8) {
     if plan == 0 {
         jvm::unwant(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
     }
-    DIRTY.store(false, SeqCst);
+    STATE.dirty.store(false, SeqCst);
     log::info!("method hooks {:?}: {n} loaded classes retransformed in {:?}", describe(plan), t.elapsed());
 }
 
-/// A switch happened before the gate opened; its retransformation waits for [`gate_opening`].
-static DEFERRED: AtomicBool = AtomicBool::new(false);
-/// A class was rewritten with method hooks that retransformation has not undone since.
-static DIRTY: AtomicBool = AtomicBool::new(false);
 
 /// Just before the gate opens (the agent's JVM_OnLoad has returned): the retransformation the
 /// switches inside JVM_OnLoad deferred, once, with the plan in force now. Nothing happens when
 /// the events were switched on and off again and no class was rewritten meanwhile.
 pub fn gate_opening() {
-    if !DEFERRED.swap(false, SeqCst) {
+    if !STATE.deferred.swap(false, SeqCst) {
         return;
     }
-    let _g = crate::lock(&SWITCH);
-    let plan = PLAN.load(SeqCst);
-    if plan != 0 || DIRTY.load(SeqCst) {
+    let _g = crate::lock(&STATE.switch);
+    let plan = STATE.plan.load(SeqCst);
+    if plan != 0 || STATE.dirty.load(SeqCst) {
         if plan == 0 {
             // Undo the classes rewritten meanwhile (`retransform` gives the hook back).
             let _ = jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
@@ -322,7 +354,7 @@ fn define_tracker() -> Result<(), String> {
     }
     let own: Vec<_> = bci::TRACKER_METHODS.iter().filter_map(|(n, sig)| jni.method_id_in(k, n, sig, true)).collect();
     calltrace::hide(&own);
-    TRACKER_CLASS.store(k as usize, Release);
+    STATE.tracker_class.store(k as usize, Release);
     Ok(())
 }
 
@@ -338,12 +370,12 @@ fn define_tracker() -> Result<(), String> {
 /// while they are off — and no other class ever gets wrappers.
 pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Option<Vec<u8>> {
     let alloc = alloc::plan();
-    let plan = PLAN.load(SeqCst);
+    let plan = STATE.plan.load(SeqCst);
     let rewrap = match redefined {
-        Some(k) if WRAPPING.load(SeqCst) => wrapped_natives_of(k),
+        Some(k) if STATE.wrapping.load(SeqCst) => wrapped_natives_of(k),
         _ => None,
     };
-    let wrap_new = redefined.is_none() && !boot && plan & (ENTRY | EXIT) != 0 && PREFIXED.load(Relaxed);
+    let wrap_new = redefined.is_none() && !boot && plan & (ENTRY | EXIT) != 0 && STATE.prefixed.load(Relaxed);
     if alloc.is_none() && plan == 0 && rewrap.is_none() {
         return None;
     }
@@ -358,7 +390,7 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
     let mut next = |_: &str, _: &str, lookups: &[bci::Lookup]| -> i32 {
         let Some(i) = new_index() else { return -1 };
         for l in lookups {
-            LOOKUPS.insert((i as u32, l.offset), l.keys.clone());
+            STATE.lookups.insert((i as u32, l.offset), l.keys.clone());
         }
         i
     };
@@ -374,18 +406,18 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
     };
     let t = std::time::Instant::now();
     let r = bci::instrument_class_wrapping(class_file, alloc.as_ref(), methods, wrap.as_ref());
-    REWRITE_NANOS.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+    STATE.rewrite_nanos.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
     match r {
         Ok((out, wrapped)) => {
-            if wrapped > 0 && !WRAPPING.swap(true, SeqCst) {
+            if wrapped > 0 && !STATE.wrapping.swap(true, SeqCst) {
                 // Kept for good (see above); traces start hiding the renamed natives.
                 let _ = jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
                 calltrace::natives_wrapped();
             }
             if out.is_some() {
-                REWRITTEN.fetch_add(1, Relaxed);
-                if plan != 0 && !DIRTY.load(Relaxed) {
-                    DIRTY.store(true, SeqCst);
+                STATE.rewritten.fetch_add(1, Relaxed);
+                if plan != 0 && !STATE.dirty.load(Relaxed) {
+                    STATE.dirty.store(true, SeqCst);
                 }
             }
             out
@@ -397,14 +429,10 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
     }
 }
 
-/// Classes rewritten (allocation and method plans), and the time spent rewriting: the
-/// migration report's figures of the shim's own overhead.
-static REWRITTEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-static REWRITE_NANOS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// (classes rewritten, nanoseconds spent rewriting) so far.
 pub fn rewrite_figures() -> (u64, u64) {
-    (REWRITTEN.load(Relaxed), REWRITE_NANOS.load(Relaxed))
+    (STATE.rewritten.load(Relaxed), STATE.rewrite_nanos.load(Relaxed))
 }
 
 // ---- the tracker's natives ----------------------------------------------------------------------
@@ -653,7 +681,7 @@ unsafe extern "system" fn table_switch(env: *mut JNIEnv, _k: jclass, key: jint, 
 
 unsafe extern "system" fn lookup_switch(env: *mut JNIEnv, _k: jclass, key: jint, index: jint, offset: jint) {
     crate::guard("JvmpiShimMethods.lookupSwitch", (), || {
-        let (chosen, total) = match LOOKUPS.get(&(index as u32, offset as u32)) {
+        let (chosen, total) = match STATE.lookups.get(&(index as u32, offset as u32)) {
             Some(keys) => {
                 let total = keys.len() as jint;
                 (keys.iter().position(|&k| k == key).map_or(total, |p| p as jint), total)
@@ -673,7 +701,7 @@ unsafe extern "system" fn lookup_switch(env: *mut JNIEnv, _k: jclass, key: jint,
 
 /// JVMTI MethodEntry (`methods=jvmti`).
 pub fn on_jvmti_entry(env: *mut JNIEnv, thread: jthread, m: jmethodID) {
-    if !live() || !JVMTI_ON.load(Relaxed) {
+    if !live() || !STATE.jvmti_on.load(Relaxed) {
         return;
     }
     classes::note_method(m);
@@ -686,7 +714,7 @@ pub fn on_jvmti_entry(env: *mut JNIEnv, thread: jthread, m: jmethodID) {
 
 /// JVMTI MethodExit (`methods=jvmti`).
 pub fn on_jvmti_exit(env: *mut JNIEnv, m: jmethodID) {
-    if !live() || !JVMTI_ON.load(Relaxed) || !events::enabled(JVMPI_EVENT_METHOD_EXIT) {
+    if !live() || !STATE.jvmti_on.load(Relaxed) || !events::enabled(JVMPI_EVENT_METHOD_EXIT) {
         return;
     }
     send_exit(0, env, m);
