@@ -106,6 +106,9 @@ struct Local {
     /// The classes this thread allocated last, most recently used last. Comparing references
     /// is cheaper than reading a tag, and the shape kept here spares the shared table.
     classes: RefCell<Vec<Cached>>,
+    /// The classes the tracker's Java code named with their identity hash, at the hash modulo
+    /// [`DIRECT`] (allocated at the first).
+    direct: RefCell<Vec<Option<Cached>>>,
     /// Normal objects this thread's VMObjectAlloc or JNI reported, whose constructor may still
     /// run (newest last).
     vm_made: RefCell<Vec<Made>>,
@@ -118,6 +121,7 @@ thread_local! {
             deferred: Cell::new(Vec::new()),
             pending: RefCell::new(Vec::new()),
             classes: RefCell::new(Vec::new()),
+            direct: RefCell::new(Vec::new()),
             vm_made: RefCell::new(Vec::new()),
         }
     };
@@ -190,11 +194,14 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
     let k = jni
         .define_boot_class(TRACKER, &bci::tracker_class(TRACKER))
         .ok_or("cannot define the allocation tracker class in the boot class loader")?;
+    // The descriptors of `bci::NATIVE_DESCRIPTORS`.
     let sig = c"(Ljava/lang/Object;)V";
+    let with_class = c"(Ljava/lang/Object;Ljava/lang/Class;I)V";
+    let with_hash = c"(Ljava/lang/Object;I)V";
     let natives = [
-        jvm::Native { name: c"onInit", signature: sig, f: on_init as *mut c_void },
-        jvm::Native { name: c"onNew", signature: sig, f: on_new as *mut c_void },
-        jvm::Native { name: c"onNewObject", signature: sig, f: on_new_object as *mut c_void },
+        jvm::Native { name: c"onInit", signature: with_class, f: on_init as *mut c_void },
+        jvm::Native { name: c"onNew", signature: with_class, f: on_new as *mut c_void },
+        jvm::Native { name: c"onNewObject", signature: with_hash, f: on_new_object as *mut c_void },
         jvm::Native { name: c"onMade", signature: sig, f: on_made as *mut c_void },
         jvm::Native { name: c"onReflectNew", signature: sig, f: on_reflect_new as *mut c_void },
     ];
@@ -209,8 +216,9 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
     let hook = "(Ljava/lang/Object;)V";
     let own: Vec<_> = bci::ALLOC_HOOKS
         .iter()
-        .flat_map(|(h, n)| [*h, *n])
-        .filter_map(|n| jni.method_id_in(k, n, hook, true))
+        .zip(bci::NATIVE_DESCRIPTORS)
+        .flat_map(|((h, n), d)| [(*h, hook), (*n, d)])
+        .filter_map(|(n, d)| jni.method_id_in(k, n, d, true))
         .collect();
     calltrace::hide(&own);
     if let Some(m) = jni.method_id_in(k, "objectInit", hook, true) {
@@ -239,23 +247,31 @@ pub enum Source {
     VmOrJni,
 }
 
-/// The tracker's native `onNew(Object)`: an array has just been made in this thread.
-unsafe extern "system" fn on_new(env: *mut JNIEnv, _tracker: jclass, obj: jobject) {
-    crate::guard("JvmpiShimTracker.onNew", (), || report(env, obj, Source::Bytecode))
+/// The class of an object as the tracker's Java code hands it over: the class and its identity
+/// hash (which indexes this thread's class cache).
+type Hint = Option<(jclass, u32)>;
+
+/// The tracker's native `onNew(Object, Class, int)`: an array (of that class, whose identity
+/// hash is given) has just been made in this thread.
+unsafe extern "system" fn on_new(env: *mut JNIEnv, _tracker: jclass, obj: jobject, klass: jclass, hash: jint) {
+    let hint = (!klass.is_null()).then_some((klass, hash as u32));
+    crate::guard("JvmpiShimTracker.onNew", (), || report_with(env, obj, Source::Bytecode, hint))
 }
 
-/// The tracker's native `onInit(Object)`, first thing in `java.lang.Object.<init>`: the object
-/// takes the ID its `new` announced, or is reported now if no hook saw it being allocated.
-unsafe extern "system" fn on_init(env: *mut JNIEnv, _tracker: jclass, obj: jobject) {
-    crate::guard("JvmpiShimTracker.onInit", (), || init(env, obj))
+/// The tracker's native `onInit(Object, Class, int)`, first thing in `java.lang.Object.<init>`:
+/// the object takes the ID its `new` announced, or is reported now if no hook saw it being
+/// allocated.
+unsafe extern "system" fn on_init(env: *mut JNIEnv, _tracker: jclass, obj: jobject, klass: jclass, hash: jint) {
+    let hint = (!klass.is_null()).then_some((klass, hash as u32));
+    crate::guard("JvmpiShimTracker.onInit", (), || init(env, obj, hint))
 }
 
-/// The tracker's native `onNewObject(Class)`, right after a `new` of that class: OBJECT_ALLOC
-/// now, with an ID the object takes in `Object.<init>`.
-unsafe extern "system" fn on_new_object(env: *mut JNIEnv, _tracker: jclass, klass: jobject) {
+/// The tracker's native `onNewObject(Class, int)`, right after a `new` of that class (its
+/// identity hash given): OBJECT_ALLOC now, with an ID the object takes in `Object.<init>`.
+unsafe extern "system" fn on_new_object(env: *mut JNIEnv, _tracker: jclass, klass: jobject, hash: jint) {
     let sp = stack_mark();
     crate::guard("JvmpiShimTracker.onNewObject", (), || {
-        reserve(env, klass, sp, false);
+        reserve_with(env, klass, sp, false, Some(hash as u32));
     })
 }
 
@@ -283,6 +299,11 @@ unsafe extern "system" fn on_reflect_new(env: *mut JNIEnv, _tracker: jclass, cto
 
 /// Sends OBJECT_ALLOC for `obj` unless it has been reported (or given an ID) already.
 pub fn report(env: *mut JNIEnv, obj: jobject, source: Source) {
+    report_with(env, obj, source, None)
+}
+
+/// [`report`], with the object's class when the caller knows it.
+fn report_with(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
     if obj.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() {
         return;
     }
@@ -296,7 +317,7 @@ pub fn report(env: *mut JNIEnv, obj: jobject, source: Source) {
         defer(env, obj);
         return;
     }
-    report_one(env, obj, source);
+    report_one(env, obj, source, hint);
     drain_deferred(env);
     set_reporting(false);
 }
@@ -320,20 +341,26 @@ fn drain_deferred(env: *mut JNIEnv) {
         }
         let jni = jvm::Jni::of(env);
         for g in v {
-            report_one(env, g as jobject, Source::VmOrJni);
+            report_one(env, g as jobject, Source::VmOrJni, None);
             jni.delete_global_ref(g as jobject);
         }
     }
 }
 
-fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
+fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
     let jni = jvm::Jni::of(env);
     if source == Source::VmOrJni && !matches!(jvm::get_tag(obj), Ok(0)) {
         return;
     }
-    let klass = jni.object_class(obj);
-    let shape = shape_of(env, &jni, klass);
-    jni.delete_local_ref(klass);
+    let shape = match hint {
+        Some((klass, hash)) => shape_of(env, &jni, klass, Some(hash)),
+        None => {
+            let klass = jni.object_class(obj);
+            let shape = shape_of(env, &jni, klass, None);
+            jni.delete_local_ref(klass);
+            shape
+        }
+    };
     let Some((ctag, shape)) = shape else {
         log::debug!("an allocation could not be described; not reported");
         return;
@@ -369,7 +396,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
         if let Ok(me) = jvm::current_thread() {
             if !me.is_null() {
                 let k = jni.object_class(me);
-                if let Some(t) = class_tag(&jni, k) {
+                if let Some(t) = class_tag(&jni, k, None) {
                     remember_vm_made(&jni, me, t);
                 }
                 jni.delete_local_ref(k);
@@ -390,7 +417,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
             // Every instance of a class has the same size: measure it once.
             if let Some(mut e) = SHAPES.get_mut(&ctag) {
                 e.size = s;
-                cache_shape(ctag, *e);
+                cache_shape(ctag, *e, hint.map(|h| h.1));
             }
         }
         s
@@ -417,15 +444,15 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
         // Sub-arrays made together with their outer array (multianewarray).
         for e in jni.array_elements(obj) {
             if !e.is_null() {
-                report_one(env, e, Source::VmOrJni);
+                report_one(env, e, Source::VmOrJni, None);
                 jni.delete_local_ref(e);
             }
         }
     }
 }
 
-fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass) -> Option<(jlong, Shape)> {
-    let (ctag, cached) = cached_class(jni, klass)?;
+fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlong, Shape)> {
+    let (ctag, cached) = cached_class(jni, klass, hash)?;
     if let Some(s) = cached.or_else(|| SHAPES.get(&ctag).map(|s| *s)) {
         if s.is_array == JVMPI_NORMAL_OBJECT {
             // The class must have been announced before its first instance (CLASS_LOAD may
@@ -433,7 +460,7 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass) -> Option<(jlong, S
             let _ = classes::ensure_announced_tagged(env, klass, ctag);
         }
         if cached.is_none() {
-            cache_shape(ctag, s);
+            cache_shape(ctag, s, hash);
         }
         return Some((ctag, s));
     }
@@ -454,7 +481,7 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass) -> Option<(jlong, S
         Some(prim) => Shape { is_array: prim, class_id: 0, size: 0, nested: false },
     };
     SHAPES.insert(ctag, shape);
-    cache_shape(ctag, shape);
+    cache_shape(ctag, shape, hash);
     Some((ctag, shape))
 }
 
@@ -502,6 +529,11 @@ fn abandon(p: Pending) {
 /// Returns the reserved tag, or None when nothing was announced (the object is then reported
 /// from `Object.<init>`).
 pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Option<jlong> {
+    reserve_with(env, klass, sp, checked, None)
+}
+
+/// [`reserve`], with the class's identity hash when the caller knows it.
+fn reserve_with(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool, hash: Option<u32>) -> Option<jlong> {
     if klass.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() || jvm::shim_internal() {
         return None;
     }
@@ -518,11 +550,11 @@ pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Opt
         }
     }
     let jni = jvm::Jni::of(env);
-    let (ctag, shape) = shape_of(env, &jni, klass)?;
+    let (ctag, shape) = shape_of(env, &jni, klass, hash)?;
     if shape.is_array != JVMPI_NORMAL_OBJECT {
         return None;
     }
-    let size = if shape.size > 0 { shape.size } else { instance_size(&jni, klass, ctag)? };
+    let size = if shape.size > 0 { shape.size } else { instance_size(&jni, klass, ctag, hash)? };
     let tag = ids::fresh_defined_tag();
     LOCAL.with(|l| {
         let mut p = l.pending.borrow_mut();
@@ -560,7 +592,7 @@ pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Opt
 /// `-XX:-RegisterFinalizersAtInit` (registration at allocation) a class with its own
 /// `finalize()` gets None instead: its first instance is measured when it is reported from
 /// `Object.<init>`, and announced at `new` from then on.
-fn instance_size(jni: &jvm::Jni, klass: jclass, ctag: jlong) -> Option<jint> {
+fn instance_size(jni: &jvm::Jni, klass: jclass, ctag: jlong, hash: Option<u32>) -> Option<jint> {
     if finalizers_at_allocation() {
         if let Some(m) = jni.method_id_in(klass, "finalize", "()V", false) {
             let decl = jvm::method_class(m).ok()?;
@@ -577,7 +609,7 @@ fn instance_size(jni: &jvm::Jni, klass: jclass, ctag: jlong) -> Option<jint> {
     let s = s.ok()?.min(jint::MAX as i64) as jint;
     if let Some(mut e) = SHAPES.get_mut(&ctag) {
         e.size = s;
-        cache_shape(ctag, *e);
+        cache_shape(ctag, *e, hash);
     }
     Some(s)
 }
@@ -600,16 +632,22 @@ fn finalizers_at_allocation() -> bool {
 /// `Object.<init>` of `obj` in this thread: it takes the newest reservation of its class (the
 /// reservations above it were abandoned: their constructors threw before reaching here), or,
 /// when no hook announced it, is reported now.
-fn init(env: *mut JNIEnv, obj: jobject) {
+fn init(env: *mut JNIEnv, obj: jobject, hint: Hint) {
     if obj.is_null() {
         return;
     }
     let (any_pending, any_made) = LOCAL.with(|l| (!l.pending.borrow().is_empty(), !l.vm_made.borrow().is_empty()));
     if (any_pending || any_made) && !reporting() && !jvm::shim_internal() {
         let jni = jvm::Jni::of(env);
-        let klass = jni.object_class(obj);
-        let ctag = class_tag(&jni, klass);
-        jni.delete_local_ref(klass);
+        let ctag = match hint {
+            Some((klass, hash)) => class_tag(&jni, klass, Some(hash)),
+            None => {
+                let klass = jni.object_class(obj);
+                let ctag = class_tag(&jni, klass, None);
+                jni.delete_local_ref(klass);
+                ctag
+            }
+        };
         if let Some(ctag) = ctag {
             if any_made && was_vm_made(&jni, obj, ctag) {
                 return; // reported when the VM or JNI made it
@@ -629,7 +667,7 @@ fn init(env: *mut JNIEnv, obj: jobject) {
             }
         }
     }
-    report(env, obj, Source::Bytecode)
+    report_with(env, obj, Source::Bytecode, hint)
 }
 
 /// JNI `NewObject`/`NewObjectV`/`NewObjectA` are about to make an instance of `klass` and run a
@@ -672,11 +710,15 @@ pub fn pending_description(id: jobjectID) -> Option<ObjAlloc> {
 // ---- per-thread caches on the allocation path ---------------------------------------------------
 
 const CACHED: usize = 4;
+/// Entries of a thread's direct-mapped class cache (indexed by the class's identity hash).
+const DIRECT: usize = 256;
 
 /// A class this thread allocated lately.
 struct Cached {
     /// A weak reference to the class.
     weak: usize,
+    /// Its identity hash (in the direct-mapped cache).
+    hash: u32,
     ctag: jlong,
     /// Its shape once complete (an instance size known, or an array class).
     shape: Option<Shape>,
@@ -697,28 +739,40 @@ pub fn on_thread_end(env: *mut JNIEnv) {
     for c in LOCAL.with(|l| std::mem::take(&mut *l.classes.borrow_mut())) {
         jni.delete_weak(c.weak as jobject);
     }
+    for c in LOCAL.with(|l| std::mem::take(&mut *l.direct.borrow_mut())).into_iter().flatten() {
+        jni.delete_weak(c.weak as jobject);
+    }
     for m in LOCAL.with(|l| std::mem::take(&mut *l.vm_made.borrow_mut())) {
         jni.delete_weak(m.weak as jobject);
     }
 }
 
-fn class_tag(jni: &jvm::Jni, klass: jclass) -> Option<jlong> {
-    cached_class(jni, klass).map(|(t, _)| t)
+fn class_tag(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<jlong> {
+    cached_class(jni, klass, hash).map(|(t, _)| t)
 }
 
-/// The tag of `klass` and its shape if this thread has it: the cache is searched from the
-/// class used last (in a loop that allocates one class, one comparison), the class found is
-/// moved there.
-fn cached_class(jni: &jvm::Jni, klass: jclass) -> Option<(jlong, Option<Shape>)> {
-    let hit = LOCAL.with(|l| {
-        let mut c = l.classes.borrow_mut();
-        let i = c.iter().rposition(|e| jni.is_same(e.weak as jobject, klass))?;
-        let r = (c[i].ctag, c[i].shape);
-        if i + 1 != c.len() {
-            let e = c.remove(i);
-            c.push(e);
+/// The tag of `klass` and its shape if this thread has it. With the class's identity hash
+/// (the tracker's Java code computes it), the entry is found at its index in the direct-mapped
+/// cache and confirmed with one comparison; without it, the short list is searched from the
+/// class used last (in a loop that allocates one class, one comparison), and the class found
+/// moves there.
+fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlong, Option<Shape>)> {
+    let hit = LOCAL.with(|l| match hash {
+        Some(h) => {
+            let d = l.direct.borrow();
+            let e = d.get(h as usize % DIRECT)?.as_ref()?;
+            (e.hash == h && jni.is_same(e.weak as jobject, klass)).then_some((e.ctag, e.shape))
         }
-        Some(r)
+        None => {
+            let mut c = l.classes.borrow_mut();
+            let i = c.iter().rposition(|e| jni.is_same(e.weak as jobject, klass))?;
+            let r = (c[i].ctag, c[i].shape);
+            if i + 1 != c.len() {
+                let e = c.remove(i);
+                c.push(e);
+            }
+            Some(r)
+        }
     });
     if hit.is_some() {
         return hit;
@@ -726,25 +780,44 @@ fn cached_class(jni: &jvm::Jni, klass: jclass) -> Option<(jlong, Option<Shape>)>
     let tag = ids::indexed_tag_of(klass).ok()?;
     let w = jni.new_weak(klass);
     if !w.is_null() {
-        LOCAL.with(|l| {
-            let mut c = l.classes.borrow_mut();
-            if c.len() == CACHED {
-                let old = c.remove(0);
-                jni.delete_weak(old.weak as jobject);
+        LOCAL.with(|l| match hash {
+            Some(h) => {
+                let mut d = l.direct.borrow_mut();
+                if d.is_empty() {
+                    d.resize_with(DIRECT, || None);
+                }
+                let old = d[h as usize % DIRECT].replace(Cached { weak: w as usize, hash: h, ctag: tag, shape: None });
+                if let Some(old) = old {
+                    jni.delete_weak(old.weak as jobject);
+                }
             }
-            c.push(Cached { weak: w as usize, ctag: tag, shape: None });
+            None => {
+                let mut c = l.classes.borrow_mut();
+                if c.len() == CACHED {
+                    let old = c.remove(0);
+                    jni.delete_weak(old.weak as jobject);
+                }
+                c.push(Cached { weak: w as usize, hash: 0, ctag: tag, shape: None });
+            }
         });
     }
     Some((tag, None))
 }
 
-/// Keeps a complete shape (instance size known, or an array) in this thread's cache entry of
+/// Keeps a complete shape (instance size known, or an array) in this thread's cache entries of
 /// its class.
-fn cache_shape(ctag: jlong, s: Shape) {
+fn cache_shape(ctag: jlong, s: Shape, hash: Option<u32>) {
     if s.is_array == JVMPI_NORMAL_OBJECT && s.size <= 0 {
         return;
     }
     LOCAL.with(|l| {
+        if let Some(h) = hash {
+            if let Some(Some(e)) = l.direct.borrow_mut().get_mut(h as usize % DIRECT) {
+                if e.ctag == ctag {
+                    e.shape = Some(s);
+                }
+            }
+        }
         if let Some(e) = l.classes.borrow_mut().iter_mut().rev().find(|e| e.ctag == ctag) {
             e.shape = Some(s);
         }
@@ -792,7 +865,8 @@ fn send(ev: &mut JVMPI_Event) {
     if events::fast(JVMPI_EVENT_OBJECT_ALLOC) {
         let (h, counter) = jvm::here_and_counter();
         if h & (jvm::INTERNAL | jvm::ANNOUNCED | jvm::UNSENT) == jvm::ANNOUNCED {
-            if let Some(counter) = counter {
+            // A thread's first event here gives it its in-flight counter.
+            if let Some(counter) = counter.or_else(events::take_counter) {
                 events::send_fast(ev, counter);
                 return;
             }
