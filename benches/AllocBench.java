@@ -1,8 +1,8 @@
 // Allocation-heavy workload for scripts/bench-alloc.sh: n allocations (15/16 small objects,
 // 1/16 int[8]) into a ring of `window` live slots, so that objects keep dying.
 // Workload "scratch" (third argument) also allocates, every iteration, a small int[2] that never
-// leaves the loop: C2's escape analysis removes it when nothing else makes it escape (an
-// allocation hook that is handed the array does).
+// leaves the loop: once C2 has compiled the loop, a JVMTI sampling agent sees none of them
+// (escape analysis presumably); an allocation hook that is handed the array makes it escape.
 // Prints the loop's wall time and the loop thread's CPU time (less sensitive to a busy machine).
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;

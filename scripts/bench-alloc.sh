@@ -13,10 +13,10 @@
 #
 # Two workloads (WORKLOADS, both by default):
 #   plain    the loop above (15/16 small objects, 1/16 int[8], all kept in a ring);
-#   scratch  the same, plus a small int[2] per iteration that never leaves the loop: C2's escape
-#            analysis removes it under (a) and (b) (JDK 16 and later: JDK-8227745), but the
-#            shim's array hook hands it to a native, so the shim reports (and the JVM makes)
-#            twice the allocations. Only (a), (b), (c) run it.
+#   scratch  the same, plus a small int[2] per iteration that never leaves the loop: once C2 has
+#            compiled the loop, (b) sees none of them (escape analysis presumably; on JDK 25 also
+#            with it switched off), but the shim's array hook hands it to a native, so the shim
+#            reports (and the JVM makes) twice the allocations. Only (a), (b), (c) run it.
 # (c)/(b) is given per reported allocation (loop time / the agent's OBJECT_ALLOC count), the
 # goal's measure, and per loop iteration; both from the loop thread's CPU time (CPU=1, the
 # default: on a busy machine wall time mostly measures the wait for a core) or wall time (CPU=0).
