@@ -92,9 +92,47 @@ struct Shape {
 
 static SHAPES: LazyLock<DashMap<jlong, Shape>> = LazyLock::new(DashMap::new);
 
-thread_local! {
+/// This thread's allocation state, in one thread-local (each thread-local of a shared library
+/// costs a `__tls_get_addr` call to reach; the allocation path is the hottest there is).
+struct Local {
     /// Set while this thread is inside an OBJECT_ALLOC delivery.
-    static REPORTING: Cell<bool> = const { Cell::new(false) };
+    reporting: Cell<bool>,
+    /// Allocations of the agent's own OBJECT_ALLOC handler (global references), reported after it.
+    deferred: Cell<Vec<usize>>,
+    /// This thread's reservations, oldest first. Constructions nest like brackets (the inner
+    /// `new` of `new A(new B())` reaches `Object.<init>` first), so the newest reservation of
+    /// the object's class is the object's.
+    pending: RefCell<Vec<Pending>>,
+    /// The classes this thread allocated last, most recently used last. Comparing references
+    /// is cheaper than reading a tag, and the shape kept here spares the shared table.
+    classes: RefCell<Vec<Cached>>,
+    /// The classes the tracker's Java code named with their identity hash, at the hash modulo
+    /// [`DIRECT`] (allocated at the first).
+    direct: RefCell<Vec<Option<Cached>>>,
+    /// Normal objects this thread's VMObjectAlloc or JNI reported, whose constructor may still
+    /// run (newest last).
+    vm_made: RefCell<Vec<Made>>,
+}
+
+thread_local! {
+    static LOCAL: Local = const {
+        Local {
+            reporting: Cell::new(false),
+            deferred: Cell::new(Vec::new()),
+            pending: RefCell::new(Vec::new()),
+            classes: RefCell::new(Vec::new()),
+            direct: RefCell::new(Vec::new()),
+            vm_made: RefCell::new(Vec::new()),
+        }
+    };
+}
+
+fn reporting() -> bool {
+    LOCAL.with(|l| l.reporting.get())
+}
+
+fn set_reporting(on: bool) -> bool {
+    LOCAL.with(|l| l.reporting.replace(on))
 }
 
 pub fn installed() -> bool {
@@ -156,11 +194,14 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
     let k = jni
         .define_boot_class(TRACKER, &bci::tracker_class(TRACKER))
         .ok_or("cannot define the allocation tracker class in the boot class loader")?;
+    // The descriptors of `bci::NATIVE_DESCRIPTORS`.
     let sig = c"(Ljava/lang/Object;)V";
+    let with_class = c"(Ljava/lang/Object;Ljava/lang/Class;I)V";
+    let with_hash = c"(Ljava/lang/Object;I)V";
     let natives = [
-        jvm::Native { name: c"onInit", signature: sig, f: on_init as *mut c_void },
-        jvm::Native { name: c"onNew", signature: sig, f: on_new as *mut c_void },
-        jvm::Native { name: c"onNewObject", signature: sig, f: on_new_object as *mut c_void },
+        jvm::Native { name: c"onInit", signature: with_class, f: on_init as *mut c_void },
+        jvm::Native { name: c"onNew", signature: with_class, f: on_new as *mut c_void },
+        jvm::Native { name: c"onNewObject", signature: with_hash, f: on_new_object as *mut c_void },
         jvm::Native { name: c"onMade", signature: sig, f: on_made as *mut c_void },
         jvm::Native { name: c"onReflectNew", signature: sig, f: on_reflect_new as *mut c_void },
     ];
@@ -175,8 +216,9 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
     let hook = "(Ljava/lang/Object;)V";
     let own: Vec<_> = bci::ALLOC_HOOKS
         .iter()
-        .flat_map(|(h, n)| [*h, *n])
-        .filter_map(|n| jni.method_id_in(k, n, hook, true))
+        .zip(bci::NATIVE_DESCRIPTORS)
+        .flat_map(|((h, n), d)| [(*h, hook), (*n, d)])
+        .filter_map(|(n, d)| jni.method_id_in(k, n, d, true))
         .collect();
     calltrace::hide(&own);
     if let Some(m) = jni.method_id_in(k, "objectInit", hook, true) {
@@ -199,29 +241,37 @@ pub fn plan() -> Option<bci::AllocHooks<'static>> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     /// The instrumented bytecode: `Object.<init>` or an array instruction. Such an object is
-    /// new unless the VM or JNI reported it first (see `VM_MADE`).
+    /// new unless the VM or JNI reported it first (see [`Local::vm_made`]).
     Bytecode,
     /// JVMTI VMObjectAlloc or a JNI allocation function.
     VmOrJni,
 }
 
-/// The tracker's native `onNew(Object)`: an array has just been made in this thread.
-unsafe extern "system" fn on_new(env: *mut JNIEnv, _tracker: jclass, obj: jobject) {
-    crate::guard("JvmpiShimTracker.onNew", (), || report(env, obj, Source::Bytecode))
+/// The class of an object as the tracker's Java code hands it over: the class and its identity
+/// hash (which indexes this thread's class cache).
+type Hint = Option<(jclass, u32)>;
+
+/// The tracker's native `onNew(Object, Class, int)`: an array (of that class, whose identity
+/// hash is given) has just been made in this thread.
+unsafe extern "system" fn on_new(env: *mut JNIEnv, _tracker: jclass, obj: jobject, klass: jclass, hash: jint) {
+    let hint = (!klass.is_null()).then_some((klass, hash as u32));
+    crate::guard("JvmpiShimTracker.onNew", (), || report_with(env, obj, Source::Bytecode, hint))
 }
 
-/// The tracker's native `onInit(Object)`, first thing in `java.lang.Object.<init>`: the object
-/// takes the ID its `new` announced, or is reported now if no hook saw it being allocated.
-unsafe extern "system" fn on_init(env: *mut JNIEnv, _tracker: jclass, obj: jobject) {
-    crate::guard("JvmpiShimTracker.onInit", (), || init(env, obj))
+/// The tracker's native `onInit(Object, Class, int)`, first thing in `java.lang.Object.<init>`:
+/// the object takes the ID its `new` announced, or is reported now if no hook saw it being
+/// allocated.
+unsafe extern "system" fn on_init(env: *mut JNIEnv, _tracker: jclass, obj: jobject, klass: jclass, hash: jint) {
+    let hint = (!klass.is_null()).then_some((klass, hash as u32));
+    crate::guard("JvmpiShimTracker.onInit", (), || init(env, obj, hint))
 }
 
-/// The tracker's native `onNewObject(Class)`, right after a `new` of that class: OBJECT_ALLOC
-/// now, with an ID the object takes in `Object.<init>`.
-unsafe extern "system" fn on_new_object(env: *mut JNIEnv, _tracker: jclass, klass: jobject) {
+/// The tracker's native `onNewObject(Class, int)`, right after a `new` of that class (its
+/// identity hash given): OBJECT_ALLOC now, with an ID the object takes in `Object.<init>`.
+unsafe extern "system" fn on_new_object(env: *mut JNIEnv, _tracker: jclass, klass: jobject, hash: jint) {
     let sp = stack_mark();
     crate::guard("JvmpiShimTracker.onNewObject", (), || {
-        reserve(env, klass, sp, false);
+        reserve_with(env, klass, sp, false, Some(hash as u32));
     })
 }
 
@@ -249,6 +299,11 @@ unsafe extern "system" fn on_reflect_new(env: *mut JNIEnv, _tracker: jclass, cto
 
 /// Sends OBJECT_ALLOC for `obj` unless it has been reported (or given an ID) already.
 pub fn report(env: *mut JNIEnv, obj: jobject, source: Source) {
+    report_with(env, obj, source, None)
+}
+
+/// [`report`], with the object's class when the caller knows it.
+fn report_with(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
     if obj.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() {
         return;
     }
@@ -257,65 +312,70 @@ pub fn report(env: *mut JNIEnv, obj: jobject, source: Source) {
         // application's allocation. It stays untagged; RequestEvent can still describe it.
         return;
     }
-    if REPORTING.with(|r| r.replace(true)) {
+    if set_reporting(true) {
         // An allocation made by the agent's own OBJECT_ALLOC handler: reported after it.
         defer(env, obj);
         return;
     }
-    report_one(env, obj, source);
+    report_one(env, obj, source, hint);
     drain_deferred(env);
-    REPORTING.with(|r| r.set(false));
-}
-
-thread_local! {
-    static DEFERRED: Cell<Vec<usize>> = const { Cell::new(Vec::new()) };
+    set_reporting(false);
 }
 
 fn defer(env: *mut JNIEnv, obj: jobject) {
     let g = jvm::Jni::of(env).new_global_ref(obj);
     if !g.is_null() {
-        DEFERRED.with(|d| {
-            let mut v = d.take();
+        LOCAL.with(|l| {
+            let mut v = l.deferred.take();
             v.push(g as usize);
-            d.set(v);
+            l.deferred.set(v);
         });
     }
 }
 
 fn drain_deferred(env: *mut JNIEnv) {
     loop {
-        let v = DEFERRED.with(|d| d.take());
+        let v = LOCAL.with(|l| l.deferred.take());
         if v.is_empty() {
             return;
         }
         let jni = jvm::Jni::of(env);
         for g in v {
-            report_one(env, g as jobject, Source::VmOrJni);
+            report_one(env, g as jobject, Source::VmOrJni, None);
             jni.delete_global_ref(g as jobject);
         }
     }
 }
 
-fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
+fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
     let jni = jvm::Jni::of(env);
-    // A bytecode allocation is new: only a normal object the VM or JNI made (and reported)
-    // before its constructor ran can come back through Object.<init>.
-    if source == Source::VmOrJni || VM_MADE.with(|v| !v.borrow().is_empty()) {
-        if source == Source::Bytecode && !was_vm_made(&jni, obj) {
-            // Not one of them: new.
-        } else if !matches!(jvm::get_tag(obj), Ok(0)) {
-            return;
-        }
+    if source == Source::VmOrJni && !matches!(jvm::get_tag(obj), Ok(0)) {
+        return;
     }
-    let klass = jni.object_class(obj);
-    let shape = shape_of(env, &jni, klass);
-    jni.delete_local_ref(klass);
+    let shape = match hint {
+        Some((klass, hash)) => shape_of(env, &jni, klass, Some(hash)),
+        None => {
+            let klass = jni.object_class(obj);
+            let shape = shape_of(env, &jni, klass, None);
+            jni.delete_local_ref(klass);
+            shape
+        }
+    };
     let Some((ctag, shape)) = shape else {
         log::debug!("an allocation could not be described; not reported");
         return;
     };
-    if source == Source::VmOrJni && shape.is_array == JVMPI_NORMAL_OBJECT {
-        remember_vm_made(&jni, obj);
+    if shape.is_array == JVMPI_NORMAL_OBJECT {
+        match source {
+            Source::VmOrJni => remember_vm_made(&jni, obj, ctag),
+            // A bytecode allocation is new: only a normal object the VM or JNI made (and
+            // reported) before its constructor ran can come back through Object.<init>.
+            Source::Bytecode => {
+                if was_vm_made(&jni, obj, ctag) && !matches!(jvm::get_tag(obj), Ok(0)) {
+                    return;
+                }
+            }
+        }
     }
     if !threads::announced_here() {
         // A thread that attaches itself (JNI AttachCurrentThread: DestroyJavaVM, agents'
@@ -335,7 +395,11 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
         // now, so its constructor must not report it under a second ID.
         if let Ok(me) = jvm::current_thread() {
             if !me.is_null() {
-                remember_vm_made(&jni, me);
+                let k = jni.object_class(me);
+                if let Some(t) = class_tag(&jni, k, None) {
+                    remember_vm_made(&jni, me, t);
+                }
+                jni.delete_local_ref(k);
                 jni.delete_local_ref(me);
             }
         }
@@ -353,6 +417,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
             // Every instance of a class has the same size: measure it once.
             if let Some(mut e) = SHAPES.get_mut(&ctag) {
                 e.size = s;
+                cache_shape(ctag, *e, hint.map(|h| h.1));
             }
         }
         s
@@ -367,7 +432,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
     };
     let mut deliver = || {
         announce_arena(env);
-        events::send(&mut ev);
+        send(&mut ev);
     };
     if source == Source::Bytecode && shape.is_array == JVMPI_NORMAL_OBJECT {
         // Seen in Object.<init>: traces taken now begin at the method that ran `new`.
@@ -379,20 +444,23 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source) {
         // Sub-arrays made together with their outer array (multianewarray).
         for e in jni.array_elements(obj) {
             if !e.is_null() {
-                report_one(env, e, Source::VmOrJni);
+                report_one(env, e, Source::VmOrJni, None);
                 jni.delete_local_ref(e);
             }
         }
     }
 }
 
-fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass) -> Option<(jlong, Shape)> {
-    let ctag = class_tag(jni, klass)?;
-    if let Some(s) = SHAPES.get(&ctag).map(|s| *s) {
+fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlong, Shape)> {
+    let (ctag, cached) = cached_class(jni, klass, hash)?;
+    if let Some(s) = cached.or_else(|| SHAPES.get(&ctag).map(|s| *s)) {
         if s.is_array == JVMPI_NORMAL_OBJECT {
             // The class must have been announced before its first instance (CLASS_LOAD may
             // have been enabled since the shape was cached).
             let _ = classes::ensure_announced_tagged(env, klass, ctag);
+        }
+        if cached.is_none() {
+            cache_shape(ctag, s, hash);
         }
         return Some((ctag, s));
     }
@@ -413,6 +481,7 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass) -> Option<(jlong, S
         Some(prim) => Shape { is_array: prim, class_id: 0, size: 0, nested: false },
     };
     SHAPES.insert(ctag, shape);
+    cache_shape(ctag, shape, hash);
     Some((ctag, shape))
 }
 
@@ -429,13 +498,6 @@ struct Pending {
     size: jint,
     /// The native stack pointer at the hook (see [`stack_mark`]).
     sp: usize,
-}
-
-thread_local! {
-    /// This thread's reservations, oldest first. Constructions nest like brackets (the inner
-    /// `new` of `new A(new B())` reaches `Object.<init>` first), so the newest reservation of
-    /// the object's class is the object's.
-    static PENDING: RefCell<Vec<Pending>> = const { RefCell::new(Vec::new()) };
 }
 
 /// More reservations than this waiting in one thread: the oldest is taken as abandoned.
@@ -467,10 +529,15 @@ fn abandon(p: Pending) {
 /// Returns the reserved tag, or None when nothing was announced (the object is then reported
 /// from `Object.<init>`).
 pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Option<jlong> {
+    reserve_with(env, klass, sp, checked, None)
+}
+
+/// [`reserve`], with the class's identity hash when the caller knows it.
+fn reserve_with(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool, hash: Option<u32>) -> Option<jlong> {
     if klass.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() || jvm::shim_internal() {
         return None;
     }
-    if REPORTING.with(|r| r.get()) || !threads::announced_here() {
+    if reporting() || !threads::announced_here() {
         // Allocations of the agent's own OBJECT_ALLOC handler, and of a thread not announced
         // yet, are reported from `Object.<init>` (after the handler, after THREAD_START).
         return None;
@@ -483,14 +550,14 @@ pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Opt
         }
     }
     let jni = jvm::Jni::of(env);
-    let (ctag, shape) = shape_of(env, &jni, klass)?;
+    let (ctag, shape) = shape_of(env, &jni, klass, hash)?;
     if shape.is_array != JVMPI_NORMAL_OBJECT {
         return None;
     }
-    let size = if shape.size > 0 { shape.size } else { instance_size(&jni, klass, ctag)? };
+    let size = if shape.size > 0 { shape.size } else { instance_size(&jni, klass, ctag, hash)? };
     let tag = ids::fresh_defined_tag();
-    PENDING.with(|p| {
-        let mut p = p.borrow_mut();
+    LOCAL.with(|l| {
+        let mut p = l.pending.borrow_mut();
         // Reservations of frames that are gone (shallower code is running now); the newest
         // are the deepest, so the search stops at the first that may still be alive.
         while p.last().is_some_and(|e| e.sp.saturating_add(SP_SLACK) < sp) {
@@ -503,7 +570,7 @@ pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Opt
         }
         p.push(Pending { tag, ctag, class_id: shape.class_id, size, sp });
     });
-    REPORTING.with(|r| r.set(true));
+    set_reporting(true);
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
     ev.u.obj_alloc = ObjAlloc {
         arena_id: ARENA,
@@ -513,9 +580,9 @@ pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Opt
         obj_id: ids::to_id(tag),
     };
     announce_arena(env);
-    events::send(&mut ev);
+    send(&mut ev);
     drain_deferred(env);
-    REPORTING.with(|r| r.set(false));
+    set_reporting(false);
     Some(tag)
 }
 
@@ -525,7 +592,7 @@ pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Opt
 /// `-XX:-RegisterFinalizersAtInit` (registration at allocation) a class with its own
 /// `finalize()` gets None instead: its first instance is measured when it is reported from
 /// `Object.<init>`, and announced at `new` from then on.
-fn instance_size(jni: &jvm::Jni, klass: jclass, ctag: jlong) -> Option<jint> {
+fn instance_size(jni: &jvm::Jni, klass: jclass, ctag: jlong, hash: Option<u32>) -> Option<jint> {
     if finalizers_at_allocation() {
         if let Some(m) = jni.method_id_in(klass, "finalize", "()V", false) {
             let decl = jvm::method_class(m).ok()?;
@@ -542,6 +609,7 @@ fn instance_size(jni: &jvm::Jni, klass: jclass, ctag: jlong) -> Option<jint> {
     let s = s.ok()?.min(jint::MAX as i64) as jint;
     if let Some(mut e) = SHAPES.get_mut(&ctag) {
         e.size = s;
+        cache_shape(ctag, *e, hash);
     }
     Some(s)
 }
@@ -564,36 +632,42 @@ fn finalizers_at_allocation() -> bool {
 /// `Object.<init>` of `obj` in this thread: it takes the newest reservation of its class (the
 /// reservations above it were abandoned: their constructors threw before reaching here), or,
 /// when no hook announced it, is reported now.
-fn init(env: *mut JNIEnv, obj: jobject) {
+fn init(env: *mut JNIEnv, obj: jobject, hint: Hint) {
     if obj.is_null() {
         return;
     }
-    let any = PENDING.with(|p| !p.borrow().is_empty());
-    if any && !REPORTING.with(|r| r.get()) && !jvm::shim_internal() {
+    let (any_pending, any_made) = LOCAL.with(|l| (!l.pending.borrow().is_empty(), !l.vm_made.borrow().is_empty()));
+    if (any_pending || any_made) && !reporting() && !jvm::shim_internal() {
         let jni = jvm::Jni::of(env);
-        if VM_MADE.with(|v| !v.borrow().is_empty()) && was_vm_made(&jni, obj) {
-            return; // reported when the VM or JNI made it
-        }
-        let klass = jni.object_class(obj);
-        let ctag = class_tag(&jni, klass);
-        jni.delete_local_ref(klass);
+        let ctag = match hint {
+            Some((klass, hash)) => class_tag(&jni, klass, Some(hash)),
+            None => {
+                let klass = jni.object_class(obj);
+                let ctag = class_tag(&jni, klass, None);
+                jni.delete_local_ref(klass);
+                ctag
+            }
+        };
         if let Some(ctag) = ctag {
-            let hit = PENDING.with(|p| {
-                let mut p = p.borrow_mut();
+            if any_made && was_vm_made(&jni, obj, ctag) {
+                return; // reported when the VM or JNI made it
+            }
+            let hit = LOCAL.with(|l| {
+                let mut p = l.pending.borrow_mut();
                 let i = p.iter().rposition(|e| e.ctag == ctag)?;
-                let above: Vec<Pending> = p.drain(i + 1..).collect();
+                let above: Vec<Pending> = if i + 1 < p.len() { p.drain(i + 1..).collect() } else { Vec::new() };
                 Some((p.pop()?, above))
             });
             if let Some((mine, above)) = hit {
                 above.into_iter().for_each(abandon);
-                if jvm::set_tag(obj, mine.tag).is_ok() {
+                if ids::bind(&jni, obj, mine.tag) {
                     return;
                 }
                 abandon(mine);
             }
         }
     }
-    report(env, obj, Source::Bytecode)
+    report_with(env, obj, Source::Bytecode, hint)
 }
 
 /// JNI `NewObject`/`NewObjectV`/`NewObjectA` are about to make an instance of `klass` and run a
@@ -610,8 +684,8 @@ pub fn jni_constructing(env: *mut JNIEnv, klass: jclass, sp: usize) -> Option<jl
 /// take (it threw, or the VM refused) is abandoned.
 pub fn jni_constructed(tag: Option<jlong>) {
     let Some(tag) = tag else { return };
-    let left = PENDING.with(|p| {
-        let mut p = p.borrow_mut();
+    let left = LOCAL.with(|l| {
+        let mut p = l.pending.borrow_mut();
         let i = p.iter().position(|e| e.tag == tag)?;
         Some(p.drain(i..).collect::<Vec<_>>())
     });
@@ -622,8 +696,8 @@ pub fn jni_constructed(tag: Option<jlong>) {
 /// constructed (an agent asking from its OBJECT_ALLOC handler): its description, as announced.
 pub fn pending_description(id: jobjectID) -> Option<ObjAlloc> {
     let tag = ids::to_tag(id);
-    PENDING.with(|p| {
-        p.borrow().iter().rev().find(|e| e.tag == tag).map(|e| ObjAlloc {
+    LOCAL.with(|l| {
+        l.pending.borrow().iter().rev().find(|e| e.tag == tag).map(|e| ObjAlloc {
             arena_id: ARENA,
             class_id: e.class_id as jobjectID,
             is_array: JVMPI_NORMAL_OBJECT,
@@ -636,70 +710,142 @@ pub fn pending_description(id: jobjectID) -> Option<ObjAlloc> {
 // ---- per-thread caches on the allocation path ---------------------------------------------------
 
 const CACHED: usize = 4;
+/// Entries of a thread's direct-mapped class cache (indexed by the class's identity hash).
+const DIRECT: usize = 256;
 
-thread_local! {
-    /// The classes this thread allocated last: (weak reference, class tag). Comparing
-    /// references is cheaper than reading a tag.
-    static CLASSES: RefCell<Vec<(usize, jlong)>> = const { RefCell::new(Vec::new()) };
-    /// Normal objects this thread's VMObjectAlloc or JNI reported, whose constructor may still
-    /// run (weak references, newest last).
-    static VM_MADE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+/// A class this thread allocated lately.
+struct Cached {
+    /// A weak reference to the class.
+    weak: usize,
+    /// Its identity hash (in the direct-mapped cache).
+    hash: u32,
+    ctag: jlong,
+    /// Its shape once complete (an instance size known, or an array class).
+    shape: Option<Shape>,
+}
+
+/// A normal object the VM or JNI made and reported in this thread.
+struct Made {
+    weak: usize,
+    /// The tag of its class: only objects of the same class are compared with it.
+    ctag: jlong,
 }
 
 /// JVMTI ThreadEnd, in the ending thread: its caches' weak references are given back (the
 /// thread-locals themselves go only after the thread has left the JVM, too late for JNI).
 pub fn on_thread_end(env: *mut JNIEnv) {
-    PENDING.with(|p| std::mem::take(&mut *p.borrow_mut())).into_iter().for_each(abandon);
+    LOCAL.with(|l| std::mem::take(&mut *l.pending.borrow_mut())).into_iter().for_each(abandon);
     let jni = jvm::Jni::of(env);
-    for (w, _) in CLASSES.with(|c| std::mem::take(&mut *c.borrow_mut())) {
-        jni.delete_weak(w as jobject);
+    for c in LOCAL.with(|l| std::mem::take(&mut *l.classes.borrow_mut())) {
+        jni.delete_weak(c.weak as jobject);
     }
-    for w in VM_MADE.with(|v| std::mem::take(&mut *v.borrow_mut())) {
-        jni.delete_weak(w as jobject);
+    for c in LOCAL.with(|l| std::mem::take(&mut *l.direct.borrow_mut())).into_iter().flatten() {
+        jni.delete_weak(c.weak as jobject);
+    }
+    for m in LOCAL.with(|l| std::mem::take(&mut *l.vm_made.borrow_mut())) {
+        jni.delete_weak(m.weak as jobject);
     }
 }
 
-fn class_tag(jni: &jvm::Jni, klass: jclass) -> Option<jlong> {
-    let hit = CLASSES.with(|c| c.borrow().iter().find(|(w, _)| jni.is_same(*w as jobject, klass)).map(|e| e.1));
+fn class_tag(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<jlong> {
+    cached_class(jni, klass, hash).map(|(t, _)| t)
+}
+
+/// The tag of `klass` and its shape if this thread has it. With the class's identity hash
+/// (the tracker's Java code computes it), the entry is found at its index in the direct-mapped
+/// cache and confirmed with one comparison; without it, the short list is searched from the
+/// class used last (in a loop that allocates one class, one comparison), and the class found
+/// moves there.
+fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlong, Option<Shape>)> {
+    let hit = LOCAL.with(|l| match hash {
+        Some(h) => {
+            let d = l.direct.borrow();
+            let e = d.get(h as usize % DIRECT)?.as_ref()?;
+            (e.hash == h && jni.is_same(e.weak as jobject, klass)).then_some((e.ctag, e.shape))
+        }
+        None => {
+            let mut c = l.classes.borrow_mut();
+            let i = c.iter().rposition(|e| jni.is_same(e.weak as jobject, klass))?;
+            let r = (c[i].ctag, c[i].shape);
+            if i + 1 != c.len() {
+                let e = c.remove(i);
+                c.push(e);
+            }
+            Some(r)
+        }
+    });
     if hit.is_some() {
         return hit;
     }
     let tag = ids::indexed_tag_of(klass).ok()?;
     let w = jni.new_weak(klass);
     if !w.is_null() {
-        CLASSES.with(|c| {
-            let mut c = c.borrow_mut();
-            if c.len() == CACHED {
-                let (old, _) = c.remove(0);
-                jni.delete_weak(old as jobject);
+        LOCAL.with(|l| match hash {
+            Some(h) => {
+                let mut d = l.direct.borrow_mut();
+                if d.is_empty() {
+                    d.resize_with(DIRECT, || None);
+                }
+                let old = d[h as usize % DIRECT].replace(Cached { weak: w as usize, hash: h, ctag: tag, shape: None });
+                if let Some(old) = old {
+                    jni.delete_weak(old.weak as jobject);
+                }
             }
-            c.push((w as usize, tag));
+            None => {
+                let mut c = l.classes.borrow_mut();
+                if c.len() == CACHED {
+                    let old = c.remove(0);
+                    jni.delete_weak(old.weak as jobject);
+                }
+                c.push(Cached { weak: w as usize, hash: 0, ctag: tag, shape: None });
+            }
         });
     }
-    Some(tag)
+    Some((tag, None))
 }
 
-fn remember_vm_made(jni: &jvm::Jni, obj: jobject) {
+/// Keeps a complete shape (instance size known, or an array) in this thread's cache entries of
+/// its class.
+fn cache_shape(ctag: jlong, s: Shape, hash: Option<u32>) {
+    if s.is_array == JVMPI_NORMAL_OBJECT && s.size <= 0 {
+        return;
+    }
+    LOCAL.with(|l| {
+        if let Some(h) = hash {
+            if let Some(Some(e)) = l.direct.borrow_mut().get_mut(h as usize % DIRECT) {
+                if e.ctag == ctag {
+                    e.shape = Some(s);
+                }
+            }
+        }
+        if let Some(e) = l.classes.borrow_mut().iter_mut().rev().find(|e| e.ctag == ctag) {
+            e.shape = Some(s);
+        }
+    });
+}
+
+fn remember_vm_made(jni: &jvm::Jni, obj: jobject, ctag: jlong) {
     let w = jni.new_weak(obj);
     if w.is_null() {
         return;
     }
-    VM_MADE.with(|v| {
-        let mut v = v.borrow_mut();
+    LOCAL.with(|l| {
+        let mut v = l.vm_made.borrow_mut();
         if v.len() == CACHED {
-            jni.delete_weak(v.remove(0) as jobject);
+            jni.delete_weak(v.remove(0).weak as jobject);
         }
-        v.push(w as usize);
+        v.push(Made { weak: w as usize, ctag });
     });
 }
 
-/// Whether `obj` is one the VM or JNI reported on this thread (and forgets it).
-fn was_vm_made(jni: &jvm::Jni, obj: jobject) -> bool {
-    VM_MADE.with(|v| {
-        let mut v = v.borrow_mut();
-        match v.iter().position(|&w| jni.is_same(w as jobject, obj)) {
+/// Whether `obj` (of the class tagged `ctag`) is one the VM or JNI reported on this thread
+/// (and forgets it). Objects of other classes are not compared.
+fn was_vm_made(jni: &jvm::Jni, obj: jobject, ctag: jlong) -> bool {
+    LOCAL.with(|l| {
+        let mut v = l.vm_made.borrow_mut();
+        match v.iter().position(|m| m.ctag == ctag && jni.is_same(m.weak as jobject, obj)) {
             Some(i) => {
-                jni.delete_weak(v.remove(i) as jobject);
+                jni.delete_weak(v.remove(i).weak as jobject);
                 true
             }
             None => false,
@@ -710,6 +856,23 @@ fn was_vm_made(jni: &jvm::Jni, obj: jobject) -> bool {
 /// A tagged object died: if it was a class, its cached shape goes too.
 pub fn forget_class(ctag: jlong) {
     SHAPES.remove(&ctag);
+}
+
+/// Sends an OBJECT_ALLOC made in this thread. When only one agent listens and this thread is
+/// announced and not inside the shim's own JNI call, it takes the events' hot path (as method
+/// events do: no listener mask, no agent switch, the thread's own in-flight counter).
+fn send(ev: &mut JVMPI_Event) {
+    if events::fast(JVMPI_EVENT_OBJECT_ALLOC) {
+        let (h, counter) = jvm::here_and_counter();
+        if h & (jvm::INTERNAL | jvm::ANNOUNCED | jvm::UNSENT) == jvm::ANNOUNCED {
+            // A thread's first event here gives it its in-flight counter.
+            if let Some(counter) = counter.or_else(events::take_counter) {
+                events::send_fast(ev, counter);
+                return;
+            }
+        }
+    }
+    events::send(ev);
 }
 
 /// ARENA_NEW for arena 1, once, before the first OBJECT_ALLOC that follows its enabling.

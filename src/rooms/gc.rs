@@ -260,8 +260,10 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
             Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_millis(1)),
         }
     };
-    // The heap walk makes the JVM post the deaths it still owes (on this thread).
-    let _ = jvm::count_heap();
+    // The JVM posts the deaths it still owes (on this thread).
+    if let Err(e) = jvm::flush_object_frees() {
+        log::debug!("flushing ObjectFree at VM death: {}", jvm::err_name(e));
+    }
     if !deaths::is_empty() {
         bracket(env, one);
     }

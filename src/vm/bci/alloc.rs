@@ -29,6 +29,18 @@ pub const ALLOC_HOOKS: [(&str, &str); 5] = [
     ("reflectNew", "onReflectNew"),
 ];
 
+/// The descriptors of the tracker's natives, in the order of [`ALLOC_HOOKS`]. `onInit` and
+/// `onNew` also get the object's class and that class's identity hash, `onNewObject` its class's
+/// identity hash: both are intrinsics in Java, and the shim's per-thread class cache is indexed
+/// by the hash (no JNI call to find the class of the object, one to confirm the cache entry).
+pub const NATIVE_DESCRIPTORS: [&str; 5] = [
+    "(Ljava/lang/Object;Ljava/lang/Class;I)V",
+    "(Ljava/lang/Object;Ljava/lang/Class;I)V",
+    "(Ljava/lang/Object;I)V",
+    HOOK,
+    HOOK,
+];
+
 /// The first class-file version whose `ldc` may load a `CONSTANT_Class` (Java 5).
 const LDC_CLASS: u16 = 49;
 
@@ -182,14 +194,15 @@ pub fn plan_allocations(
 /// ```java
 /// public final class <tracker> {
 ///     public static volatile boolean on;
-///     public static void objectInit(Object o) { if (on) onInit(o); }
-///     public static void newArray(Object a)   { if (on) onNew(a); }
-///     public static void newObject(Object c)  { if (on) onNewObject(c); }  // c: the Class
+///     public static void objectInit(Object o) { if (on) onInit(o, o.getClass(), System.identityHashCode(o.getClass())); }
+///     public static void newArray(Object a)   { if (on) onNew(a, a.getClass(), System.identityHashCode(a.getClass())); }
+///     public static void newObject(Object c)  { if (on) onNewObject(c, System.identityHashCode(c)); }  // c: the Class
 ///     public static void made(Object o)       { if (on) onMade(o); }
 ///     public static void reflectNew(Object c) { if (on) onReflectNew(c); } // c: a Constructor
-///     private static native void onInit(Object o); // … one per hook
+///     private static native void onInit(Object o, Class k, int hash); // … one per hook
 /// }
 /// ```
+/// (`o.getClass()` is computed once and duplicated.)
 pub fn tracker_class(tracker: &str) -> Vec<u8> {
     build_tracker(tracker, false).expect("the tracker class is well-formed")
 }
@@ -279,21 +292,51 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
             methods.push(hook_method(name, body, 2));
         }
     } else {
-        let mut natives: Vec<&str> = Vec::new();
-        for (hook, native) in ALLOC_HOOKS {
+        let get_class = cp.add_method_ref(super_class, "getClass", "()Ljava/lang/Class;")?;
+        let system = cp.add_class("java/lang/System")?;
+        let identity_hash = cp.add_method_ref(system, "identityHashCode", "(Ljava/lang/Object;)I")?;
+        for (k, (hook, native)) in ALLOC_HOOKS.iter().enumerate() {
             let name = cp.add_utf8(hook)?;
-            let target = cp.add_method_ref(this_class, native, HOOK)?;
-            let body = vec![I::Getstatic(on), I::Ifeq(4), I::Aload_0, I::Invokestatic(target), I::Return];
-            methods.push(hook_method(name, body, 1));
-            if !natives.contains(&native) {
-                natives.push(native);
-            }
+            let target = cp.add_method_ref(this_class, *native, NATIVE_DESCRIPTORS[k])?;
+            let (mut body, max_stack) = match k {
+                // native(o, o.getClass(), System.identityHashCode(o.getClass()))
+                OBJECT_INIT | NEW_ARRAY => (
+                    vec![
+                        I::Getstatic(on),
+                        I::Ifeq(0),
+                        I::Aload_0,
+                        I::Aload_0,
+                        I::Invokevirtual(get_class),
+                        I::Dup,
+                        I::Invokestatic(identity_hash),
+                        I::Invokestatic(target),
+                        I::Return,
+                    ],
+                    3,
+                ),
+                // native(c, System.identityHashCode(c))
+                NEW_OBJECT => (
+                    vec![
+                        I::Getstatic(on),
+                        I::Ifeq(0),
+                        I::Aload_0,
+                        I::Aload_0,
+                        I::Invokestatic(identity_hash),
+                        I::Invokestatic(target),
+                        I::Return,
+                    ],
+                    2,
+                ),
+                _ => (vec![I::Getstatic(on), I::Ifeq(0), I::Aload_0, I::Invokestatic(target), I::Return], 1),
+            };
+            body[1] = I::Ifeq(body.len() as u16 - 1);
+            methods.push(hook_method(name, body, max_stack));
         }
-        for native in natives {
+        for (k, (_, native)) in ALLOC_HOOKS.iter().enumerate() {
             methods.push(Method {
                 access_flags: MethodAccessFlags::PRIVATE | MethodAccessFlags::STATIC | MethodAccessFlags::NATIVE,
                 name_index: cp.add_utf8(native)?,
-                descriptor_index: hook_desc,
+                descriptor_index: cp.add_utf8(NATIVE_DESCRIPTORS[k])?,
                 attributes: Vec::new(),
             });
         }

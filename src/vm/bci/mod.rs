@@ -91,7 +91,7 @@ mod frames;
 mod methods;
 mod sites;
 
-pub use alloc::{instrument_allocations, tracker_class, tracker_class_counting, AllocHooks, ALLOC_HOOKS};
+pub use alloc::{instrument_allocations, tracker_class, tracker_class_counting, AllocHooks, ALLOC_HOOKS, NATIVE_DESCRIPTORS};
 pub use methods::{
     branch_taken, instrument_class, instrument_class_wrapping, instrument_methods, NativeWrap, methods_tracker_class, plan_method, plan_probe, push_int, Lookup, MethodHooks,
     TRACKER_METHODS,
