@@ -16,12 +16,13 @@
 //!   constructor stopped at a `super(…)`/`this(…)` call (`lines::is_chaining_call`).
 
 use crate::abi::{JVMPI_CallFrame, JVMPI_CallTrace, JVMPI_EVENT_CLASS_LOAD, LINE_NATIVE};
+use jvmti_bindings::sys::jvmti::jvmtiFrameInfo;
 use crate::{bci, jvm};
 use crate::{classes, lines, threads};
 use dashmap::{DashMap, DashSet};
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::LazyLock;
 
 /// Methods whose frames no trace shows.
@@ -53,6 +54,7 @@ static KINDS: LazyLock<DashMap<usize, Kind>> = LazyLock::new(DashMap::new);
 /// Some class has native methods wrapped: traces look for renamed natives and wrappers.
 pub fn natives_wrapped() {
     WRAPPING.store(true, Relaxed);
+    HIDING.fetch_add(1, Release);
 }
 
 /// What `m` is, looked up once per class (all its methods at once) and kept.
@@ -94,6 +96,8 @@ pub fn hide(methods: &[jmethodID]) {
     for &m in methods {
         HIDDEN.insert(m as usize);
     }
+    // After the inserts: a thread that sees the new count looks the methods up again.
+    HIDING.fetch_add(1, Release);
 }
 
 /// Registers `java.lang.Object.<init>`.
@@ -117,33 +121,6 @@ pub fn at_object_init<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// The frames a trace shows, from the JVM's frames (callee first).
-fn visible(frames: &[(jmethodID, jlong)], at_object_init: bool) -> Vec<(jmethodID, jlong)> {
-    let hook = INIT_HOOK.load(Relaxed);
-    let at_object_init = at_object_init || (hook != 0 && frames.iter().take(3).any(|(m, _)| *m as usize == hook));
-    let wrapping = WRAPPING.load(Relaxed);
-    let mut v: Vec<_> = if HIDDEN.is_empty() && !wrapping {
-        frames.to_vec()
-    } else {
-        frames
-            .iter()
-            .copied()
-            .filter(|(m, _)| !HIDDEN.contains(&(*m as usize)) && (!wrapping || kind(*m) != Kind::Renamed))
-            .collect()
-    };
-    let init = OBJECT_INIT.load(Relaxed);
-    if at_object_init && init != 0 && v.first().is_some_and(|(m, _)| *m as usize == init) {
-        // v[0] is Object.<init>; v[i + 1] called v[i]: while it did so at a chaining call it
-        // is a constructor of the same object.
-        let mut i = 0;
-        while i + 1 < v.len() && lines::is_chaining_call(v[i + 1].0, v[i + 1].1) {
-            i += 1;
-        }
-        v.drain(..=i);
-    }
-    v
-}
-
 /// The frames of a JVMTI stack trace as traces show them — without the shim's own frames and
 /// the renamed natives, a wrapped native at line -3 — and the (top-based) indices of the frames
 /// left out. For the per-thread traces of dumps, whose roots name frames by depth.
@@ -163,6 +140,85 @@ pub fn shown_frames(frames: &[(jmethodID, jlong)]) -> (Vec<JVMPI_CallFrame>, Vec
     (shown, left_out)
 }
 
+/// What a trace needs to know of a method, kept per thread (see [`Seen`]).
+#[derive(Clone)]
+struct Frame {
+    /// The method's `jmethodID` (0: an empty slot).
+    m: usize,
+    /// [`generation`] when this was found out.
+    generation: u32,
+    /// The method ID the agent is handed ([`classes::listed`]).
+    listed: jmethodID,
+    /// Never shown: the shim's own, or a renamed native.
+    left_out: bool,
+    /// The Java wrapper of a native method: shown at line -3.
+    wrapper: bool,
+    /// Its line table (`None`: native).
+    lines: lines::Table,
+}
+
+/// Methods this thread's traces met, in a small direct-mapped table: a trace's frames cost no
+/// lock and no hashing once their methods are known. What an entry says can only change when a
+/// method is hidden, natives are wrapped or a line table is dropped: [`generation`] counts those.
+struct Seen(Vec<Frame>);
+
+const SEEN: usize = 256;
+
+thread_local! {
+    static SEEN_FRAMES: std::cell::RefCell<Seen> = const { std::cell::RefCell::new(Seen(Vec::new())) };
+    /// How many frames the last trace of this thread left out above its deepest shown frame:
+    /// the next one fetches that many more than its depth.
+    static EXTRA: Cell<usize> = const { Cell::new(0) };
+    /// The same for traces taken inside `Object.<init>` (see [`at_object_init`]).
+    static EXTRA_AT_INIT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Changes of what traces hide (methods hidden, natives wrapped).
+static HIDING: AtomicU32 = AtomicU32::new(0);
+
+/// The state of everything a [`Frame`] records: it is current while this has not changed.
+fn generation() -> u32 {
+    HIDING.load(Acquire).wrapping_add(lines::generation())
+}
+
+fn slot(m: usize) -> usize {
+    (m >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - SEEN.trailing_zeros())
+}
+
+/// `f` of what traces need of `m`, from this thread's table or found out (and kept).
+fn with_frame<R>(m: jmethodID, generation: u32, f: impl Fn(&Frame) -> R) -> R {
+    let key = m as usize;
+    let i = slot(key);
+    let hit = SEEN_FRAMES.with(|s| {
+        let s = s.borrow();
+        s.0.get(i).filter(|x| x.m == key && x.generation == generation).map(&f)
+    });
+    if let Some(r) = hit {
+        return r;
+    }
+    // Found out outside the table's borrow: these calls go to the JVM.
+    let k = kind(m);
+    let left_out = k == Kind::Renamed || HIDDEN.contains(&key);
+    let listed = classes::listed(m);
+    if !left_out {
+        classes::note_method(listed);
+    }
+    let lines = if left_out || k == Kind::Wrapper { None } else { lines::table(m) };
+    let x = Frame { m: key, generation, listed, left_out, wrapper: k == Kind::Wrapper, lines };
+    let r = f(&x);
+    SEEN_FRAMES.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.0.is_empty() {
+            s.0 = vec![Frame { m: 0, generation: 0, listed: std::ptr::null_mut(), left_out: false, wrapper: false, lines: None }; SEEN];
+        }
+        s.0[i] = x;
+    });
+    r
+}
+
+/// Frames fetched into a buffer on the stack; deeper fetches allocate.
+const ON_STACK: usize = 48;
+
 /// Fills `frames` (at most its length) and returns how many were written.
 pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint {
     // The current thread is named NULL: inside a virtual thread that is the virtual thread,
@@ -178,11 +234,29 @@ pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint
     };
     let at_object_init = current && AT_OBJECT_INIT.with(|a| a.get());
     let depth = frames.len();
-    // Some frames may be left out: ask for more than the depth, and again for more if needed.
-    let mut fetch = depth + if at_object_init { 8 } else { 3 };
+    // Some frames may be left out: ask for as many more as the last trace of this thread left
+    // out (at first a few, none while nothing can be), and again for more if needed.
+    let hiding = HIDING.load(Relaxed) != 0 || INIT_HOOK.load(Relaxed) != 0;
+    let extra = if at_object_init { &EXTRA_AT_INIT } else { &EXTRA };
+    let more = match extra.with(Cell::get) {
+        _ if !hiding && !at_object_init => 0,
+        0 if at_object_init => 8,
+        0 => 3,
+        e => e,
+    };
+    let mut fetch = depth.saturating_add(more).min(MAX_FETCH);
+    let empty = jvmtiFrameInfo { method: std::ptr::null_mut(), location: 0 };
+    let mut small = [empty; ON_STACK];
+    let mut large = Vec::new();
     loop {
-        let st = match jvm::stack_trace(thread, fetch.min(i32::MAX as usize) as jint) {
-            Ok(st) => st,
+        let buf: &mut [jvmtiFrameInfo] = if fetch <= ON_STACK {
+            &mut small[..fetch]
+        } else {
+            large.resize(fetch, empty);
+            &mut large[..]
+        };
+        let got = match jvm::stack_trace_into(thread, buf) {
+            Ok(n) => n,
             Err(e) => {
                 let quiet = e == jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE;
                 let level = if quiet { log::Level::Debug } else { crate::events::edge_level(Some(e)) };
@@ -190,27 +264,53 @@ pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint
                 return 0;
             }
         };
-        let complete = st.len() < fetch;
-        let shown = visible(&st, at_object_init);
-        if shown.len() >= depth || complete || fetch >= 1 << 16 {
+        let complete = got < fetch;
+        let init = OBJECT_INIT.load(Relaxed);
+        let hook = INIT_HOOK.load(Relaxed);
+        let inside_init = at_object_init || (hook != 0 && buf[..got].iter().take(3).any(|f| f.method as usize == hook));
+        // The frames shown, moved to the front of the buffer.
+        let generation = generation();
+        let mut shown = 0;
+        for i in 0..got {
+            if !with_frame(buf[i].method, generation, |f| f.left_out) {
+                buf[shown] = buf[i];
+                shown += 1;
+            }
+        }
+        let mut first = 0;
+        if inside_init && init != 0 && shown > 0 && buf[0].method as usize == init {
+            // buf[0] is Object.<init>; buf[i + 1] called buf[i]: while it did so at a chaining
+            // call it is a constructor of the same object.
+            while first + 1 < shown && lines::is_chaining_call(buf[first + 1].method, buf[first + 1].location) {
+                first += 1;
+            }
+            first += 1;
+        }
+        let visible = &buf[first..shown];
+        if visible.len() >= depth || complete || fetch >= MAX_FETCH {
+            // The next trace fetches as many frames more than its depth as this one left out.
+            extra.with(|e| e.set((got - shown + first).max(1)));
             // Once VM death has closed the gate no class can be announced any more: a trace
             // then ends before the first frame whose class the agent has not been told about.
             let closed = crate::events::is_dead() && crate::events::enabled(JVMPI_EVENT_CLASS_LOAD);
             let mut n = 0;
-            for (slot, (m, loc)) in frames.iter_mut().zip(shown.iter()) {
+            for (slot, v) in frames.iter_mut().zip(visible.iter()) {
                 // An obsolete version's frame (its class was retransformed while it ran) is
                 // named by the current method, the one CLASS_LOAD lists; its line is its own.
-                let listed = classes::listed(*m);
+                let (listed, lineno) = with_frame(v.method, generation, |f| {
+                    (f.listed, if f.wrapper { LINE_NATIVE } else { lines::line_in(&f.lines, v.location) })
+                });
                 if closed && !classes::described(listed) {
                     break;
                 }
-                classes::note_method(listed);
-                let lineno = if kind(*m) == Kind::Wrapper { LINE_NATIVE } else { lines::line_of(*m, *loc) };
                 *slot = JVMPI_CallFrame { lineno, method_id: listed };
                 n += 1;
             }
             return n;
         }
-        fetch *= 2;
+        fetch = fetch.saturating_mul(2).min(MAX_FETCH);
     }
 }
+
+/// The most frames one trace fetches.
+const MAX_FETCH: usize = 1 << 16;

@@ -6,7 +6,20 @@
 //! fail with `EFAULT` instead of raising SIGSEGV in the thread. Page protections are honoured
 //! (a write into read-only memory fails too). Where the system call is not allowed (a seccomp
 //! filter answering `EPERM`/`ENOSYS`), the copy is made directly, as before (one debug line).
+//!
+//! A system call costs as much as a whole JVMTI stack walk (0.5–4 µs where system calls are
+//! traced), so the memory a hot call such as GetCallTrace hands in every time is checked
+//! without one when that is certain to be safe:
+//!
+//! * the calling thread's own stack between the copy's caller and the stack's top (an agent's
+//!   local `JVMPI_CallTrace` and frames): mapped and writable while the caller runs;
+//! * the pages of an earlier successful checked copy of this thread (a buffer an agent
+//!   allocates, frees and allocates again at the same address, or keeps): kept per thread, a
+//!   few pages at a time, read-only pages apart from writable ones. Such a page stops being safe
+//!   only if the agent unmaps it or takes away its access and then hands in a pointer to it
+//!   again — memory it would itself fault on when it reads the result.
 
+use std::cell::Cell;
 use std::ffi::c_char;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
@@ -23,6 +36,72 @@ fn unavailable(errno: i32) -> bool {
     false
 }
 
+/// The granule of access checks: pages are at least this big, and access is per page.
+const PAGE: usize = 4096;
+/// How many page ranges each thread remembers.
+const KNOWN: usize = 4;
+
+/// A range of whole pages a checked copy of this thread succeeded on.
+#[derive(Clone, Copy)]
+struct Known {
+    start: usize,
+    end: usize,
+    writable: bool,
+}
+
+thread_local! {
+    /// This thread's stack as (lowest, highest) address; (0, 0) not known yet, (1, 1) unknown.
+    static STACK: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+    static PAGES: Cell<[Known; KNOWN]> = const { Cell::new([Known { start: 0, end: 0, writable: false }; KNOWN]) };
+    static NEXT: Cell<usize> = const { Cell::new(0) };
+}
+
+fn stack_bounds() -> (usize, usize) {
+    let b = STACK.with(Cell::get);
+    if b != (0, 0) {
+        return b;
+    }
+    let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    let mut base: *mut libc::c_void = std::ptr::null_mut();
+    let mut size: libc::size_t = 0;
+    // SAFETY: `attr` is initialised by pthread_getattr_np before it is read, and destroyed
+    // only then; the out-pointers are our locals.
+    let b = unsafe {
+        if libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) != 0 {
+            (1, 1)
+        } else {
+            let ok = libc::pthread_attr_getstack(attr.as_ptr(), &mut base, &mut size) == 0;
+            libc::pthread_attr_destroy(attr.as_mut_ptr());
+            if ok && !base.is_null() { (base as usize, base as usize + size) } else { (1, 1) }
+        }
+    };
+    STACK.with(|s| s.set(b));
+    b
+}
+
+/// Whether `len` bytes at `p` are certainly accessible (`write`: writable too) without a check.
+#[inline(never)]
+fn known_safe(p: usize, len: usize, write: bool) -> bool {
+    let Some(end) = p.checked_add(len) else { return false };
+    // Our own frame is below every frame of our callers: from here up the stack is in use.
+    let here = std::hint::black_box(&len) as *const usize as usize;
+    let (lo, hi) = stack_bounds();
+    if lo <= here && here < hi && here <= p && end <= hi {
+        return true;
+    }
+    PAGES.with(Cell::get).iter().any(|k| k.start <= p && end <= k.end && (k.writable || !write))
+}
+
+/// Remembers that the pages of `len` bytes at `p` passed a checked copy.
+fn remember(p: usize, len: usize, writable: bool) {
+    let start = p & !(PAGE - 1);
+    let Some(end) = p.checked_add(len).and_then(|e| e.checked_next_multiple_of(PAGE)) else { return };
+    let mut pages = PAGES.with(Cell::get);
+    let i = NEXT.with(|n| n.replace((n.get() + 1) % KNOWN));
+    pages[i] = Known { start, end, writable };
+    PAGES.with(|k| k.set(pages));
+}
+
 /// Copies `out.len()` bytes from `src` into `out`; false if any of them is not readable.
 pub fn read_bytes(src: *const u8, out: &mut [u8]) -> bool {
     if out.is_empty() {
@@ -31,19 +110,24 @@ pub fn read_bytes(src: *const u8, out: &mut [u8]) -> bool {
     if src.is_null() {
         return false;
     }
-    if !DIRECT.load(Relaxed) {
+    if !DIRECT.load(Relaxed) && !known_safe(src as usize, out.len(), false) {
         let local = libc::iovec { iov_base: out.as_mut_ptr() as *mut _, iov_len: out.len() };
         let remote = libc::iovec { iov_base: src as *mut _, iov_len: out.len() };
         // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
         let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
         if n >= 0 {
-            return n as usize == out.len();
+            if n as usize == out.len() {
+                remember(src as usize, out.len(), false);
+                return true;
+            }
+            return false;
         }
         if !unavailable(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
             return false;
         }
     }
-    // SAFETY: the checked copy is not available; the agent's contract says `src` is readable.
+    // SAFETY: known readable (see `known_safe`), or the checked copy is not available and the
+    // agent's contract says `src` is readable.
     unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
     true
 }
@@ -56,19 +140,24 @@ pub fn write_bytes(dst: *mut u8, data: &[u8]) -> bool {
     if dst.is_null() {
         return false;
     }
-    if !DIRECT.load(Relaxed) {
+    if !DIRECT.load(Relaxed) && !known_safe(dst as usize, data.len(), true) {
         let local = libc::iovec { iov_base: data.as_ptr() as *mut _, iov_len: data.len() };
         let remote = libc::iovec { iov_base: dst as *mut _, iov_len: data.len() };
         // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
         let n = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
         if n >= 0 {
-            return n as usize == data.len();
+            if n as usize == data.len() {
+                remember(dst as usize, data.len(), true);
+                return true;
+            }
+            return false;
         }
         if !unavailable(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
             return false;
         }
     }
-    // SAFETY: the checked copy is not available; the agent's contract says `dst` is writable.
+    // SAFETY: known writable (see `known_safe`), or the checked copy is not available and the
+    // agent's contract says `dst` is writable.
     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
     true
 }
