@@ -4,7 +4,9 @@
  *  saw (frames and lines), so both agents can be checked to see the same stack.
  *
  *    java -agentpath:<agent> TraceBench <depth> <calls>
- *  prints "program: calls=<n> loop_ms=<ms> checksum=<sum>". */
+ *  prints "program: calls=<n> loop_ms=<ms> cpu_ms=<ms> checksum=<sum>": the loop's wall time
+ *  and the main thread's CPU time over it (steadier on a shared machine: the work is all on
+ *  this thread). */
 public class TraceBench {
     static native int probe();
 
@@ -23,11 +25,14 @@ public class TraceBench {
             sum += rec(depth);
         }
         sum = 0;
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        long c0 = mx.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
         for (long i = 0; i < n; i++) {
             sum += rec(depth);
         }
         long t1 = System.nanoTime();
-        System.out.printf("program: calls=%d loop_ms=%.3f checksum=%d%n", n, (t1 - t0) / 1e6, sum / n);
+        long c1 = mx.getCurrentThreadCpuTime();
+        System.out.printf("program: calls=%d loop_ms=%.3f cpu_ms=%.3f checksum=%d%n", n, (t1 - t0) / 1e6, (c1 - c0) / 1e6, sum / n);
     }
 }

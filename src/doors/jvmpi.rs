@@ -194,7 +194,7 @@ unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
         }
         // Agents ask for a few frames (HPROF: 4): those are filled on the stack.
         let empty = JVMPI_CallFrame { lineno: 0, method_id: std::ptr::null_mut() };
-        let mut small = [empty; 32];
+        let mut small = [empty; 16];
         let mut large = Vec::new();
         let frames: &mut [JVMPI_CallFrame] = if depth as usize <= small.len() {
             &mut small[..depth as usize]

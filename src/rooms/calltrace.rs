@@ -21,7 +21,7 @@ use crate::{bci, jvm};
 use crate::{classes, lines, threads};
 use dashmap::{DashMap, DashSet};
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::LazyLock;
 
@@ -32,10 +32,6 @@ static OBJECT_INIT: AtomicUsize = AtomicUsize::new(0);
 /// The allocation tracker's hook at the start of `Object.<init>` (0: not known yet).
 static INIT_HOOK: AtomicUsize = AtomicUsize::new(0);
 
-thread_local! {
-    /// Set while this thread reports an allocation seen in `Object.<init>`.
-    static AT_OBJECT_INIT: Cell<bool> = const { Cell::new(false) };
-}
 
 /// What a method is to traces, once the shim wraps native methods ([`natives_wrapped`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -115,9 +111,9 @@ pub fn set_init_hook(m: jmethodID) {
 /// Runs `f` (the delivery of an allocation seen in `Object.<init>`) with traces of this thread
 /// beginning at the allocating method.
 pub fn at_object_init<R>(f: impl FnOnce() -> R) -> R {
-    let saved = AT_OBJECT_INIT.with(|a| a.replace(true));
+    let saved = HERE.with(|h| h.at_object_init.replace(true));
     let r = f();
-    AT_OBJECT_INIT.with(|a| a.set(saved));
+    HERE.with(|h| h.at_object_init.set(saved));
     r
 }
 
@@ -140,7 +136,7 @@ pub fn shown_frames(frames: &[(jmethodID, jlong)]) -> (Vec<JVMPI_CallFrame>, Vec
     (shown, left_out)
 }
 
-/// What a trace needs to know of a method, kept per thread (see [`Seen`]).
+/// What a trace needs to know of a method, kept per thread (see [`Here`]).
 #[derive(Clone)]
 struct Frame {
     /// The method's `jmethodID` (0: an empty slot).
@@ -157,20 +153,33 @@ struct Frame {
     lines: lines::Table,
 }
 
-/// Methods this thread's traces met, in a small direct-mapped table: a trace's frames cost no
-/// lock and no hashing once their methods are known. What an entry says can only change when a
-/// method is hidden, natives are wrapped or a line table is dropped: [`generation`] counts those.
-struct Seen(Vec<Frame>);
+/// A thread's part of this room, one thread-local (each costs a call in a shared library).
+struct Here {
+    /// Set while this thread reports an allocation seen in `Object.<init>`.
+    at_object_init: Cell<bool>,
+    /// How many frames the last trace of this thread left out above its deepest shown frame:
+    /// the next one fetches that many more than its depth.
+    extra: Cell<usize>,
+    /// The same for traces taken inside `Object.<init>` (see [`at_object_init`]).
+    extra_at_init: Cell<usize>,
+    /// Methods this thread's traces met, in a small direct-mapped table: a trace's frames cost
+    /// no lock and no hashing once their methods are known. What an entry says can only change
+    /// when a method is hidden, natives are wrapped or a line table is dropped: [`generation`]
+    /// counts those.
+    seen: RefCell<Vec<Frame>>,
+}
 
 const SEEN: usize = 256;
 
 thread_local! {
-    static SEEN_FRAMES: std::cell::RefCell<Seen> = const { std::cell::RefCell::new(Seen(Vec::new())) };
-    /// How many frames the last trace of this thread left out above its deepest shown frame:
-    /// the next one fetches that many more than its depth.
-    static EXTRA: Cell<usize> = const { Cell::new(0) };
-    /// The same for traces taken inside `Object.<init>` (see [`at_object_init`]).
-    static EXTRA_AT_INIT: Cell<usize> = const { Cell::new(0) };
+    static HERE: Here = const {
+        Here {
+            at_object_init: Cell::new(false),
+            extra: Cell::new(0),
+            extra_at_init: Cell::new(0),
+            seen: RefCell::new(Vec::new()),
+        }
+    };
 }
 
 /// Changes of what traces hide (methods hidden, natives wrapped).
@@ -185,16 +194,14 @@ fn slot(m: usize) -> usize {
     (m >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - SEEN.trailing_zeros())
 }
 
-/// `f` of what traces need of `m`, from this thread's table or found out (and kept).
-fn with_frame<R>(m: jmethodID, generation: u32, f: impl Fn(&Frame) -> R) -> R {
+/// `f` of what traces need of `m`, from this thread's table (`seen`) or found out and kept.
+fn with_frame<R>(seen: &RefCell<Vec<Frame>>, m: jmethodID, generation: u32, f: impl Fn(&Frame) -> R) -> R {
     let key = m as usize;
     let i = slot(key);
-    let hit = SEEN_FRAMES.with(|s| {
-        let s = s.borrow();
-        s.0.get(i).filter(|x| x.m == key && x.generation == generation).map(&f)
-    });
-    if let Some(r) = hit {
-        return r;
+    if let Ok(s) = seen.try_borrow() {
+        if let Some(x) = s.get(i).filter(|x| x.m == key && x.generation == generation) {
+            return f(x);
+        }
     }
     // Found out outside the table's borrow: these calls go to the JVM.
     let k = kind(m);
@@ -206,21 +213,24 @@ fn with_frame<R>(m: jmethodID, generation: u32, f: impl Fn(&Frame) -> R) -> R {
     let lines = if left_out || k == Kind::Wrapper { None } else { lines::table(m) };
     let x = Frame { m: key, generation, listed, left_out, wrapper: k == Kind::Wrapper, lines };
     let r = f(&x);
-    SEEN_FRAMES.with(|s| {
-        let mut s = s.borrow_mut();
-        if s.0.is_empty() {
-            s.0 = vec![Frame { m: 0, generation: 0, listed: std::ptr::null_mut(), left_out: false, wrapper: false, lines: None }; SEEN];
+    if let Ok(mut s) = seen.try_borrow_mut() {
+        if s.is_empty() {
+            *s = vec![Frame { m: 0, generation: 0, listed: std::ptr::null_mut(), left_out: false, wrapper: false, lines: None }; SEEN];
         }
-        s.0[i] = x;
-    });
+        s[i] = x;
+    }
     r
 }
 
 /// Frames fetched into a buffer on the stack; deeper fetches allocate.
-const ON_STACK: usize = 48;
+const ON_STACK: usize = 32;
 
 /// Fills `frames` (at most its length) and returns how many were written.
 pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint {
+    HERE.with(|here| fill_here(here, trace, frames))
+}
+
+fn fill_here(here: &Here, trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint {
     // The current thread is named NULL: inside a virtual thread that is the virtual thread,
     // whose frames are the ones running (its carrier's JNIEnv is the env_id).
     let current = jvm::current_jni() == Some(trace.env_id);
@@ -232,13 +242,13 @@ pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint
             None => return 0,
         }
     };
-    let at_object_init = current && AT_OBJECT_INIT.with(|a| a.get());
+    let at_object_init = current && here.at_object_init.get();
     let depth = frames.len();
     // Some frames may be left out: ask for as many more as the last trace of this thread left
     // out (at first a few, none while nothing can be), and again for more if needed.
     let hiding = HIDING.load(Relaxed) != 0 || INIT_HOOK.load(Relaxed) != 0;
-    let extra = if at_object_init { &EXTRA_AT_INIT } else { &EXTRA };
-    let more = match extra.with(Cell::get) {
+    let extra = if at_object_init { &here.extra_at_init } else { &here.extra };
+    let more = match extra.get() {
         _ if !hiding && !at_object_init => 0,
         0 if at_object_init => 8,
         0 => 3,
@@ -272,7 +282,7 @@ pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint
         let generation = generation();
         let mut shown = 0;
         for i in 0..got {
-            if !with_frame(buf[i].method, generation, |f| f.left_out) {
+            if !with_frame(&here.seen, buf[i].method, generation, |f| f.left_out) {
                 buf[shown] = buf[i];
                 shown += 1;
             }
@@ -289,7 +299,7 @@ pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint
         let visible = &buf[first..shown];
         if visible.len() >= depth || complete || fetch >= MAX_FETCH {
             // The next trace fetches as many frames more than its depth as this one left out.
-            extra.with(|e| e.set((got - shown + first).max(1)));
+            extra.set((got - shown + first).max(1));
             // Once VM death has closed the gate no class can be announced any more: a trace
             // then ends before the first frame whose class the agent has not been told about.
             let closed = crate::events::is_dead() && crate::events::enabled(JVMPI_EVENT_CLASS_LOAD);
@@ -297,7 +307,7 @@ pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint
             for (slot, v) in frames.iter_mut().zip(visible.iter()) {
                 // An obsolete version's frame (its class was retransformed while it ran) is
                 // named by the current method, the one CLASS_LOAD lists; its line is its own.
-                let (listed, lineno) = with_frame(v.method, generation, |f| {
+                let (listed, lineno) = with_frame(&here.seen, v.method, generation, |f| {
                     (f.listed, if f.wrapper { LINE_NATIVE } else { lines::line_in(&f.lines, v.location) })
                 });
                 if closed && !classes::described(listed) {

@@ -43,21 +43,32 @@ const KNOWN: usize = 4;
 
 /// A range of whole pages a checked copy of this thread succeeded on.
 #[derive(Clone, Copy)]
-struct Known {
+struct Pages {
     start: usize,
     end: usize,
     writable: bool,
 }
 
-thread_local! {
-    /// This thread's stack as (lowest, highest) address; (0, 0) not known yet, (1, 1) unknown.
-    static STACK: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
-    static PAGES: Cell<[Known; KNOWN]> = const { Cell::new([Known { start: 0, end: 0, writable: false }; KNOWN]) };
-    static NEXT: Cell<usize> = const { Cell::new(0) };
+/// What this thread knows: its stack as (lowest, highest) address ((0, 0) not looked up yet,
+/// (1, 1) unknown), the page ranges of its last checked copies, the next one to replace.
+struct Known {
+    stack: Cell<(usize, usize)>,
+    pages: Cell<[Pages; KNOWN]>,
+    next: Cell<usize>,
 }
 
-fn stack_bounds() -> (usize, usize) {
-    let b = STACK.with(Cell::get);
+thread_local! {
+    static KNOWN_HERE: Known = const {
+        Known {
+            stack: Cell::new((0, 0)),
+            pages: Cell::new([Pages { start: 0, end: 0, writable: false }; KNOWN]),
+            next: Cell::new(0),
+        }
+    };
+}
+
+fn stack_bounds(k: &Known) -> (usize, usize) {
+    let b = k.stack.get();
     if b != (0, 0) {
         return b;
     }
@@ -75,7 +86,7 @@ fn stack_bounds() -> (usize, usize) {
             if ok && !base.is_null() { (base as usize, base as usize + size) } else { (1, 1) }
         }
     };
-    STACK.with(|s| s.set(b));
+    k.stack.set(b);
     b
 }
 
@@ -85,21 +96,24 @@ fn known_safe(p: usize, len: usize, write: bool) -> bool {
     let Some(end) = p.checked_add(len) else { return false };
     // Our own frame is below every frame of our callers: from here up the stack is in use.
     let here = std::hint::black_box(&len) as *const usize as usize;
-    let (lo, hi) = stack_bounds();
-    if lo <= here && here < hi && here <= p && end <= hi {
-        return true;
-    }
-    PAGES.with(Cell::get).iter().any(|k| k.start <= p && end <= k.end && (k.writable || !write))
+    KNOWN_HERE.with(|k| {
+        let (lo, hi) = stack_bounds(k);
+        (lo <= here && here < hi && here <= p && end <= hi)
+            || k.pages.get().iter().any(|r| r.start <= p && end <= r.end && (r.writable || !write))
+    })
 }
 
 /// Remembers that the pages of `len` bytes at `p` passed a checked copy.
 fn remember(p: usize, len: usize, writable: bool) {
     let start = p & !(PAGE - 1);
     let Some(end) = p.checked_add(len).and_then(|e| e.checked_next_multiple_of(PAGE)) else { return };
-    let mut pages = PAGES.with(Cell::get);
-    let i = NEXT.with(|n| n.replace((n.get() + 1) % KNOWN));
-    pages[i] = Known { start, end, writable };
-    PAGES.with(|k| k.set(pages));
+    KNOWN_HERE.with(|k| {
+        let mut pages = k.pages.get();
+        let i = k.next.get();
+        k.next.set((i + 1) % KNOWN);
+        pages[i] = Pages { start, end, writable };
+        k.pages.set(pages);
+    });
 }
 
 /// Copies `out.len()` bytes from `src` into `out`; false if any of them is not readable.
