@@ -244,4 +244,27 @@ mod tests {
         assert!(c_str(0xdeadbeef as *const c_char).is_err());
         assert_eq!(c_str(std::ptr::null()), Ok(None));
     }
+
+    #[test]
+    fn checked_pages_and_the_callers_stack_need_no_check_and_garbage_still_fails() {
+        // The caller's own stack is certain.
+        let local = [0u8; 16];
+        assert!(known_safe(local.as_ptr() as usize, local.len(), true));
+        // A heap buffer: checked once, then remembered (with the rest of its pages).
+        let mut v = vec![0u8; 64];
+        let p = v.as_mut_ptr();
+        assert!(!known_safe(p as usize, 64, true));
+        assert!(write_bytes(p, &[7; 64]));
+        assert!(known_safe(p as usize, 64, true) && known_safe(p as usize, 64, false));
+        assert!(write_bytes(p, &[8; 64]) && v.iter().all(|&b| b == 8));
+        // Read-only memory read once is remembered as readable only: writes still fail.
+        let lit = b"read only, for good\0";
+        assert!(read::<u8>(lit.as_ptr()).is_some());
+        assert!(known_safe(lit.as_ptr() as usize, 1, false) && !known_safe(lit.as_ptr() as usize, 1, true));
+        assert!(!write_bytes(lit.as_ptr() as *mut u8, b"x"));
+        // Garbage is never remembered.
+        assert!(!write_bytes(0xdead_beef as *mut u8, b"x"));
+        assert!(!known_safe(0xdead_beef, 1, false));
+        assert_eq!(read::<i32>(0xdead_beef as *const i32), None);
+    }
 }
