@@ -90,3 +90,6 @@ echo "(f)/(d) GetCallTrace vs GetStackTrace + cached lines:   $(ratio "${ns[f]}"
 [ "${checksum[c]}" = "${checksum[f]}" ] && [ "${checksum[d]}" = "${checksum[f]}" ] \
     && echo "checksums agree: the shim's frames and lines are JVMTI's" \
     || echo "CHECKSUMS DIFFER: (c) ${checksum[c]} (d) ${checksum[d]} (f) ${checksum[f]}"
+# One line per goal for scripts/bench.sh: SUMMARY|goal|JDK|what|value|target.
+echo "SUMMARY|call traces|$feature|GetCallTrace / GetStackTrace, depth 4, ns per call (f)/(b)|$(ratio "${ns[f]}" "${ns[b]}")|<= 1.2"
+echo "SUMMARY|call traces with lines|$feature|GetCallTrace / GetStackTrace + cached line tables (f)/(d)|$(ratio "${ns[f]}" "${ns[d]}")|<= 1.2"

