@@ -223,7 +223,7 @@ fn with_frame<R>(seen: &RefCell<Vec<Frame>>, m: jmethodID, generation: u32, f: i
 }
 
 /// Frames fetched into a buffer on the stack; deeper fetches allocate.
-const ON_STACK: usize = 32;
+const ON_STACK: usize = 16;
 
 /// Fills `frames` (at most its length) and returns how many were written.
 pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint {
@@ -258,6 +258,8 @@ fn fill_here(here: &Here, trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallF
     let empty = jvmtiFrameInfo { method: std::ptr::null_mut(), location: 0 };
     let mut small = [empty; ON_STACK];
     let mut large = Vec::new();
+    let mut small_out = [(std::ptr::null_mut(), 0); ON_STACK];
+    let mut large_out = Vec::new();
     loop {
         let buf: &mut [jvmtiFrameInfo] = if fetch <= ON_STACK {
             &mut small[..fetch]
@@ -278,12 +280,22 @@ fn fill_here(here: &Here, trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallF
         let init = OBJECT_INIT.load(Relaxed);
         let hook = INIT_HOOK.load(Relaxed);
         let inside_init = at_object_init || (hook != 0 && buf[..got].iter().take(3).any(|f| f.method as usize == hook));
-        // The frames shown, moved to the front of the buffer.
+        // The frames shown, moved to the front of the buffer, and what the agent gets of each
+        // (method ID, line), found in the same lookup.
         let generation = generation();
+        if got > ON_STACK {
+            large_out.resize(got, (std::ptr::null_mut(), 0));
+        }
+        let out: &mut [(jmethodID, jint)] = if got <= ON_STACK { &mut small_out[..] } else { &mut large_out[..] };
         let mut shown = 0;
         for i in 0..got {
-            if !with_frame(&here.seen, buf[i].method, generation, |f| f.left_out) {
-                buf[shown] = buf[i];
+            let v = buf[i];
+            let seen = with_frame(&here.seen, v.method, generation, |f| {
+                (!f.left_out).then(|| (f.listed, if f.wrapper { LINE_NATIVE } else { lines::line_in(&f.lines, v.location) }))
+            });
+            if let Some(x) = seen {
+                buf[shown] = v;
+                out[shown] = x;
                 shown += 1;
             }
         }
@@ -296,20 +308,16 @@ fn fill_here(here: &Here, trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallF
             }
             first += 1;
         }
-        let visible = &buf[first..shown];
-        if visible.len() >= depth || complete || fetch >= MAX_FETCH {
+        if shown - first >= depth || complete || fetch >= MAX_FETCH {
             // The next trace fetches as many frames more than its depth as this one left out.
             extra.set((got - shown + first).max(1));
             // Once VM death has closed the gate no class can be announced any more: a trace
             // then ends before the first frame whose class the agent has not been told about.
             let closed = crate::events::is_dead() && crate::events::enabled(JVMPI_EVENT_CLASS_LOAD);
             let mut n = 0;
-            for (slot, v) in frames.iter_mut().zip(visible.iter()) {
-                // An obsolete version's frame (its class was retransformed while it ran) is
-                // named by the current method, the one CLASS_LOAD lists; its line is its own.
-                let (listed, lineno) = with_frame(&here.seen, v.method, generation, |f| {
-                    (f.listed, if f.wrapper { LINE_NATIVE } else { lines::line_in(&f.lines, v.location) })
-                });
+            // An obsolete version's frame (its class was retransformed while it ran) is named
+            // by the current method, the one CLASS_LOAD lists; its line is its own.
+            for (slot, &(listed, lineno)) in frames.iter_mut().zip(out[first..shown].iter()) {
                 if closed && !classes::described(listed) {
                     break;
                 }
