@@ -185,7 +185,9 @@ unsafe extern "C" fn request_event<const A: usize>(event_type: jint, arg: *mut c
 }
 
 unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
-    door(&[("env", Val::Env(if trace.is_null() { 0 } else { unsafe_env(trace) })), ("depth", Val::Int(depth as i64))], outcome::unit_trace, "GetCallTrace", (), || {
+    // The thread is read for the record only when there is one (a checked read is not free).
+    let env = if trace.is_null() || !record::on() { 0 } else { unsafe_env(trace) };
+    door(&[("env", Val::Env(env)), ("depth", Val::Int(depth as i64))], outcome::unit_trace, "GetCallTrace", (), || {
         if trace.is_null() {
             log::warn!("GetCallTrace(NULL trace); ignored");
             return;
@@ -207,8 +209,17 @@ unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
             }
             return;
         }
-        let mut frames = vec![JVMPI_CallFrame { lineno: 0, method_id: std::ptr::null_mut() }; depth.min(MAX_DEPTH) as usize];
-        let n = access::call("GetCallTrace", 0, || calltrace::fill(&mut copy, &mut frames));
+        // Agents ask for a few frames (HPROF: 4): those are filled on the stack.
+        let empty = JVMPI_CallFrame { lineno: 0, method_id: std::ptr::null_mut() };
+        let mut small = [empty; 16];
+        let mut large = Vec::new();
+        let frames: &mut [JVMPI_CallFrame] = if depth as usize <= small.len() {
+            &mut small[..depth as usize]
+        } else {
+            large.resize(depth.min(MAX_DEPTH) as usize, empty);
+            &mut large
+        };
+        let n = access::call("GetCallTrace", 0, || calltrace::fill(&mut copy, frames));
         let n = if crate::safemem::write_slice(copy.frames, &frames[..n.max(0) as usize]) {
             n
         } else {

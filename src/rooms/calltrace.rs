@@ -16,12 +16,13 @@
 //!   constructor stopped at a `super(…)`/`this(…)` call (`lines::is_chaining_call`).
 
 use crate::abi::{JVMPI_CallFrame, JVMPI_CallTrace, JVMPI_EVENT_CLASS_LOAD, LINE_NATIVE};
+use jvmti_bindings::sys::jvmti::jvmtiFrameInfo;
 use crate::{bci, jvm};
 use crate::{classes, lines, threads};
 use dashmap::{DashMap, DashSet};
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::LazyLock;
 
 /// Methods whose frames no trace shows.
@@ -31,10 +32,6 @@ static OBJECT_INIT: AtomicUsize = AtomicUsize::new(0);
 /// The allocation tracker's hook at the start of `Object.<init>` (0: not known yet).
 static INIT_HOOK: AtomicUsize = AtomicUsize::new(0);
 
-thread_local! {
-    /// Set while this thread reports an allocation seen in `Object.<init>`.
-    static AT_OBJECT_INIT: Cell<bool> = const { Cell::new(false) };
-}
 
 /// What a method is to traces, once the shim wraps native methods ([`natives_wrapped`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -53,6 +50,7 @@ static KINDS: LazyLock<DashMap<usize, Kind>> = LazyLock::new(DashMap::new);
 /// Some class has native methods wrapped: traces look for renamed natives and wrappers.
 pub fn natives_wrapped() {
     WRAPPING.store(true, Relaxed);
+    HIDING.fetch_add(1, Release);
 }
 
 /// What `m` is, looked up once per class (all its methods at once) and kept.
@@ -94,6 +92,8 @@ pub fn hide(methods: &[jmethodID]) {
     for &m in methods {
         HIDDEN.insert(m as usize);
     }
+    // After the inserts: a thread that sees the new count looks the methods up again.
+    HIDING.fetch_add(1, Release);
 }
 
 /// Registers `java.lang.Object.<init>`.
@@ -111,37 +111,10 @@ pub fn set_init_hook(m: jmethodID) {
 /// Runs `f` (the delivery of an allocation seen in `Object.<init>`) with traces of this thread
 /// beginning at the allocating method.
 pub fn at_object_init<R>(f: impl FnOnce() -> R) -> R {
-    let saved = AT_OBJECT_INIT.with(|a| a.replace(true));
+    let saved = HERE.with(|h| h.at_object_init.replace(true));
     let r = f();
-    AT_OBJECT_INIT.with(|a| a.set(saved));
+    HERE.with(|h| h.at_object_init.set(saved));
     r
-}
-
-/// The frames a trace shows, from the JVM's frames (callee first).
-fn visible(frames: &[(jmethodID, jlong)], at_object_init: bool) -> Vec<(jmethodID, jlong)> {
-    let hook = INIT_HOOK.load(Relaxed);
-    let at_object_init = at_object_init || (hook != 0 && frames.iter().take(3).any(|(m, _)| *m as usize == hook));
-    let wrapping = WRAPPING.load(Relaxed);
-    let mut v: Vec<_> = if HIDDEN.is_empty() && !wrapping {
-        frames.to_vec()
-    } else {
-        frames
-            .iter()
-            .copied()
-            .filter(|(m, _)| !HIDDEN.contains(&(*m as usize)) && (!wrapping || kind(*m) != Kind::Renamed))
-            .collect()
-    };
-    let init = OBJECT_INIT.load(Relaxed);
-    if at_object_init && init != 0 && v.first().is_some_and(|(m, _)| *m as usize == init) {
-        // v[0] is Object.<init>; v[i + 1] called v[i]: while it did so at a chaining call it
-        // is a constructor of the same object.
-        let mut i = 0;
-        while i + 1 < v.len() && lines::is_chaining_call(v[i + 1].0, v[i + 1].1) {
-            i += 1;
-        }
-        v.drain(..=i);
-    }
-    v
 }
 
 /// The frames of a JVMTI stack trace as traces show them — without the shim's own frames and
@@ -163,8 +136,101 @@ pub fn shown_frames(frames: &[(jmethodID, jlong)]) -> (Vec<JVMPI_CallFrame>, Vec
     (shown, left_out)
 }
 
+/// What a trace needs to know of a method, kept per thread (see [`Here`]).
+#[derive(Clone)]
+struct Frame {
+    /// The method's `jmethodID` (0: an empty slot).
+    m: usize,
+    /// [`generation`] when this was found out.
+    generation: u32,
+    /// The method ID the agent is handed ([`classes::listed`]).
+    listed: jmethodID,
+    /// Never shown: the shim's own, or a renamed native.
+    left_out: bool,
+    /// The Java wrapper of a native method: shown at line -3.
+    wrapper: bool,
+    /// Its line table (`None`: native).
+    lines: lines::Table,
+}
+
+/// A thread's part of this room, one thread-local (each costs a call in a shared library).
+struct Here {
+    /// Set while this thread reports an allocation seen in `Object.<init>`.
+    at_object_init: Cell<bool>,
+    /// How many frames the last trace of this thread left out above its deepest shown frame:
+    /// the next one fetches that many more than its depth.
+    extra: Cell<usize>,
+    /// The same for traces taken inside `Object.<init>` (see [`at_object_init`]).
+    extra_at_init: Cell<usize>,
+    /// Methods this thread's traces met, in a small direct-mapped table: a trace's frames cost
+    /// no lock and no hashing once their methods are known. What an entry says can only change
+    /// when a method is hidden, natives are wrapped or a line table is dropped: [`generation`]
+    /// counts those.
+    seen: RefCell<Vec<Frame>>,
+}
+
+const SEEN: usize = 256;
+
+thread_local! {
+    static HERE: Here = const {
+        Here {
+            at_object_init: Cell::new(false),
+            extra: Cell::new(0),
+            extra_at_init: Cell::new(0),
+            seen: RefCell::new(Vec::new()),
+        }
+    };
+}
+
+/// Changes of what traces hide (methods hidden, natives wrapped).
+static HIDING: AtomicU32 = AtomicU32::new(0);
+
+/// The state of everything a [`Frame`] records: it is current while this has not changed.
+fn generation() -> u32 {
+    HIDING.load(Acquire).wrapping_add(lines::generation())
+}
+
+fn slot(m: usize) -> usize {
+    (m >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - SEEN.trailing_zeros())
+}
+
+/// `f` of what traces need of `m`, from this thread's table (`seen`) or found out and kept.
+fn with_frame<R>(seen: &RefCell<Vec<Frame>>, m: jmethodID, generation: u32, f: impl Fn(&Frame) -> R) -> R {
+    let key = m as usize;
+    let i = slot(key);
+    if let Ok(s) = seen.try_borrow() {
+        if let Some(x) = s.get(i).filter(|x| x.m == key && x.generation == generation) {
+            return f(x);
+        }
+    }
+    // Found out outside the table's borrow: these calls go to the JVM.
+    let k = kind(m);
+    let left_out = k == Kind::Renamed || HIDDEN.contains(&key);
+    let listed = classes::listed(m);
+    if !left_out {
+        classes::note_method(listed);
+    }
+    let lines = if left_out || k == Kind::Wrapper { None } else { lines::table(m) };
+    let x = Frame { m: key, generation, listed, left_out, wrapper: k == Kind::Wrapper, lines };
+    let r = f(&x);
+    if let Ok(mut s) = seen.try_borrow_mut() {
+        if s.is_empty() {
+            *s = vec![Frame { m: 0, generation: 0, listed: std::ptr::null_mut(), left_out: false, wrapper: false, lines: None }; SEEN];
+        }
+        s[i] = x;
+    }
+    r
+}
+
+/// Frames fetched into a buffer on the stack; deeper fetches allocate.
+const ON_STACK: usize = 16;
+
 /// Fills `frames` (at most its length) and returns how many were written.
 pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint {
+    HERE.with(|here| fill_here(here, trace, frames))
+}
+
+fn fill_here(here: &Here, trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint {
     // The current thread is named NULL: inside a virtual thread that is the virtual thread,
     // whose frames are the ones running (its carrier's JNIEnv is the env_id).
     let current = jvm::current_jni() == Some(trace.env_id);
@@ -176,13 +242,33 @@ pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint
             None => return 0,
         }
     };
-    let at_object_init = current && AT_OBJECT_INIT.with(|a| a.get());
+    let at_object_init = current && here.at_object_init.get();
     let depth = frames.len();
-    // Some frames may be left out: ask for more than the depth, and again for more if needed.
-    let mut fetch = depth + if at_object_init { 8 } else { 3 };
+    // Some frames may be left out: ask for as many more as the last trace of this thread left
+    // out (at first a few, none while nothing can be), and again for more if needed.
+    let hiding = HIDING.load(Relaxed) != 0 || INIT_HOOK.load(Relaxed) != 0;
+    let extra = if at_object_init { &here.extra_at_init } else { &here.extra };
+    let more = match extra.get() {
+        _ if !hiding && !at_object_init => 0,
+        0 if at_object_init => 8,
+        0 => 3,
+        e => e,
+    };
+    let mut fetch = depth.saturating_add(more).min(MAX_FETCH);
+    let empty = jvmtiFrameInfo { method: std::ptr::null_mut(), location: 0 };
+    let mut small = [empty; ON_STACK];
+    let mut large = Vec::new();
+    let mut small_out = [(std::ptr::null_mut(), 0); ON_STACK];
+    let mut large_out = Vec::new();
     loop {
-        let st = match jvm::stack_trace(thread, fetch.min(i32::MAX as usize) as jint) {
-            Ok(st) => st,
+        let buf: &mut [jvmtiFrameInfo] = if fetch <= ON_STACK {
+            &mut small[..fetch]
+        } else {
+            large.resize(fetch, empty);
+            &mut large[..]
+        };
+        let got = match jvm::stack_trace_into(thread, buf) {
+            Ok(n) => n,
             Err(e) => {
                 let quiet = e == jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE;
                 let level = if quiet { log::Level::Debug } else { crate::events::edge_level(Some(e)) };
@@ -190,27 +276,59 @@ pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint
                 return 0;
             }
         };
-        let complete = st.len() < fetch;
-        let shown = visible(&st, at_object_init);
-        if shown.len() >= depth || complete || fetch >= 1 << 16 {
+        let complete = got < fetch;
+        let init = OBJECT_INIT.load(Relaxed);
+        let hook = INIT_HOOK.load(Relaxed);
+        let inside_init = at_object_init || (hook != 0 && buf[..got].iter().take(3).any(|f| f.method as usize == hook));
+        // The frames shown, moved to the front of the buffer, and what the agent gets of each
+        // (method ID, line), found in the same lookup.
+        let generation = generation();
+        if got > ON_STACK {
+            large_out.resize(got, (std::ptr::null_mut(), 0));
+        }
+        let out: &mut [(jmethodID, jint)] = if got <= ON_STACK { &mut small_out[..] } else { &mut large_out[..] };
+        let mut shown = 0;
+        for i in 0..got {
+            let v = buf[i];
+            let seen = with_frame(&here.seen, v.method, generation, |f| {
+                (!f.left_out).then(|| (f.listed, if f.wrapper { LINE_NATIVE } else { lines::line_in(&f.lines, v.location) }))
+            });
+            if let Some(x) = seen {
+                buf[shown] = v;
+                out[shown] = x;
+                shown += 1;
+            }
+        }
+        let mut first = 0;
+        if inside_init && init != 0 && shown > 0 && buf[0].method as usize == init {
+            // buf[0] is Object.<init>; buf[i + 1] called buf[i]: while it did so at a chaining
+            // call it is a constructor of the same object.
+            while first + 1 < shown && lines::is_chaining_call(buf[first + 1].method, buf[first + 1].location) {
+                first += 1;
+            }
+            first += 1;
+        }
+        if shown - first >= depth || complete || fetch >= MAX_FETCH {
+            // The next trace fetches as many frames more than its depth as this one left out.
+            extra.set((got - shown + first).max(1));
             // Once VM death has closed the gate no class can be announced any more: a trace
             // then ends before the first frame whose class the agent has not been told about.
             let closed = crate::events::is_dead() && crate::events::enabled(JVMPI_EVENT_CLASS_LOAD);
             let mut n = 0;
-            for (slot, (m, loc)) in frames.iter_mut().zip(shown.iter()) {
-                // An obsolete version's frame (its class was retransformed while it ran) is
-                // named by the current method, the one CLASS_LOAD lists; its line is its own.
-                let listed = classes::listed(*m);
+            // An obsolete version's frame (its class was retransformed while it ran) is named
+            // by the current method, the one CLASS_LOAD lists; its line is its own.
+            for (slot, &(listed, lineno)) in frames.iter_mut().zip(out[first..shown].iter()) {
                 if closed && !classes::described(listed) {
                     break;
                 }
-                classes::note_method(listed);
-                let lineno = if kind(*m) == Kind::Wrapper { LINE_NATIVE } else { lines::line_of(*m, *loc) };
                 *slot = JVMPI_CallFrame { lineno, method_id: listed };
                 n += 1;
             }
             return n;
         }
-        fetch *= 2;
+        fetch = fetch.saturating_mul(2).min(MAX_FETCH);
     }
 }
+
+/// The most frames one trace fetches.
+const MAX_FETCH: usize = 1 << 16;

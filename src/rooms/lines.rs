@@ -21,16 +21,26 @@ use crate::jvm;
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
 use jvmti_bindings::sys::jvmti::{self, jvmtiError};
+use std::sync::atomic::{AtomicU32, Ordering::Acquire, Ordering::Release};
 use std::sync::{Arc, LazyLock, Once};
 
 /// A method's line table, sorted by bytecode index; `None` for native methods.
-type Table = Option<Arc<[(jlong, jint)]>>;
+pub type Table = Option<Arc<[(jlong, jint)]>>;
 
 static CACHE: LazyLock<DashMap<usize, Table>> = LazyLock::new(DashMap::new);
 /// Redefinitions are seen through the shim's class-file hook, switched on with the cache.
 static WATCH: Once = Once::new();
+/// Counts invalidations: a table a caller keeps (see [`table`]) is current while this has not
+/// changed since it was taken.
+static GENERATION: AtomicU32 = AtomicU32::new(0);
 
-fn table(m: jmethodID) -> Table {
+/// The number of invalidations so far: a caller that keeps tables drops them when it changes.
+pub fn generation() -> u32 {
+    GENERATION.load(Acquire)
+}
+
+/// A method's line table, read once and kept (callers may keep it too, see [`generation`]).
+pub fn table(m: jmethodID) -> Table {
     if let Some(t) = CACHE.get(&(m as usize)) {
         return t.clone();
     }
@@ -56,7 +66,13 @@ pub fn line_of(m: jmethodID, location: jlong) -> jint {
     if location < 0 {
         return LINE_NATIVE;
     }
-    match table(m) {
+    line_in(&table(m), location)
+}
+
+/// The source line of bytecode index `location` by line table `t` (of [`table`]).
+pub fn line_in(t: &Table, location: jlong) -> jint {
+    match t {
+        _ if location < 0 => LINE_NATIVE,
         None => LINE_NATIVE,
         Some(t) => match t.partition_point(|&(start, _)| start <= location) {
             0 => t.first().map_or(LINE_UNKNOWN, |e| e.1),
@@ -127,4 +143,6 @@ pub fn invalidate(methods: &[usize]) {
         CACHE.remove(m);
         CHAINS.remove(m);
     }
+    // After the removals: a caller that sees the new generation reads the tables afresh.
+    GENERATION.fetch_add(1, Release);
 }

@@ -6,7 +6,20 @@
 //! fail with `EFAULT` instead of raising SIGSEGV in the thread. Page protections are honoured
 //! (a write into read-only memory fails too). Where the system call is not allowed (a seccomp
 //! filter answering `EPERM`/`ENOSYS`), the copy is made directly, as before (one debug line).
+//!
+//! A system call costs as much as a whole JVMTI stack walk (0.5–4 µs where system calls are
+//! traced), so the memory a hot call such as GetCallTrace hands in every time is checked
+//! without one when that is certain to be safe:
+//!
+//! * the calling thread's own stack between the copy's caller and the stack's top (an agent's
+//!   local `JVMPI_CallTrace` and frames): mapped and writable while the caller runs;
+//! * the pages of an earlier successful checked copy of this thread (a buffer an agent
+//!   allocates, frees and allocates again at the same address, or keeps): kept per thread, a
+//!   few pages at a time, read-only pages apart from writable ones. Such a page stops being safe
+//!   only if the agent unmaps it or takes away its access and then hands in a pointer to it
+//!   again — memory it would itself fault on when it reads the result.
 
+use std::cell::Cell;
 use std::ffi::c_char;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
@@ -23,6 +36,86 @@ fn unavailable(errno: i32) -> bool {
     false
 }
 
+/// The granule of access checks: pages are at least this big, and access is per page.
+const PAGE: usize = 4096;
+/// How many page ranges each thread remembers.
+const KNOWN: usize = 4;
+
+/// A range of whole pages a checked copy of this thread succeeded on.
+#[derive(Clone, Copy)]
+struct Pages {
+    start: usize,
+    end: usize,
+    writable: bool,
+}
+
+/// What this thread knows: its stack as (lowest, highest) address ((0, 0) not looked up yet,
+/// (1, 1) unknown), the page ranges of its last checked copies, the next one to replace.
+struct Known {
+    stack: Cell<(usize, usize)>,
+    pages: Cell<[Pages; KNOWN]>,
+    next: Cell<usize>,
+}
+
+thread_local! {
+    static KNOWN_HERE: Known = const {
+        Known {
+            stack: Cell::new((0, 0)),
+            pages: Cell::new([Pages { start: 0, end: 0, writable: false }; KNOWN]),
+            next: Cell::new(0),
+        }
+    };
+}
+
+fn stack_bounds(k: &Known) -> (usize, usize) {
+    let b = k.stack.get();
+    if b != (0, 0) {
+        return b;
+    }
+    let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    let mut base: *mut libc::c_void = std::ptr::null_mut();
+    let mut size: libc::size_t = 0;
+    // SAFETY: `attr` is initialised by pthread_getattr_np before it is read, and destroyed
+    // only then; the out-pointers are our locals.
+    let b = unsafe {
+        if libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) != 0 {
+            (1, 1)
+        } else {
+            let ok = libc::pthread_attr_getstack(attr.as_ptr(), &mut base, &mut size) == 0;
+            libc::pthread_attr_destroy(attr.as_mut_ptr());
+            if ok && !base.is_null() { (base as usize, base as usize + size) } else { (1, 1) }
+        }
+    };
+    k.stack.set(b);
+    b
+}
+
+/// Whether `len` bytes at `p` are certainly accessible (`write`: writable too) without a check.
+#[inline(never)]
+fn known_safe(p: usize, len: usize, write: bool) -> bool {
+    let Some(end) = p.checked_add(len) else { return false };
+    // Our own frame is below every frame of our callers: from here up the stack is in use.
+    let here = std::hint::black_box(&len) as *const usize as usize;
+    KNOWN_HERE.with(|k| {
+        let (lo, hi) = stack_bounds(k);
+        (lo <= here && here < hi && here <= p && end <= hi)
+            || k.pages.get().iter().any(|r| r.start <= p && end <= r.end && (r.writable || !write))
+    })
+}
+
+/// Remembers that the pages of `len` bytes at `p` passed a checked copy.
+fn remember(p: usize, len: usize, writable: bool) {
+    let start = p & !(PAGE - 1);
+    let Some(end) = p.checked_add(len).and_then(|e| e.checked_next_multiple_of(PAGE)) else { return };
+    KNOWN_HERE.with(|k| {
+        let mut pages = k.pages.get();
+        let i = k.next.get();
+        k.next.set((i + 1) % KNOWN);
+        pages[i] = Pages { start, end, writable };
+        k.pages.set(pages);
+    });
+}
+
 /// Copies `out.len()` bytes from `src` into `out`; false if any of them is not readable.
 pub fn read_bytes(src: *const u8, out: &mut [u8]) -> bool {
     if out.is_empty() {
@@ -31,19 +124,24 @@ pub fn read_bytes(src: *const u8, out: &mut [u8]) -> bool {
     if src.is_null() {
         return false;
     }
-    if !DIRECT.load(Relaxed) {
+    if !DIRECT.load(Relaxed) && !known_safe(src as usize, out.len(), false) {
         let local = libc::iovec { iov_base: out.as_mut_ptr() as *mut _, iov_len: out.len() };
         let remote = libc::iovec { iov_base: src as *mut _, iov_len: out.len() };
         // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
         let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
         if n >= 0 {
-            return n as usize == out.len();
+            if n as usize == out.len() {
+                remember(src as usize, out.len(), false);
+                return true;
+            }
+            return false;
         }
         if !unavailable(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
             return false;
         }
     }
-    // SAFETY: the checked copy is not available; the agent's contract says `src` is readable.
+    // SAFETY: known readable (see `known_safe`), or the checked copy is not available and the
+    // agent's contract says `src` is readable.
     unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
     true
 }
@@ -56,19 +154,24 @@ pub fn write_bytes(dst: *mut u8, data: &[u8]) -> bool {
     if dst.is_null() {
         return false;
     }
-    if !DIRECT.load(Relaxed) {
+    if !DIRECT.load(Relaxed) && !known_safe(dst as usize, data.len(), true) {
         let local = libc::iovec { iov_base: data.as_ptr() as *mut _, iov_len: data.len() };
         let remote = libc::iovec { iov_base: dst as *mut _, iov_len: data.len() };
         // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
         let n = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
         if n >= 0 {
-            return n as usize == data.len();
+            if n as usize == data.len() {
+                remember(dst as usize, data.len(), true);
+                return true;
+            }
+            return false;
         }
         if !unavailable(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
             return false;
         }
     }
-    // SAFETY: the checked copy is not available; the agent's contract says `dst` is writable.
+    // SAFETY: known writable (see `known_safe`), or the checked copy is not available and the
+    // agent's contract says `dst` is writable.
     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
     true
 }
@@ -140,5 +243,28 @@ mod tests {
         assert_eq!(c_str(lit.as_ptr() as *const c_char), Ok(Some("read only".into())));
         assert!(c_str(0xdeadbeef as *const c_char).is_err());
         assert_eq!(c_str(std::ptr::null()), Ok(None));
+    }
+
+    #[test]
+    fn checked_pages_and_the_callers_stack_need_no_check_and_garbage_still_fails() {
+        // The caller's own stack is certain.
+        let local = [0u8; 16];
+        assert!(known_safe(local.as_ptr() as usize, local.len(), true));
+        // A heap buffer: checked once, then remembered (with the rest of its pages).
+        let mut v = vec![0u8; 64];
+        let p = v.as_mut_ptr();
+        assert!(!known_safe(p as usize, 64, true));
+        assert!(write_bytes(p, &[7; 64]));
+        assert!(known_safe(p as usize, 64, true) && known_safe(p as usize, 64, false));
+        assert!(write_bytes(p, &[8; 64]) && v.iter().all(|&b| b == 8));
+        // Read-only memory read once is remembered as readable only: writes still fail.
+        let lit = b"read only, for good\0";
+        assert!(read::<u8>(lit.as_ptr()).is_some());
+        assert!(known_safe(lit.as_ptr() as usize, 1, false) && !known_safe(lit.as_ptr() as usize, 1, true));
+        assert!(!write_bytes(lit.as_ptr() as *mut u8, b"x"));
+        // Garbage is never remembered.
+        assert!(!write_bytes(0xdead_beef as *mut u8, b"x"));
+        assert!(!known_safe(0xdead_beef, 1, false));
+        assert_eq!(read::<i32>(0xdead_beef as *const i32), None);
     }
 }

