@@ -177,14 +177,21 @@ fn jdk_classes(jdk: &Jdk) -> Vec<Record> {
     let dir = target_dir().join("bci-jdk-classes");
     fs::create_dir_all(&dir).unwrap();
     let file = dir.join(format!("jdk{}-{:016x}.bin", jdk.feature, h.finish()));
+    // Tests running at once (threads of this binary, or other test binaries) must never read a
+    // dump still being written: one dump at a time here, written to a name of its own and then
+    // renamed into place (a rename is atomic).
+    static DUMPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = DUMPING.lock().unwrap_or_else(|p| p.into_inner());
     if !file.is_file() {
+        let part = dir.join(format!("jdk{}-{:016x}.bin.part-{}", jdk.feature, h.finish(), std::process::id()));
         let r = run_raw_timeout(
             jdk,
-            &["-cp".into(), classes().display().to_string(), "bci.DumpJrt".into(), file.display().to_string()],
+            &["-cp".into(), classes().display().to_string(), "bci.DumpJrt".into(), part.display().to_string()],
             Duration::from_secs(300),
         );
         r.assert_ok();
-        assert!(file.is_file(), "{}", r.describe());
+        assert!(part.is_file(), "{}", r.describe());
+        fs::rename(&part, &file).expect("rename the dump into place");
     }
     read_records(&file)
 }
