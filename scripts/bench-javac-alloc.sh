@@ -58,3 +58,5 @@ for k in a b c; do
 done
 echo "(c)/(b) wall: $(ratio "${mw[c]}" "${mw[b]}")   CPU: $(ratio "${mc[c]}" "${mc[b]}")   (target <= 1.0)"
 echo "(b)/(a) wall: $(ratio "${mw[b]}" "${mw[a]}")   (c)/(a) wall: $(ratio "${mw[c]}" "${mw[a]}")"
+# One line per goal for scripts/bench.sh: SUMMARY|goal|JDK|what|value|target.
+echo "SUMMARY|real program: allocation events|17|javac: shim + OBJECT_ALLOC/FREE counter / JVMTI tagging (c)/(b), CPU|$(ratio "${mc[c]}" "${mc[b]}")|<= 1.0"

@@ -67,3 +67,6 @@ echo
 echo "(c)/(b) wall: $(ratio "${mw[c]}" "${mw[b]}")  cpu: $(ratio "${mc[c]}" "${mc[b]}")   (target <= 2)"
 echo "(d)/(b) wall: $(ratio "${mw[d]}" "${mw[b]}")  cpu: $(ratio "${mc[d]}" "${mc[b]}")"
 echo "(b)/(a) wall: $(ratio "${mw[b]}" "${mw[a]}")  (c)/(a) wall: $(ratio "${mw[c]}" "${mw[a]}")"
+# One line per goal for scripts/bench.sh: SUMMARY|goal|JDK|what|value|target.
+echo "SUMMARY|real program: HPROF heap=sites|17|javac: shim + HPROF / plain JVMTI agent doing the same job (c)/(b), CPU|$(ratio "${mc[c]}" "${mc[b]}")|<= 2"
+echo "SUMMARY|real program: HPROF heap=sites|17|javac: shim + minimal JVMPI sites agent / the same JVMTI agent (d)/(b), CPU|$(ratio "${mc[d]}" "${mc[b]}")|-"

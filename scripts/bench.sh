@@ -6,7 +6,8 @@
 # medians; see each script's header for what it compares) — never against figures of another day.
 #
 #   scripts/bench.sh [JDK...]          default: 11 17 21 25
-# Environment: BENCHES (the scripts to run, default: every one below that exists), and each
+# Environment: BENCHES (the scripts to run, default: every one below that exists; with MIRRORS
+# set and BENCHES unset, also the real-program ones, bench-javac-alloc.sh and bench-sites.sh), and each
 # script's own settings (RUNS, N, ...), passed through. QUICK=1 runs fewer rounds and smaller
 # workloads (a smoke test of the scripts, not figures to publish).
 # A full run takes about an hour per JDK on a 2-core machine.
@@ -42,6 +43,16 @@ for jdk in "${jdks[@]}"; do
         grep '^SUMMARY|' "$log" >>"$summary" || echo "SUMMARY|$b|$jdk|no summary line: see $log|-|-" >>"$summary"
     done
 done
+# The real program (JDK 17's javac on StarJ's analyzer), once: needs the git mirrors and the
+# agents of ../shared/corpus (build.sh), so only where MIRRORS is set.
+if [ -n "${MIRRORS:-}" ] && [ -z "${BENCHES:-}" ]; then
+    for b in javac-alloc sites; do
+        log=$out/all-javac-$b.log
+        echo "bench.sh: javac, $b (log: $log)" >&2
+        scripts/bench-$b.sh >"$log" 2>&1 || echo "SUMMARY|$b|17|the script failed: see $log|-|-" >>"$summary"
+        grep '^SUMMARY|' "$log" >>"$summary" || true
+    done
+fi
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 echo
