@@ -75,8 +75,8 @@ fn stack_bounds(k: &Known) -> (usize, usize) {
     let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
     let mut base: *mut libc::c_void = std::ptr::null_mut();
     let mut size: libc::size_t = 0;
-    // SAFETY: `attr` is initialised by pthread_getattr_np before it is read, and destroyed
-    // only then; the out-pointers are our locals.
+    // `attr` is initialised by pthread_getattr_np before it is read, and destroyed only then.
+    // SAFETY: pthread calls on this thread's own attributes; the out-pointers are our locals.
     let b = unsafe {
         if libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) != 0 {
             (1, 1)
@@ -140,8 +140,8 @@ pub fn read_bytes(src: *const u8, out: &mut [u8]) -> bool {
             return false;
         }
     }
-    // SAFETY: known readable (see `known_safe`), or the checked copy is not available and the
-    // agent's contract says `src` is readable.
+    // Known readable (see `known_safe`), or the checked copy is not available here.
+    // SAFETY: then the agent's contract (or the earlier check) says `src` is readable.
     unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
     true
 }
@@ -170,8 +170,8 @@ pub fn write_bytes(dst: *mut u8, data: &[u8]) -> bool {
             return false;
         }
     }
-    // SAFETY: known writable (see `known_safe`), or the checked copy is not available and the
-    // agent's contract says `dst` is writable.
+    // Known writable (see `known_safe`), or the checked copy is not available here.
+    // SAFETY: then the agent's contract (or the earlier check) says `dst` is writable.
     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
     true
 }
