@@ -9,6 +9,8 @@
 #   (f) the same as (b) with METHOD_ENTRY2 in place of METHOD_ENTRY,
 #   (e) the JNI floor, no agent: the same fib calling two empty static natives per call
 #       (benches/FibFloor.java, benches/fib_floor.c), what any JNI-based emulation pays,
+#   on JDK 22 and later also the floor through the foreign-function API (benches/FibFfm.java):
+#   (g) two ordinary downcalls per call, (h) two critical downcalls (no thread-state transition),
 # RUNS interleaved rounds; medians of the timed loop (ns per fib call) and of wall time.
 # (c) runs fewer calls (it is two orders of magnitude slower); ratios compare ns per call, and
 # the wall-time ratio of (c) is scaled to the same number of calls.
@@ -35,6 +37,8 @@ cargo build --release --quiet
 gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libmethodagent.so" tests/agents/methodagent.c -lpthread
 gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libfibfloor.so" benches/fib_floor.c
 javac -d "$out/classes" --release 11 benches/FibBench.java benches/FibFloor.java
+javac -d "$out/classes" --release 17 benches/FibFfm.java
+steps="a b c d e f"; [ "$feature" -ge 22 ] && steps="$steps g h"
 shim=target/release/libjvmpi_shim.so
 
 declare -A agentopt=(
@@ -44,6 +48,8 @@ declare -A agentopt=(
     [d]="-agentpath:$shim=agent=$out/libmethodagent.so:enable=entry+exit,bench,off-again"
     [e]=""
     [f]="-agentpath:$shim=agent=$out/libmethodagent.so:enable=entry2+exit,bench"
+    [g]="-Dfibffm.mode=ffm -Dfibffm.lib=$PWD/$out/libfibfloor.so --enable-native-access=ALL-UNNAMED"
+    [h]="-Dfibffm.mode=critical -Dfibffm.lib=$PWD/$out/libfibfloor.so --enable-native-access=ALL-UNNAMED"
 )
 declare -A label=(
     [a]="no agent"
@@ -52,13 +58,16 @@ declare -A label=(
     [d]="shim, METHOD_ENTRY/EXIT enabled then disabled"
     [e]="JNI floor: two empty static natives per call, no agent"
     [f]="shim + JVMPI agent counting METHOD_ENTRY2/EXIT"
+    [g]="FFM floor: two ordinary downcalls per call, no agent"
+    [h]="FFM floor: two critical downcalls per call, no agent"
 )
 declare -A nsl wall counts calls
 echo "JDK $feature ($("$java" -version 2>&1 | head -1)); fib($n) x $reps (c: x $slow_reps); RUNS=$runs"
 for ((r = 0; r < runs; r++)); do
-    for k in a b c d e f; do
+    for k in $steps; do
         rp=$reps; [ "$k" = c ] && rp=$slow_reps
         main=(FibBench "$n" "$rp"); [ "$k" = e ] && main=(FibFloor "$n" "$rp" "$PWD/$out/libfibfloor.so")
+        case $k in g | h) main=(FibFfm "$n" "$rp") ;; esac
         # shellcheck disable=SC2086
         s=$(date +%s%N)
         o=$("$java" ${agentopt[$k]} -cp "$out/classes" "${main[@]}" 2>"$out/err.$k")
@@ -71,7 +80,7 @@ for ((r = 0; r < runs; r++)); do
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 declare -A m w
-for k in a b c d e f; do
+for k in $steps; do
     m[$k]=$(median <<<"${nsl[$k]}")
     w[$k]=$(median <<<"${wall[$k]}")
     printf '(%s) %-62s %8s ns/call  wall %6s ms  fib calls %s  agent: %s\n' "$k" "${label[$k]}" "${m[$k]}" "${w[$k]}" "${calls[$k]}" "${counts[$k]}"
@@ -84,3 +93,8 @@ awk -v a="${m[a]}" -v b="${m[b]}" -v c="${m[c]}" -v d="${m[d]}" -v e="${m[e]}" -
 awk -v b="${m[b]}" -v e="${m[e]}" -v e2="${m[f]}" -v f="$feature" 'BEGIN {
     printf "SUMMARY|method events|%s|METHOD_ENTRY+EXIT per call / JNI floor (b)/(e)|%.2f|<= 1.3\n", f, b / e
     printf "SUMMARY|method events|%s|METHOD_ENTRY2+EXIT per call / JNI floor (f)/(e)|%.2f|<= 1.3\n", f, e2 / e }'
+if [ "$feature" -ge 22 ]; then
+    awk -v b="${m[b]}" -v e="${m[e]}" -v g="${m[g]}" -v h="${m[h]}" -v f="$feature" 'BEGIN {
+        printf "FFM: (g)/(e) %.2f  (h)/(e) %.2f  (b)/(h) %.2f\n", g / e, h / e, b / h
+        printf "SUMMARY|method events|%s|FFM critical-downcall floor / JNI floor (h)/(e)|%.2f|-\n", f, h / e }'
+fi
