@@ -40,7 +40,7 @@ use crate::jvm;
 use jvmti_bindings::sys::jni::{jlong, jobject};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// Set in the tag of objects defined to the agent by OBJECT_ALLOC.
 pub const DEFINED: jlong = 8;
@@ -48,13 +48,6 @@ const SHIFT: u32 = 4;
 /// Slots below this have tags (and so IDs) below 2^31.
 pub const SMALL_SLOTS: u64 = 1 << 27;
 
-/// The next slot never given out (slot 0 is tag 0: "untagged").
-static HIGH: AtomicU64 = AtomicU64::new(1);
-/// Slots given back, reused once `HIGH` has reached the reuse threshold.
-static FREE: Mutex<FreeSet> = Mutex::new(FreeSet { bits: Vec::new(), count: 0, cursor: 0 });
-/// Slots handed out again (for the report).
-static REUSED: AtomicU64 = AtomicU64::new(0);
-static WARNED_LARGE: AtomicBool = AtomicBool::new(false);
 /// How many slots a thread takes at a time.
 const BATCH: usize = 64;
 /// How many slots a heap walk takes at a time.
@@ -64,15 +57,77 @@ pub const BLOCK: usize = 4096;
 /// matches them when it writes its profile) sees no reuse in a run of fewer allocations. The
 /// environment variable `JVMPI_SHIM_ID_REUSE_AFTER` sets it (tests).
 const REUSE_AFTER: u64 = 1 << 26;
-static REUSE_AFTER_SET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+/// The ids room's state. Every field is what a separate `static` was: its address is fixed at
+/// link time, so the hot paths (`slot`, `entry`, `bind`, `plausible`) read it as before.
+struct IdsState {
+    // -- slots --
+    /// The next slot never given out (slot 0 is tag 0: "untagged"); advanced by [`take`] as
+    /// slots are made, read by [`plausible`].
+    high: AtomicU64,
+    /// Slots given back, reused once `high` has reached the reuse threshold: put by
+    /// [`give_back`] (deaths dealt with in a GC bracket, ended threads' caches, dropped
+    /// [`TagBlock`]s), taken by [`take`].
+    free: Mutex<FreeSet>,
+    /// Slots handed out again, counted by [`take`] (for the report).
+    reused: AtomicU64,
+    /// The warning that IDs may exceed 2^31 was given (set once by [`take`]).
+    warned_large: AtomicBool,
+    /// The reuse threshold: [`REUSE_AFTER`], or `JVMPI_SHIM_ID_REUSE_AFTER`, read once by
+    /// [`reuse_after`] (a unit test sets it first).
+    reuse_after: OnceLock<u64>,
+    /// Serialises tag assignment for objects others may be tagging at the same moment; held by
+    /// [`tag_of`] and [`tag_of_while_others_suspended`] between reading and setting a tag.
+    assign: Mutex<()>,
+    // -- the index --
+    /// Slot → index entries, in chunks of 65,536 slots: published (never freed) by [`entry`]
+    /// when a chunk is first needed, read by every lookup.
+    table: [AtomicPtr<Chunk>; CHUNKS],
+    /// Chunks made, counted by [`entry`] (for the report).
+    chunks_made: AtomicUsize,
+    /// Misses counted by [`object_of`] since the last rebuild (reset by [`rebuild`]).
+    misses: AtomicU64,
+    /// Misses on allocation-tracked (defined) objects, counted by [`object_of`]; never reset.
+    defined_misses: AtomicU64,
+    /// Misses since the last rebuild on slots a heap walk described, counted by [`object_of`]
+    /// (reset by [`rebuild`]).
+    described_misses: AtomicU64,
+    /// A heap walk has described objects since the last rebuild: set by [`note`], cleared by
+    /// [`rebuild`].
+    noted: AtomicBool,
+    /// Allocation tracking indexes what it tags (agents that resolve tracked objects): set once
+    /// by [`object_of`], read by [`bind`] on every tracked allocation.
+    index_allocations: AtomicBool,
+    /// Held by [`rebuild`]: one rebuild at a time.
+    rebuild: Mutex<()>,
+    /// Rebuilds done, counted by [`rebuild`] (for the report and the benchmark; a thread that
+    /// waited for another's rebuild sees it changed and does not rebuild again).
+    rebuilds: AtomicU64,
+}
+
+static STATE: IdsState = IdsState {
+    high: AtomicU64::new(1),
+    free: Mutex::new(FreeSet { bits: Vec::new(), count: 0, cursor: 0 }),
+    reused: AtomicU64::new(0),
+    warned_large: AtomicBool::new(false),
+    reuse_after: OnceLock::new(),
+    assign: Mutex::new(()),
+    table: [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS],
+    chunks_made: AtomicUsize::new(0),
+    misses: AtomicU64::new(0),
+    defined_misses: AtomicU64::new(0),
+    described_misses: AtomicU64::new(0),
+    noted: AtomicBool::new(false),
+    index_allocations: AtomicBool::new(false),
+    rebuild: Mutex::new(()),
+    rebuilds: AtomicU64::new(0),
+};
 
 fn reuse_after() -> u64 {
-    *REUSE_AFTER_SET.get_or_init(|| {
+    *STATE.reuse_after.get_or_init(|| {
         std::env::var("JVMPI_SHIM_ID_REUSE_AFTER").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(REUSE_AFTER)
     })
 }
-/// Serialises tag assignment for objects others may be tagging at the same moment.
-static ASSIGN: Mutex<()> = Mutex::new(());
 
 /// The slots given back: one bit per slot below 2^27 (16 MiB at most), found again with a
 /// cursor that goes round.
@@ -125,16 +180,16 @@ impl FreeSet {
 /// `n` slots into `into` (used from its end): given-back ones once reuse has begun, else new.
 fn take(n: usize, into: &mut Vec<u64>) {
     let start = into.len();
-    if HIGH.load(Relaxed) >= reuse_after() {
-        let got = crate::lock(&FREE).take(n, into);
+    if STATE.high.load(Relaxed) >= reuse_after() {
+        let got = crate::lock(&STATE.free).take(n, into);
         if got == n {
-            REUSED.fetch_add(got as u64, Relaxed);
+            STATE.reused.fetch_add(got as u64, Relaxed);
             into[start..].reverse(); // lowest first
             return;
         }
     }
-    let first = HIGH.fetch_add(n as u64, Relaxed);
-    if first + n as u64 > SMALL_SLOTS && !WARNED_LARGE.swap(true, Relaxed) {
+    let first = STATE.high.fetch_add(n as u64, Relaxed);
+    if first + n as u64 > SMALL_SLOTS && !STATE.warned_large.swap(true, Relaxed) {
         log::warn!("more than 2^27 object IDs in use at once: IDs from now on may exceed 2^31 (still unique)");
     }
     // New slots are handed out lowest first.
@@ -145,7 +200,7 @@ fn give_back(slots: &[u64]) {
     if slots.is_empty() {
         return;
     }
-    let mut f = crate::lock(&FREE);
+    let mut f = crate::lock(&STATE.free);
     for &s in slots {
         f.put(s);
     }
@@ -160,6 +215,10 @@ impl Drop for Cache {
 }
 
 thread_local! {
+    /// The ids room's only per-thread state, kept apart because it has a destructor (its slots
+    /// go back when the thread ends): a thread-local with a destructor is registered on first
+    /// use and is gone while the thread ends, where [`slot`] falls back to taking one slot.
+    /// Taken and refilled by [`slot`].
     static CACHE: RefCell<Cache> = const { RefCell::new(Cache(Vec::new())) };
 }
 
@@ -197,7 +256,7 @@ pub fn bind(jni: &jvm::Jni, obj: jobject, tag: jlong) -> bool {
     if jvm::set_tag(obj, tag).is_err() {
         return false;
     }
-    if INDEX_ALLOCATIONS.load(Relaxed) {
+    if STATE.index_allocations.load(Relaxed) {
         index(jni, tag, obj);
     }
     true
@@ -234,7 +293,7 @@ impl Drop for TagBlock {
 
 /// Whether `tag` is one the shim could have given out.
 pub fn plausible(tag: jlong) -> bool {
-    tag > 0 && tag % 8 == 0 && ((tag as u64) >> SHIFT) < HIGH.load(Relaxed)
+    tag > 0 && tag % 8 == 0 && ((tag as u64) >> SHIFT) < STATE.high.load(Relaxed)
 }
 
 /// Whether the object with this tag was defined to the agent by OBJECT_ALLOC.
@@ -259,7 +318,7 @@ pub fn tag_of(obj: jobject) -> Result<jlong, String> {
     if t != 0 {
         return Ok(t);
     }
-    let _g = crate::lock(&ASSIGN);
+    let _g = crate::lock(&STATE.assign);
     let t = jvm::get_tag(obj).map_err(jvm::err_name)?;
     if t != 0 {
         return Ok(t);
@@ -282,7 +341,7 @@ pub fn tag_of_while_others_suspended(obj: jobject) -> Result<jlong, String> {
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(20);
     let _g = loop {
-        match ASSIGN.try_lock() {
+        match STATE.assign.try_lock() {
             Ok(g) => break g,
             Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
@@ -341,9 +400,6 @@ struct Chunk {
     requested: [AtomicU64; CHUNK / 64],
 }
 
-static TABLE: [AtomicPtr<Chunk>; CHUNKS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS];
-/// Chunks made (for the report).
-static CHUNKS_MADE: AtomicUsize = AtomicUsize::new(0);
 
 /// The chunk and index of `tag`'s slot; made if `make`.
 #[inline]
@@ -353,7 +409,7 @@ fn entry(tag: jlong, make: bool) -> Option<(&'static Chunk, usize)> {
         return None;
     }
     let (c, i) = ((slot >> CHUNK_BITS) as usize, (slot as usize) & (CHUNK - 1));
-    let mut p = TABLE[c].load(Acquire);
+    let mut p = STATE.table[c].load(Acquire);
     if p.is_null() {
         if !make {
             return None;
@@ -361,9 +417,9 @@ fn entry(tag: jlong, make: bool) -> Option<(&'static Chunk, usize)> {
         // All-zero bytes are valid atomics: empty entries.
         let fresh: Box<Chunk> = unsafe_zeroed_chunk();
         let raw = Box::into_raw(fresh);
-        match TABLE[c].compare_exchange(std::ptr::null_mut(), raw, AcqRel, Acquire) {
+        match STATE.table[c].compare_exchange(std::ptr::null_mut(), raw, AcqRel, Acquire) {
             Ok(_) => {
-                CHUNKS_MADE.fetch_add(1, Relaxed);
+                STATE.chunks_made.fetch_add(1, Relaxed);
                 p = raw;
             }
             Err(other) => {
@@ -408,7 +464,7 @@ pub fn note(tag: jlong, class_tag: jlong, size: jlong) {
     let Some((c, i)) = entry(tag, true) else { return };
     let v = DESC_SET | ((class_tag as u64 >> 3) << 32) | size.clamp(0, u32::MAX as jlong) as u64;
     c.desc[i].store(v, Relaxed);
-    NOTED.store(true, Relaxed);
+    STATE.noted.store(true, Relaxed);
 }
 
 /// What a heap walk recorded about the object with `tag`: (class tag, size).
@@ -461,23 +517,11 @@ pub fn release(jni: &jvm::Jni, tags: &[jlong]) {
     give_back(&slots);
 }
 
-/// Misses since the last rebuild, and those of them for slots a heap walk described.
-static MISSES: AtomicU64 = AtomicU64::new(0);
-static DEFINED_MISSES: AtomicU64 = AtomicU64::new(0);
-/// A heap walk has described objects since the last rebuild.
-static NOTED: AtomicBool = AtomicBool::new(false);
-/// Allocation tracking indexes what it tags (agents that resolve tracked objects).
-static INDEX_ALLOCATIONS: AtomicBool = AtomicBool::new(false);
-static REBUILD: Mutex<()> = Mutex::new(());
-/// Rebuilds done (for the report and the benchmark).
-static REBUILDS: AtomicU64 = AtomicU64::new(0);
-
 /// Misses on objects a heap walk described answered one by one before the index is rebuilt.
 const MISSES_BEFORE_REBUILD: u64 = 8;
 /// Misses on objects no heap walk described before the index is rebuilt (a rebuild costs
 /// about a heap iteration with tagging plus a `GetTag` per object; a miss one tag-map scan).
 const SCATTERED_MISSES_BEFORE_REBUILD: u64 = 512;
-static DESCRIBED_MISSES: AtomicU64 = AtomicU64::new(0);
 /// Misses on allocation-tracked objects after which allocation indexes what it tags.
 const DEFINED_MISSES_TO_INDEX: u64 = 256;
 
@@ -512,15 +556,15 @@ pub fn object_of(id: jobjectID) -> Result<jobject, String> {
     }
     // A miss. A run of them (an agent resolving the objects of a dump, or the objects
     // allocation tracking told it of) is served by rebuilding the whole index at once.
-    let misses = MISSES.fetch_add(1, Relaxed) + 1;
-    if is_defined(tag) && DEFINED_MISSES.fetch_add(1, Relaxed) + 1 == DEFINED_MISSES_TO_INDEX {
+    let misses = STATE.misses.fetch_add(1, Relaxed) + 1;
+    if is_defined(tag) && STATE.defined_misses.fetch_add(1, Relaxed) + 1 == DEFINED_MISSES_TO_INDEX {
         log::info!("the agent resolves many tracked objects' IDs: allocation tracking now indexes the objects it tags");
-        INDEX_ALLOCATIONS.store(true, Relaxed);
+        STATE.index_allocations.store(true, Relaxed);
     }
     // Misses on objects a heap walk described (a dump's objects, all tagged at once) call for a
     // rebuild soon; scattered misses only when they have cost about as much as one.
-    let described_misses = if described(tag).is_some() { DESCRIBED_MISSES.fetch_add(1, Relaxed) + 1 } else { 0 };
-    if (described_misses >= MISSES_BEFORE_REBUILD && NOTED.load(Relaxed)) || misses >= SCATTERED_MISSES_BEFORE_REBUILD {
+    let described_misses = if described(tag).is_some() { STATE.described_misses.fetch_add(1, Relaxed) + 1 } else { 0 };
+    if (described_misses >= MISSES_BEFORE_REBUILD && STATE.noted.load(Relaxed)) || misses >= SCATTERED_MISSES_BEFORE_REBUILD {
         rebuild(&jni);
         match lookup(&jni, tag) {
             Some(o) if o.is_null() => return Err(dead()),
@@ -540,21 +584,21 @@ pub fn object_of(id: jobjectID) -> Result<jobject, String> {
 
 /// Enters every tagged object in the index (one heap iteration; see the module comment).
 fn rebuild(jni: &jvm::Jni) {
-    let before = REBUILDS.load(SeqCst);
-    let _one = crate::lock(&REBUILD);
-    if REBUILDS.load(SeqCst) != before {
+    let before = STATE.rebuilds.load(SeqCst);
+    let _one = crate::lock(&STATE.rebuild);
+    if STATE.rebuilds.load(SeqCst) != before {
         return; // another thread rebuilt it meanwhile
     }
-    NOTED.store(false, Relaxed);
-    MISSES.store(0, Relaxed);
-    DESCRIBED_MISSES.store(0, Relaxed);
+    STATE.noted.store(false, Relaxed);
+    STATE.misses.store(0, Relaxed);
+    STATE.described_misses.store(0, Relaxed);
     let t = std::time::Instant::now();
     let r = jvm::each_tagged_object(jni, |tag, o| {
         if tag > 0 && tag & 7 == 0 {
             index(jni, tag, o)
         }
     });
-    REBUILDS.fetch_add(1, SeqCst);
+    STATE.rebuilds.fetch_add(1, SeqCst);
     match r {
         Ok(n) => log::debug!("object index rebuilt: {n} tagged objects in {:?}", t.elapsed()),
         Err(e) => log::info!("object index: the rebuild failed ({}); objects are looked up one by one", jvm::err_name(e)),
@@ -567,7 +611,7 @@ mod tests {
 
     #[test]
     fn slots_are_reused_after_release_and_blocks_give_back_the_rest() {
-        let _ = REUSE_AFTER_SET.set(0);
+        let _ = STATE.reuse_after.set(0);
         let a = fresh_tag();
         let b = fresh_defined_tag();
         assert_ne!(a, b & !DEFINED);

@@ -98,38 +98,50 @@ impl DeadQueue {
 
 // ---- the queue of the process --------------------------------------------------------------
 
-/// Tags whose objects died, not yet reported.
-static DEAD_TAGS: Mutex<DeadQueue> = Mutex::new(DeadQueue::new());
+/// The deaths room's state.
+struct DeathsState {
+    /// Tags whose objects died, not yet reported: pushed by [`on_object_free`] (JVMTI
+    /// ObjectFree), taken out whole by [`take`] for a GC bracket.
+    dead_tags: Mutex<DeadQueue>,
+    /// The most deaths ever waiting for a bracket (the shim's only memory that grows with
+    /// objects), raised by [`on_object_free`], read by [`queue_peak`].
+    peak_queued: AtomicUsize,
+    /// The most bytes the waiting deaths ever took (sampled every 4096 deaths), raised by
+    /// [`on_object_free`], read by [`queue_peak`].
+    peak_bytes: AtomicUsize,
+}
 
-/// The most deaths ever waiting for a bracket (the shim's only memory that grows with objects).
-static PEAK_QUEUED: AtomicUsize = AtomicUsize::new(0);
-static PEAK_BYTES: AtomicUsize = AtomicUsize::new(0);
+static STATE: DeathsState = DeathsState {
+    dead_tags: Mutex::new(DeadQueue::new()),
+    peak_queued: AtomicUsize::new(0),
+    peak_bytes: AtomicUsize::new(0),
+};
 
 /// (most deaths ever queued, their bytes) — the report's memory figure.
 pub fn queue_peak() -> (usize, usize) {
-    (PEAK_QUEUED.load(Relaxed), PEAK_BYTES.load(Relaxed))
+    (STATE.peak_queued.load(Relaxed), STATE.peak_bytes.load(Relaxed))
 }
 
 /// JVMTI ObjectFree (inside the collection on JDK 11, later on the Service Thread since 16).
 pub fn on_object_free(tag: jlong) {
-    let mut q = DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut q = crate::lock(&STATE.dead_tags);
     q.push(tag);
-    if q.len() & 0xFFF == 0 && q.bytes() > PEAK_BYTES.load(Relaxed) {
-        PEAK_BYTES.store(q.bytes(), Relaxed);
+    if q.len() & 0xFFF == 0 && q.bytes() > STATE.peak_bytes.load(Relaxed) {
+        STATE.peak_bytes.store(q.bytes(), Relaxed);
     }
-    if q.len() > PEAK_QUEUED.load(Relaxed) {
-        PEAK_QUEUED.store(q.len(), Relaxed);
+    if q.len() > STATE.peak_queued.load(Relaxed) {
+        STATE.peak_queued.store(q.len(), Relaxed);
     }
 }
 
 /// Every death queued so far, taken out for a GC bracket.
 pub fn take() -> DeadQueue {
-    std::mem::replace(&mut *DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()), DeadQueue::new())
+    std::mem::replace(&mut *crate::lock(&STATE.dead_tags), DeadQueue::new())
 }
 
 /// Whether no death waits.
 pub fn is_empty() -> bool {
-    DEAD_TAGS.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+    crate::lock(&STATE.dead_tags).is_empty()
 }
 
 #[cfg(test)]

@@ -27,24 +27,43 @@ use std::sync::{Arc, LazyLock, Once};
 /// A method's line table, sorted by bytecode index; `None` for native methods.
 pub type Table = Option<Arc<[(jlong, jint)]>>;
 
-static CACHE: LazyLock<DashMap<usize, Table>> = LazyLock::new(DashMap::new);
-/// Redefinitions are seen through the shim's class-file hook, switched on with the cache.
-static WATCH: Once = Once::new();
-/// Counts invalidations: a table a caller keeps (see [`table`]) is current while this has not
-/// changed since it was taken.
-static GENERATION: AtomicU32 = AtomicU32::new(0);
+/// Chaining-call offsets of a constructor; `None` for any other method.
+type Chain = Option<Arc<[u32]>>;
+
+/// The lines room's state.
+struct LinesState {
+    /// Line tables by `jmethodID`: entered by [`table`] on first need, taken out by
+    /// [`invalidate`] (class unloaded or redefined).
+    cache: LazyLock<DashMap<usize, Table>>,
+    /// Constructors' chaining-call offsets by `jmethodID`: entered by [`chain`] on first need,
+    /// taken out by [`invalidate`].
+    chains: LazyLock<DashMap<usize, Chain>>,
+    /// Redefinitions are seen through the shim's class-file hook, switched on with the cache
+    /// (by the first [`table`] or [`chain`] to miss).
+    watch: Once,
+    /// Counts invalidations, advanced by [`invalidate`]: a table a caller keeps (see [`table`])
+    /// is current while this has not changed since it was taken.
+    generation: AtomicU32,
+}
+
+static STATE: LinesState = LinesState {
+    cache: LazyLock::new(DashMap::new),
+    chains: LazyLock::new(DashMap::new),
+    watch: Once::new(),
+    generation: AtomicU32::new(0),
+};
 
 /// The number of invalidations so far: a caller that keeps tables drops them when it changes.
 pub fn generation() -> u32 {
-    GENERATION.load(Acquire)
+    STATE.generation.load(Acquire)
 }
 
 /// A method's line table, read once and kept (callers may keep it too, see [`generation`]).
 pub fn table(m: jmethodID) -> Table {
-    if let Some(t) = CACHE.get(&(m as usize)) {
+    if let Some(t) = STATE.cache.get(&(m as usize)) {
         return t.clone();
     }
-    WATCH.call_once(|| {
+    STATE.watch.call_once(|| {
         if let Err(e) = jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK) {
             log::info!("class redefinitions will not refresh cached line tables: {}", jvm::err_name(e));
         }
@@ -57,7 +76,7 @@ pub fn table(m: jmethodID) -> Table {
         Err(e) if e == jvmtiError::NATIVE_METHOD => None,
         Err(_) => Some(Arc::from([])),
     };
-    CACHE.insert(m as usize, t.clone());
+    STATE.cache.insert(m as usize, t.clone());
     t
 }
 
@@ -94,15 +113,11 @@ pub fn range_of(m: jmethodID) -> (jint, jint) {
     }
 }
 
-/// Chaining-call offsets of a constructor; `None` for any other method.
-type Chain = Option<Arc<[u32]>>;
-static CHAINS: LazyLock<DashMap<usize, Chain>> = LazyLock::new(DashMap::new);
-
 fn chain(m: jmethodID) -> Chain {
-    if let Some(c) = CHAINS.get(&(m as usize)) {
+    if let Some(c) = STATE.chains.get(&(m as usize)) {
         return c.clone();
     }
-    WATCH.call_once(|| {
+    STATE.watch.call_once(|| {
         if let Err(e) = jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK) {
             log::info!("class redefinitions will not refresh cached line tables: {}", jvm::err_name(e));
         }
@@ -127,7 +142,7 @@ fn chain(m: jmethodID) -> Chain {
         }
         _ => None,
     };
-    CHAINS.insert(m as usize, c.clone());
+    STATE.chains.insert(m as usize, c.clone());
     c
 }
 
@@ -140,9 +155,9 @@ pub fn is_chaining_call(m: jmethodID, location: jlong) -> bool {
 /// Forgets the tables of these methods (class unloaded or redefined).
 pub fn invalidate(methods: &[usize]) {
     for m in methods {
-        CACHE.remove(m);
-        CHAINS.remove(m);
+        STATE.cache.remove(m);
+        STATE.chains.remove(m);
     }
     // After the removals: a caller that sees the new generation reads the tables afresh.
-    GENERATION.fetch_add(1, Release);
+    STATE.generation.fetch_add(1, Release);
 }

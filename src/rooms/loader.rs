@@ -21,9 +21,16 @@ pub struct Legacy {
     options: Option<Box<[u8]>>,
 }
 
-/// The loaded legacy agents, in load order (agent n is the n-th `-agentpath` of the shim).
-static LEGACY: [OnceLock<Legacy>; MAX_AGENTS] = [const { OnceLock::new() }; MAX_AGENTS];
-static LOADING: Mutex<()> = Mutex::new(());
+/// The loader room's state.
+struct LoaderState {
+    /// The loaded legacy agents, in load order (agent n is the n-th `-agentpath` of the shim):
+    /// each set once by [`load`], read by [`legacies`], [`legacy`] and [`count`].
+    legacy: [OnceLock<Legacy>; MAX_AGENTS],
+    /// Held by [`load`]: one agent loads at a time, so each takes the next place of `legacy`.
+    loading: Mutex<()>,
+}
+
+static STATE: LoaderState = LoaderState { legacy: [const { OnceLock::new() }; MAX_AGENTS], loading: Mutex::new(()) };
 
 fn dlerror() -> String {
     // SAFETY: dlerror returns NULL or a NUL-terminated string owned by libdl.
@@ -107,7 +114,7 @@ fn jdk_library_dirs() -> Vec<PathBuf> {
 /// Finds and opens the agent library and its `JVM_OnLoad`, as the next agent. Errors are
 /// one-line messages.
 pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
-    let _g = crate::lock(&LOADING);
+    let _g = crate::lock(&STATE.loading);
     let name = &opts.agent;
     if count() == MAX_AGENTS {
         return Err(format!("agent={name}: at most {MAX_AGENTS} legacy agents can run in one JVM"));
@@ -170,17 +177,17 @@ pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
         }
         None => None,
     };
-    Ok(LEGACY[count()].get_or_init(|| Legacy { path, handle: handle as usize, onload: sym as usize, options }))
+    Ok(STATE.legacy[count()].get_or_init(|| Legacy { path, handle: handle as usize, onload: sym as usize, options }))
 }
 
 /// How many legacy agents are loaded.
 pub fn count() -> usize {
-    LEGACY.iter().take_while(|l| l.get().is_some()).count()
+    STATE.legacy.iter().take_while(|l| l.get().is_some()).count()
 }
 
 /// The loaded legacy agents, in load order.
 pub fn legacies() -> Vec<&'static Legacy> {
-    LEGACY.iter().map_while(|l| l.get()).collect()
+    STATE.legacy.iter().map_while(|l| l.get()).collect()
 }
 
 impl Legacy {
@@ -192,7 +199,7 @@ impl Legacy {
 
 /// The first legacy agent.
 pub fn legacy() -> Option<&'static Legacy> {
-    LEGACY[0].get()
+    STATE.legacy[0].get()
 }
 
 /// What follows the NUL of the options string the agent gets: a blank, then NUL. Option

@@ -45,21 +45,27 @@ pub fn describe(env: *mut jvmti_bindings::sys::jni::JNIEnv, obj: jobject) -> Res
     })
 }
 
-/// Objects defined to the agent by a requested OBJECT_ALLOC whose tag predates it (they get
-/// OBJECT_FREE like tracked ones), when their tag is outside the `ids` table (a bit there).
-static REQUESTED: LazyLock<DashSet<jlong>> = LazyLock::new(DashSet::new);
+/// The objects room's state.
+struct ObjectsState {
+    /// Objects defined to the agent by a requested OBJECT_ALLOC whose tag predates it (they get
+    /// OBJECT_FREE like tracked ones), when their tag is outside the `ids` table (a bit there):
+    /// entered by [`request`], taken out by [`forget_requested`] as their deaths are dealt with.
+    requested: LazyLock<DashSet<jlong>>,
+    /// What a class says about its instances in OBJECT_ALLOC: (`is_array`, tag of the class
+    /// that `class_id` names, 0 for none), per class tag. Entered by [`shape`] on first need,
+    /// taken out by [`forget_class`] when the class dies.
+    shapes: LazyLock<DashMap<jlong, (jint, jlong)>>,
+}
+
+static STATE: ObjectsState = ObjectsState { requested: LazyLock::new(DashSet::new), shapes: LazyLock::new(DashMap::new) };
 
 /// Whether `tag` was defined by a requested OBJECT_ALLOC (and forgets it).
 pub fn forget_requested(tag: jlong) -> bool {
-    ids::take_requested(tag) || (!REQUESTED.is_empty() && REQUESTED.remove(&tag).is_some())
+    ids::take_requested(tag) || (!STATE.requested.is_empty() && STATE.requested.remove(&tag).is_some())
 }
 
-/// What a class says about its instances in OBJECT_ALLOC: (`is_array`, tag of the class that
-/// `class_id` names, 0 for none). Kept per class tag; forgotten with the class.
-static SHAPES: LazyLock<DashMap<jlong, (jint, jlong)>> = LazyLock::new(DashMap::new);
-
 fn shape(env: *mut jvmti_bindings::sys::jni::JNIEnv, ctag: jlong) -> Result<(jint, jlong), String> {
-    if let Some(s) = SHAPES.get(&ctag).map(|s| *s) {
+    if let Some(s) = STATE.shapes.get(&ctag).map(|s| *s) {
         return Ok(s);
     }
     let jni = jvm::Jni::of(env);
@@ -79,13 +85,13 @@ fn shape(env: *mut jvmti_bindings::sys::jni::JNIEnv, ctag: jlong) -> Result<(jin
     })();
     jni.delete_local_ref(klass);
     let s = r?;
-    SHAPES.insert(ctag, s);
+    STATE.shapes.insert(ctag, s);
     Ok(s)
 }
 
 /// A class died: its shape goes.
 pub fn forget_class(ctag: jlong) {
-    SHAPES.remove(&ctag);
+    STATE.shapes.remove(&ctag);
 }
 
 /// The OBJECT_ALLOC description of the object with `tag`, from what a heap walk (or an earlier
@@ -141,7 +147,7 @@ pub fn request(id: jobjectID) -> Result<(), String> {
         }
     };
     if !ids::is_defined(tag) && !ids::mark_requested(tag) {
-        REQUESTED.insert(tag);
+        STATE.requested.insert(tag);
     }
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
     ev.u.obj_alloc = info?;
