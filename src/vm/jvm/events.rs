@@ -47,6 +47,9 @@ pub fn set_callbacks(cb: jvmti::jvmtiEventCallbacks) -> Result<()> {
     env()?.set_event_callbacks(cb)
 }
 
+// How many rooms want each event, and the lock they change under, are fields of the module's
+// state (`STATE.wanted`, `STATE.event_switch`, in the parent module).
+
 fn set_mode(ev: jvmtiEvent, on: bool) -> Result<()> {
     let j = env()?;
     // SAFETY: a NULL thread means "all threads"; the event number comes from the JVMTI constants.
