@@ -282,8 +282,22 @@ struct Deferred {
     /// The hooked thread's JNI function table: its own and the copy with the hooks.
     table: startup::HookedThreadTable,
 }
-static DEFERRED: OnceLock<Deferred> = OnceLock::new();
-static DEFERRED_FIRED: AtomicBool = AtomicBool::new(false);
+
+/// The entry door's state (the deferred start): one `static`, each field what it holds and who
+/// writes it.
+struct EntryState {
+    /// What the deferred start needs, saved once by `JVM_OnLoad` before the live phase
+    /// ([`defer`]); it lives as long as the process (the hooked table is in it).
+    deferred: OnceLock<Deferred>,
+    /// The deferred start has been made (set once, by the first hooked call that finds JVMTI
+    /// reachable, [`deferred_start`]).
+    deferred_fired: AtomicBool,
+}
+
+static STATE: EntryState = EntryState {
+    deferred: OnceLock::new(),
+    deferred_fired: AtomicBool::new(false),
+};
 
 /// `JVM_OnLoad` before the live phase: check the options now (the JVM can still refuse to start),
 /// hook the calling thread's JNI functions, and start at the first hooked call made once JVMTI
@@ -320,13 +334,13 @@ fn defer(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> jint {
     // SAFETY: `env` is this thread's JNIEnv (GetEnv just gave it); each hook has its slot's signature.
     let table = unsafe { startup::HookedThreadTable::new(env, &hooks) };
     let d = Deferred { vm: vm as usize, get_env, options: raw_options, table };
-    if DEFERRED.set(d).is_err() {
+    if STATE.deferred.set(d).is_err() {
         log::error!("JVM_OnLoad called twice");
         return JNI_ERR;
     }
-    let d = DEFERRED.get().expect("just set");
+    let d = STATE.deferred.get().expect("just set");
     // The table lives for the rest of the process and starts with the JVM's own functions.
-    // SAFETY: on the thread the table was copied from; `DEFERRED` lives as long as the process.
+    // SAFETY: on the thread the table was copied from; `STATE.deferred` lives as long as the process.
     unsafe { d.table.install() };
     log::info!(
         "JVM_OnLoad before the live phase (-Xrun): the emulation starts at the main thread's first JNI call \
@@ -337,14 +351,14 @@ fn defer(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> jint {
 
 /// Called by every hooked JNI function before the real one; returns the JVM's own table.
 fn deferred_start(env: *mut JNIEnv) -> *const JNINativeInterface_ {
-    let d = DEFERRED.get().expect("JNI hooks are installed only after DEFERRED is set");
+    let d = STATE.deferred.get().expect("JNI hooks are installed only after the deferred start is saved");
     let original = d.table.original();
     // Not while the caller has an exception pending: the start makes JNI calls of its own.
     // SAFETY: the JVM's own table, on the calling thread's own JNIEnv.
     let pending = unsafe { startup::exception_check(original, env) } != 0;
     // SAFETY: the JVM's own GetEnv, saved by `defer`, with its JavaVM.
-    let fire = !pending && !DEFERRED_FIRED.load(Ordering::Acquire) && unsafe { startup::jvmti_reachable(d.get_env, d.vm as *mut JavaVM) };
-    if fire && !DEFERRED_FIRED.swap(true, Ordering::AcqRel) {
+    let fire = !pending && !STATE.deferred_fired.load(Ordering::Acquire) && unsafe { startup::jvmti_reachable(d.get_env, d.vm as *mut JavaVM) };
+    if fire && !STATE.deferred_fired.swap(true, Ordering::AcqRel) {
         // SAFETY: `env` is the calling thread's JNIEnv.
         unsafe { d.table.remove(env) };
         log::info!("JVMTI is available: starting the emulation deferred by JVM_OnLoad");

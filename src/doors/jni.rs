@@ -27,28 +27,44 @@ unsafe impl Sync for Table {}
 // SAFETY: as above; the table is never written after installation.
 unsafe impl Send for Table {}
 
-/// The JVM's own functions, called by the hooks.
-static ORIGINAL: OnceLock<Table> = OnceLock::new();
-static INSTALL: Mutex<()> = Mutex::new(());
+/// The JNI door's state: one `static`, each field what it holds and who writes it (a field costs
+/// what a separate `static` cost: the hooks read `original` directly).
+struct JniState {
+    /// The JVM's own functions, called by the hooks: set once by [`install`] (under `install`).
+    original: OnceLock<Table>,
+    /// Held by [`install`] while it copies and installs the table.
+    install: Mutex<()>,
+    /// The JVM's variadic `NewObject`, which the trampoline jumps to (its assembly reads the
+    /// field at its offset in `STATE`): set by [`install`] before the table is installed.
+    #[cfg(target_arch = "x86_64")]
+    new_object_orig: std::sync::atomic::AtomicUsize,
+}
+
+static STATE: JniState = JniState {
+    original: OnceLock::new(),
+    install: Mutex::new(()),
+    #[cfg(target_arch = "x86_64")]
+    new_object_orig: std::sync::atomic::AtomicUsize::new(0),
+};
 
 fn orig() -> &'static JNINativeInterface_ {
-    &ORIGINAL.get().expect("hooks run only after installation").0
+    &STATE.original.get().expect("hooks run only after installation").0
 }
 
 pub fn install() -> Result<(), String> {
-    let _g = crate::lock(&INSTALL);
-    if ORIGINAL.get().is_some() {
+    let _g = crate::lock(&STATE.install);
+    if STATE.original.get().is_some() {
         return Ok(());
     }
     let original = jvm::jni_table_copy().map_err(jvm::err_name)?;
     let mut t = jvm::jni_table_copy().map_err(jvm::err_name)?;
-    let _ = ORIGINAL.set(Table(original));
+    let _ = STATE.original.set(Table(original));
     t.AllocObject = alloc_object;
     t.NewObjectA = new_object_a;
     t.NewObjectV = new_object_v;
     #[cfg(target_arch = "x86_64")]
     {
-        NEW_OBJECT_ORIG.store(original_new_object() as usize, std::sync::atomic::Ordering::SeqCst);
+        STATE.new_object_orig.store(original_new_object() as usize, std::sync::atomic::Ordering::SeqCst);
         // SAFETY: the trampoline has NewObject's signature and ends in a jump to the JVM's own.
         t.NewObject = unsafe { std::mem::transmute::<*const (), jni::JniNewObjectFn>(new_object_trampoline as *const ()) };
     }
@@ -111,10 +127,6 @@ unsafe extern "system" fn new_object_v(env: *mut JNIEnv, k: jclass, m: jni::jmet
     constructed(tag);
     r
 }
-
-/// The JVM's variadic `NewObject`, which the trampoline jumps to.
-#[cfg(target_arch = "x86_64")]
-static NEW_OBJECT_ORIG: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 #[cfg(target_arch = "x86_64")]
 fn original_new_object() -> *const () {
@@ -184,12 +196,13 @@ std::arch::global_asm!(
     "pop rsi",
     "pop rdi",
     "pop rbp",
-    "mov r11, qword ptr [rip + {orig}@GOTPCREL]",
-    "jmp qword ptr [r11]",
+    "mov r11, qword ptr [rip + {state}@GOTPCREL]",
+    "jmp qword ptr [r11 + {orig}]",
     ".size jvmpi_shim_new_object_trampoline, . - jvmpi_shim_new_object_trampoline",
     ".popsection",
     pre = sym new_object_pre,
-    orig = sym NEW_OBJECT_ORIG,
+    state = sym STATE,
+    orig = const std::mem::offset_of!(JniState, new_object_orig),
 );
 
 unsafe extern "system" fn new_object_array(env: *mut JNIEnv, len: jsize, k: jclass, init: jobject) -> jni::jobjectArray {

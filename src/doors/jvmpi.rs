@@ -552,8 +552,10 @@ pub mod access {
 
     /// Whether this is the first refusal of `function` of this kind (after shutdown or not).
     fn first(function: &'static str, after: bool) -> bool {
+        // The door's only state, and only this function's: the refusals logged so far (function,
+        // after shutdown), added here. A one-off, so it stays here rather than in a struct.
         static SAID: Mutex<Vec<(&'static str, bool)>> = Mutex::new(Vec::new());
-        let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+        let mut said = crate::lock(&SAID);
         if said.contains(&(function, after)) {
             return false;
         }

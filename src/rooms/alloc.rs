@@ -69,13 +69,6 @@ pub fn array_kind(sig: &str) -> Option<jint> {
 
 pub const TRACKER: &str = "JvmpiShimTracker";
 
-/// The tracker class (a global reference) once installed.
-static TRACKER_CLASS: AtomicUsize = AtomicUsize::new(0);
-/// Serialises enabling and disabling.
-static SWITCH: Mutex<()> = Mutex::new(());
-/// Whether classes are (being) instrumented: between enable and disable.
-static INSTRUMENTING: AtomicBool = AtomicBool::new(false);
-static ARENA_SENT: AtomicBool = AtomicBool::new(false);
 
 /// What an allocation event needs to know about a class, computed once per class.
 #[derive(Clone, Copy)]
@@ -90,7 +83,35 @@ struct Shape {
     nested: bool,
 }
 
-static SHAPES: LazyLock<DashMap<jlong, Shape>> = LazyLock::new(DashMap::new);
+/// The allocation room's state, shared by every thread: one `static`, each field what it holds
+/// and who writes it (a field costs what a separate `static` cost: the natives read them directly).
+struct AllocState {
+    /// The tracker class (a global reference), set once by [`define_tracker`] (under `switch`).
+    tracker_class: AtomicUsize,
+    /// Held by [`enable`] and [`disable`] while they switch the tracker and instrument classes.
+    switch: Mutex<()>,
+    /// Whether classes are (being) instrumented: set by [`enable`], cleared by [`disable`].
+    instrumenting: AtomicBool,
+    /// ARENA_NEW has been sent (set once, by [`announce_arena`]).
+    arena_sent: AtomicBool,
+    /// Class tag → what its allocation events need: entered by [`shape_of`] at the class's first
+    /// allocation, its instance size filled in by the first one measured, taken out by
+    /// [`forget_class`] when the GC room finds the class unloaded.
+    shapes: LazyLock<DashMap<jlong, Shape>>,
+    /// Whether the JVM registers finalizable objects at allocation
+    /// (`-XX:-RegisterFinalizersAtInit`): read from the command line and the option variables
+    /// the first time it is asked.
+    finalizers_at_allocation: LazyLock<bool>,
+}
+
+static STATE: AllocState = AllocState {
+    tracker_class: AtomicUsize::new(0),
+    switch: Mutex::new(()),
+    instrumenting: AtomicBool::new(false),
+    arena_sent: AtomicBool::new(false),
+    shapes: LazyLock::new(DashMap::new),
+    finalizers_at_allocation: LazyLock::new(finalizers_flag),
+};
 
 /// This thread's allocation state, in one thread-local (each thread-local of a shared library
 /// costs a `__tls_get_addr` call to reach; the allocation path is the hottest there is).
@@ -136,7 +157,7 @@ fn set_reporting(on: bool) -> bool {
 }
 
 pub fn installed() -> bool {
-    TRACKER_CLASS.load(Acquire) != 0
+    STATE.tracker_class.load(Acquire) != 0
 }
 
 /// `EnableEvent(OBJECT_ALLOC)`: instruments every class (the tracker is defined once) and turns
@@ -144,13 +165,13 @@ pub fn installed() -> bool {
 pub fn enable() -> Result<(), String> {
     let env = jvm::attach_current().ok_or("the calling thread cannot be attached to the JVM")?;
     let jni = jvm::Jni::of(env);
-    let _g = crate::lock(&SWITCH);
+    let _g = crate::lock(&STATE.switch);
     if !installed() {
         define_tracker(&jni)?;
     }
     jvm::install_jni_hooks().map_err(|e| format!("JNI function interception: {e}"))?;
     set_on(&jni, true);
-    if !INSTRUMENTING.swap(true, SeqCst) {
+    if !STATE.instrumenting.swap(true, SeqCst) {
         jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK).map_err(jvm::err_name)?;
         jvm::want(jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC).map_err(jvm::err_name)?;
         let t = std::time::Instant::now();
@@ -164,9 +185,9 @@ pub fn enable() -> Result<(), String> {
 /// retransformed back to its uninstrumented form, so the program runs at full speed again.
 pub fn disable() {
     let Some(env) = jvm::attach_current() else { return };
-    let _g = crate::lock(&SWITCH);
+    let _g = crate::lock(&STATE.switch);
     set_on(&jvm::Jni::of(env), false);
-    if INSTRUMENTING.swap(false, SeqCst) {
+    if STATE.instrumenting.swap(false, SeqCst) {
         jvm::unwant(jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC);
         if events::is_dead() {
             // Switched off at VM death (agents disable everything in JVM_SHUT_DOWN): no program
@@ -184,7 +205,7 @@ pub fn disable() {
 }
 
 fn set_on(jni: &jvm::Jni, on: bool) {
-    let k = TRACKER_CLASS.load(Acquire);
+    let k = STATE.tracker_class.load(Acquire);
     if k != 0 && !jni.set_static_boolean(k as jclass, "on", on) {
         log::error!("cannot switch the allocation tracker {}", if on { "on" } else { "off" });
     }
@@ -227,14 +248,14 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
     if let Some(m) = jni.method_id("java/lang/Object", "<init>", "()V", false) {
         calltrace::set_object_init(m);
     }
-    TRACKER_CLASS.store(k as usize, Release);
+    STATE.tracker_class.store(k as usize, Release);
     Ok(())
 }
 
 /// The allocation plan while allocations are tracked (the class-file hook applies it together
 /// with the other plans, see `methods::transform`).
 pub fn plan() -> Option<bci::AllocHooks<'static>> {
-    INSTRUMENTING.load(SeqCst).then_some(bci::AllocHooks { tracker: TRACKER })
+    STATE.instrumenting.load(SeqCst).then_some(bci::AllocHooks { tracker: TRACKER })
 }
 
 /// Which path saw the allocation.
@@ -415,7 +436,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
         let s = jvm::object_size(obj).map_or(0, |s| s.min(jint::MAX as i64) as jint);
         if shape.is_array == JVMPI_NORMAL_OBJECT {
             // Every instance of a class has the same size: measure it once.
-            if let Some(mut e) = SHAPES.get_mut(&ctag) {
+            if let Some(mut e) = STATE.shapes.get_mut(&ctag) {
                 e.size = s;
                 cache_shape(ctag, *e, hint.map(|h| h.1));
             }
@@ -453,7 +474,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
 
 fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlong, Shape)> {
     let (ctag, cached) = cached_class(jni, klass, hash)?;
-    if let Some(s) = cached.or_else(|| SHAPES.get(&ctag).map(|s| *s)) {
+    if let Some(s) = cached.or_else(|| STATE.shapes.get(&ctag).map(|s| *s)) {
         if s.is_array == JVMPI_NORMAL_OBJECT {
             // The class must have been announced before its first instance (CLASS_LOAD may
             // have been enabled since the shape was cached).
@@ -480,7 +501,7 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) 
         }
         Some(prim) => Shape { is_array: prim, class_id: 0, size: 0, nested: false },
     };
-    SHAPES.insert(ctag, shape);
+    STATE.shapes.insert(ctag, shape);
     cache_shape(ctag, shape, hash);
     Some((ctag, shape))
 }
@@ -607,7 +628,7 @@ fn instance_size(jni: &jvm::Jni, klass: jclass, ctag: jlong, hash: Option<u32>) 
     let s = jvm::object_size(o);
     jni.delete_local_ref(o);
     let s = s.ok()?.min(jint::MAX as i64) as jint;
-    if let Some(mut e) = SHAPES.get_mut(&ctag) {
+    if let Some(mut e) = STATE.shapes.get_mut(&ctag) {
         e.size = s;
         cache_shape(ctag, *e, hash);
     }
@@ -618,15 +639,17 @@ fn instance_size(jni: &jvm::Jni, klass: jclass, ctag: jlong, hash: Option<u32>) 
 /// their `Object.<init>` returns (`-XX:-RegisterFinalizersAtInit` on its command line or in
 /// the option variables it reads).
 fn finalizers_at_allocation() -> bool {
-    static AT_ALLOCATION: LazyLock<bool> = LazyLock::new(|| {
-        let flag = "-XX:-RegisterFinalizersAtInit";
-        let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
-        String::from_utf8_lossy(&cmdline).contains(flag)
-            || ["JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS"]
-                .iter()
-                .any(|v| std::env::var(v).is_ok_and(|s| s.contains(flag)))
-    });
-    *AT_ALLOCATION
+    *STATE.finalizers_at_allocation
+}
+
+/// [`finalizers_at_allocation`] found out (once).
+fn finalizers_flag() -> bool {
+    let flag = "-XX:-RegisterFinalizersAtInit";
+    let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+    String::from_utf8_lossy(&cmdline).contains(flag)
+        || ["JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS"]
+            .iter()
+            .any(|v| std::env::var(v).is_ok_and(|s| s.contains(flag)))
 }
 
 /// `Object.<init>` of `obj` in this thread: it takes the newest reservation of its class (the
@@ -855,7 +878,7 @@ fn was_vm_made(jni: &jvm::Jni, obj: jobject, ctag: jlong) -> bool {
 
 /// A tagged object died: if it was a class, its cached shape goes too.
 pub fn forget_class(ctag: jlong) {
-    SHAPES.remove(&ctag);
+    STATE.shapes.remove(&ctag);
 }
 
 /// Sends an OBJECT_ALLOC made in this thread. When only one agent listens and this thread is
@@ -877,7 +900,7 @@ fn send(ev: &mut JVMPI_Event) {
 
 /// ARENA_NEW for arena 1, once, before the first OBJECT_ALLOC that follows its enabling.
 fn announce_arena(env: *mut JNIEnv) {
-    if ARENA_SENT.load(Relaxed) || !events::enabled(JVMPI_EVENT_ARENA_NEW) || ARENA_SENT.swap(true, SeqCst) {
+    if STATE.arena_sent.load(Relaxed) || !events::enabled(JVMPI_EVENT_ARENA_NEW) || STATE.arena_sent.swap(true, SeqCst) {
         return;
     }
     {

@@ -25,13 +25,6 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::LazyLock;
 
-/// Methods whose frames no trace shows.
-static HIDDEN: LazyLock<DashSet<usize>> = LazyLock::new(DashSet::new);
-/// `java.lang.Object.<init>` (0: not known yet).
-static OBJECT_INIT: AtomicUsize = AtomicUsize::new(0);
-/// The allocation tracker's hook at the start of `Object.<init>` (0: not known yet).
-static INIT_HOOK: AtomicUsize = AtomicUsize::new(0);
-
 
 /// What a method is to traces, once the shim wraps native methods ([`natives_wrapped`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -44,21 +37,51 @@ enum Kind {
     Wrapper,
 }
 
-static WRAPPING: AtomicBool = AtomicBool::new(false);
-static KINDS: LazyLock<DashMap<usize, Kind>> = LazyLock::new(DashMap::new);
+/// The call-trace room's state, shared by every thread: one `static`, each field what it holds
+/// and who writes it (a field costs what a separate `static` cost: GetCallTrace reads them
+/// directly).
+struct CalltraceState {
+    /// Methods whose frames no trace shows (the allocation tracker's and the method hooks'),
+    /// added by [`hide`] as each tracker class is defined.
+    hidden: LazyLock<DashSet<usize>>,
+    /// `java.lang.Object.<init>` (0: not known yet), set by [`set_object_init`] when the
+    /// allocation tracker is defined.
+    object_init: AtomicUsize,
+    /// The allocation tracker's hook at the start of `Object.<init>` (0: not known yet), set by
+    /// [`set_init_hook`] when the allocation tracker is defined.
+    init_hook: AtomicUsize,
+    /// Some class has native methods wrapped (set once, by [`natives_wrapped`]): traces look
+    /// for renamed natives and wrappers.
+    wrapping: AtomicBool,
+    /// What each method met since `wrapping` was set is to traces, entered by [`kind`] for all
+    /// the methods of a class at once.
+    kinds: LazyLock<DashMap<usize, Kind>>,
+    /// Changes of what traces hide (methods hidden, natives wrapped), counted by [`hide`] and
+    /// [`natives_wrapped`]: part of [`generation`].
+    hiding: AtomicU32,
+}
+
+static STATE: CalltraceState = CalltraceState {
+    hidden: LazyLock::new(DashSet::new),
+    object_init: AtomicUsize::new(0),
+    init_hook: AtomicUsize::new(0),
+    wrapping: AtomicBool::new(false),
+    kinds: LazyLock::new(DashMap::new),
+    hiding: AtomicU32::new(0),
+};
 
 /// Some class has native methods wrapped: traces look for renamed natives and wrappers.
 pub fn natives_wrapped() {
-    WRAPPING.store(true, Relaxed);
-    HIDING.fetch_add(1, Release);
+    STATE.wrapping.store(true, Relaxed);
+    STATE.hiding.fetch_add(1, Release);
 }
 
 /// What `m` is, looked up once per class (all its methods at once) and kept.
 fn kind(m: jmethodID) -> Kind {
-    if !WRAPPING.load(Relaxed) {
+    if !STATE.wrapping.load(Relaxed) {
         return Kind::Plain;
     }
-    if let Some(k) = KINDS.get(&(m as usize)) {
+    if let Some(k) = STATE.kinds.get(&(m as usize)) {
         return *k;
     }
     let Ok(class) = jvm::method_class(m) else { return Kind::Plain };
@@ -79,7 +102,7 @@ fn kind(m: jmethodID) -> Kind {
         } else {
             Kind::Plain
         };
-        KINDS.insert(*x as usize, k);
+        STATE.kinds.insert(*x as usize, k);
         if *x == m {
             mine = k;
         }
@@ -90,22 +113,22 @@ fn kind(m: jmethodID) -> Kind {
 /// Registers methods of the shim's own (e.g. the allocation tracker's) that traces never show.
 pub fn hide(methods: &[jmethodID]) {
     for &m in methods {
-        HIDDEN.insert(m as usize);
+        STATE.hidden.insert(m as usize);
     }
     // After the inserts: a thread that sees the new count looks the methods up again.
-    HIDING.fetch_add(1, Release);
+    STATE.hiding.fetch_add(1, Release);
 }
 
 /// Registers `java.lang.Object.<init>`.
 pub fn set_object_init(m: jmethodID) {
-    OBJECT_INIT.store(m as usize, Relaxed);
+    STATE.object_init.store(m as usize, Relaxed);
 }
 
 /// Registers the allocation tracker's hook called first thing in `Object.<init>`: a stack
 /// stopped inside it (any thread's) shows the method that ran `new` on top, as if the thread
 /// were still at the allocation, since the shim's work there belongs to the allocation.
 pub fn set_init_hook(m: jmethodID) {
-    INIT_HOOK.store(m as usize, Relaxed);
+    STATE.init_hook.store(m as usize, Relaxed);
 }
 
 /// Runs `f` (the delivery of an allocation seen in `Object.<init>`) with traces of this thread
@@ -121,12 +144,12 @@ pub fn at_object_init<R>(f: impl FnOnce() -> R) -> R {
 /// the renamed natives, a wrapped native at line -3 — and the (top-based) indices of the frames
 /// left out. For the per-thread traces of dumps, whose roots name frames by depth.
 pub fn shown_frames(frames: &[(jmethodID, jlong)]) -> (Vec<JVMPI_CallFrame>, Vec<usize>) {
-    let wrapping = WRAPPING.load(Relaxed);
+    let wrapping = STATE.wrapping.load(Relaxed);
     let mut shown = Vec::with_capacity(frames.len());
     let mut left_out = Vec::new();
     for (i, &(m, loc)) in frames.iter().enumerate() {
         let k = if wrapping { kind(m) } else { Kind::Plain };
-        if k == Kind::Renamed || HIDDEN.contains(&(m as usize)) {
+        if k == Kind::Renamed || STATE.hidden.contains(&(m as usize)) {
             left_out.push(i);
             continue;
         }
@@ -182,12 +205,9 @@ thread_local! {
     };
 }
 
-/// Changes of what traces hide (methods hidden, natives wrapped).
-static HIDING: AtomicU32 = AtomicU32::new(0);
-
 /// The state of everything a [`Frame`] records: it is current while this has not changed.
 fn generation() -> u32 {
-    HIDING.load(Acquire).wrapping_add(lines::generation())
+    STATE.hiding.load(Acquire).wrapping_add(lines::generation())
 }
 
 fn slot(m: usize) -> usize {
@@ -205,7 +225,7 @@ fn with_frame<R>(seen: &RefCell<Vec<Frame>>, m: jmethodID, generation: u32, f: i
     }
     // Found out outside the table's borrow: these calls go to the JVM.
     let k = kind(m);
-    let left_out = k == Kind::Renamed || HIDDEN.contains(&key);
+    let left_out = k == Kind::Renamed || STATE.hidden.contains(&key);
     let listed = classes::listed(m);
     if !left_out {
         classes::note_method(listed);
@@ -246,7 +266,7 @@ fn fill_here(here: &Here, trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallF
     let depth = frames.len();
     // Some frames may be left out: ask for as many more as the last trace of this thread left
     // out (at first a few, none while nothing can be), and again for more if needed.
-    let hiding = HIDING.load(Relaxed) != 0 || INIT_HOOK.load(Relaxed) != 0;
+    let hiding = STATE.hiding.load(Relaxed) != 0 || STATE.init_hook.load(Relaxed) != 0;
     let extra = if at_object_init { &here.extra_at_init } else { &here.extra };
     let more = match extra.get() {
         _ if !hiding && !at_object_init => 0,
@@ -277,8 +297,8 @@ fn fill_here(here: &Here, trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallF
             }
         };
         let complete = got < fetch;
-        let init = OBJECT_INIT.load(Relaxed);
-        let hook = INIT_HOOK.load(Relaxed);
+        let init = STATE.object_init.load(Relaxed);
+        let hook = STATE.init_hook.load(Relaxed);
         let inside_init = at_object_init || (hook != 0 && buf[..got].iter().take(3).any(|f| f.method as usize == hook));
         // The frames shown, moved to the front of the buffer, and what the agent gets of each
         // (method ID, line), found in the same lookup.

@@ -41,12 +41,8 @@ use std::collections::HashSet;
 use std::ffi::{c_uchar, c_uint, c_void, CStr};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::Instant;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    crate::lock(m)
-}
 
 // ---- offering a class file --------------------------------------------------------------------
 
@@ -141,10 +137,10 @@ pub fn on_agent_class_hook(env: *mut JNIEnv, name: Option<&CStr>, data: &[u8]) -
         // The shim's own class (defined when OBJECT_ALLOC is first enabled): not the program's.
         return None;
     }
-    if !EARLY_DONE.load(SeqCst) {
+    if !STATE.early_done.load(SeqCst) {
         if let Some(n) = name {
             // Offered here while the early classes are being listed: not to be offered again.
-            lock(&RECENT).push(n.to_vec());
+            crate::lock(&STATE.recent).push(n.to_vec());
         }
     }
     let out = offer(env, data)?;
@@ -164,15 +160,32 @@ enum State {
     Changed { input: (usize, u64), output: Vec<u8> },
 }
 
-static SLOTS: Mutex<Vec<State>> = Mutex::new(Vec::new());
-/// The slot of the class the early hook saw last: the one a failed RetransformClasses stopped
-/// at (the JVM reads, hooks and checks the classes one after the other).
-static LAST: AtomicUsize = AtomicUsize::new(usize::MAX);
-/// The early classes have been offered (or will not be).
-static EARLY_DONE: AtomicBool = AtomicBool::new(false);
-/// Internal names of the classes the class-hook environment offered while the early classes
-/// were being listed (a class loaded on another thread as the gate opened).
-static RECENT: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// The hooks room's state (the classes loaded before the agent started): one `static`, each
+/// field what it holds and who writes it.
+struct HooksState {
+    /// What the early environment knows about each class it offers, by slot (its tag there
+    /// minus 1): made by [`waiting`] as [`offer_early`] lists the classes; the early hook
+    /// ([`on_early_class_hook`]) and [`retransform`] record what became of each.
+    slots: Mutex<Vec<State>>,
+    /// The slot of the class the early hook saw last: the one a failed RetransformClasses
+    /// stopped at (the JVM reads, hooks and checks the classes one after the other). Written by
+    /// the early hook, reset and read by [`retransform`].
+    last: AtomicUsize,
+    /// The early classes have been offered (or will not be): set once by [`offer_early`].
+    early_done: AtomicBool,
+    /// Internal names of the classes the class-hook environment offered while the early
+    /// classes were being listed (a class loaded on another thread as the gate opened): added
+    /// by [`on_agent_class_hook`] until `early_done`, read by [`waiting`], emptied when the
+    /// early classes are done.
+    recent: Mutex<Vec<Vec<u8>>>,
+}
+
+static STATE: HooksState = HooksState {
+    slots: Mutex::new(Vec::new()),
+    last: AtomicUsize::new(usize::MAX),
+    early_done: AtomicBool::new(false),
+    recent: Mutex::new(Vec::new()),
+};
 
 fn fingerprint(data: &[u8]) -> (usize, u64) {
     let mut h = std::hash::DefaultHasher::new();
@@ -195,9 +208,9 @@ pub fn on_early_class_hook(env: *mut JNIEnv, k: jclass, name: Option<&CStr>, dat
         log::debug!("CLASS_LOAD_HOOK: {:?} loaded while {sig} is retransformed: left for later", name);
         return None;
     }
-    LAST.store(slot, SeqCst);
+    STATE.last.store(slot, SeqCst);
     {
-        let mut slots = lock(&SLOTS);
+        let mut slots = crate::lock(&STATE.slots);
         let state = slots.get_mut(slot)?;
         match state {
             State::Own => return None,
@@ -223,7 +236,7 @@ pub fn on_early_class_hook(env: *mut JNIEnv, k: jclass, name: Option<&CStr>, dat
     let output = out.bytes().to_vec();
     drop(out);
     let r = to_jvm(&output);
-    lock(&SLOTS)[slot] = State::Changed { input: fingerprint(data), output };
+    crate::lock(&STATE.slots)[slot] = State::Changed { input: fingerprint(data), output };
     r
 }
 
@@ -231,8 +244,8 @@ pub fn on_early_class_hook(env: *mut JNIEnv, k: jclass, name: Option<&CStr>, dat
 /// on, offers every modifiable class loaded so far, once (see the module documentation).
 pub fn offer_early() {
     let done = || {
-        EARLY_DONE.store(true, SeqCst);
-        *lock(&RECENT) = Vec::new();
+        STATE.early_done.store(true, SeqCst);
+        *crate::lock(&STATE.recent) = Vec::new();
     };
     if !events::enabled(JVMPI_EVENT_CLASS_LOAD_HOOK) {
         return done();
@@ -257,7 +270,7 @@ pub fn offer_early() {
     offered += late.len();
     retransform(&jni, late);
     done();
-    let changed = lock(&SLOTS).iter().filter(|s| matches!(s, State::Changed { .. })).count();
+    let changed = crate::lock(&STATE.slots).iter().filter(|s| matches!(s, State::Changed { .. })).count();
     if changed == 0 {
         // Nothing to hand back on later retransformations.
         let _ = jvm::set_early_hook(false);
@@ -272,9 +285,9 @@ pub fn offer_early() {
 /// references.
 fn waiting(jni: &jvm::Jni) -> Vec<(usize, jclass)> {
     let Ok(all) = jvm::loaded_classes() else { return Vec::new() };
-    let recent: HashSet<Vec<u8>> = lock(&RECENT).iter().cloned().collect();
+    let recent: HashSet<Vec<u8>> = crate::lock(&STATE.recent).iter().cloned().collect();
     let tracker = format!("L{};", alloc::TRACKER);
-    let mut slots = lock(&SLOTS);
+    let mut slots = crate::lock(&STATE.slots);
     let mut out = Vec::new();
     for k in all {
         let take = jvm::is_modifiable(k)
@@ -298,10 +311,10 @@ fn waiting(jni: &jvm::Jni) -> Vec<(usize, jclass)> {
 /// (not offered yet, or changed by the agent) are retransformed again.
 fn retransform(jni: &jvm::Jni, mut pending: Vec<(usize, jclass)>) {
     while !pending.is_empty() {
-        LAST.store(usize::MAX, SeqCst);
+        STATE.last.store(usize::MAX, SeqCst);
         let ks: Vec<jclass> = pending.iter().map(|p| p.1).collect();
         let Err(e) = jvm::early_retransform(&ks) else { break };
-        let last = LAST.load(SeqCst);
+        let last = STATE.last.load(SeqCst);
         let Some(i) = pending.iter().position(|p| p.0 == last) else {
             log::warn!(
                 "CLASS_LOAD_HOOK: retransforming {} classes loaded before the agent started: {}; they were not offered",
@@ -313,7 +326,7 @@ fn retransform(jni: &jvm::Jni, mut pending: Vec<(usize, jclass)>) {
         let (slot, k) = pending.remove(i);
         let name = classes::jvmpi_name(&jvm::class_signature(k).unwrap_or_default());
         jni.delete_local_ref(k);
-        let was = std::mem::replace(&mut lock(&SLOTS)[slot], State::Own);
+        let was = std::mem::replace(&mut crate::lock(&STATE.slots)[slot], State::Own);
         if matches!(was, State::Changed { .. }) {
             log::warn!(
                 "CLASS_LOAD_HOOK: {name}: the class file the agent made cannot replace the loaded class ({}; a class loaded \
@@ -323,7 +336,7 @@ fn retransform(jni: &jvm::Jni, mut pending: Vec<(usize, jclass)>) {
         } else {
             log::warn!("CLASS_LOAD_HOOK: {name}: cannot be retransformed ({}); it keeps its own bytes", jvm::err_name(e));
         }
-        let slots = lock(&SLOTS);
+        let slots = crate::lock(&STATE.slots);
         pending.retain(|&(s, k)| {
             let again = !matches!(slots[s], State::Own);
             if !again {

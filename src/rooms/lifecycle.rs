@@ -21,18 +21,32 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-static VM: OnceLock<usize> = OnceLock::new();
-/// VMInit's work has been done (VMInit and a late start can both get there).
-static INIT_RAN: AtomicBool = AtomicBool::new(false);
+/// The life room's state: one `static`, each field what it holds and who writes it.
+struct LifecycleState {
+    /// The `JavaVM` the legacy agents' `JVM_OnLoad` get, kept by the start-up ([`keep_vm`]).
+    vm: OnceLock<usize>,
+    /// VMInit's work has begun (VMInit and a late start can both get there): set by
+    /// [`start_agent`], which runs it once.
+    init_ran: AtomicBool,
+    /// When the thread taking the JVM down had its ThreadEnd (the shutdown hooks have run; VM
+    /// death comes next): set by [`on_thread_end`], read by the exit watchdog.
+    halt_at: OnceLock<std::time::Instant>,
+}
+
+static STATE: LifecycleState = LifecycleState {
+    vm: OnceLock::new(),
+    init_ran: AtomicBool::new(false),
+    halt_at: OnceLock::new(),
+};
 
 /// The `JavaVM` the legacy agents' `JVM_OnLoad` get at VMInit, kept by the start-up.
 pub(crate) fn keep_vm(vm: *mut JavaVM) {
-    let _ = VM.set(vm as usize);
+    let _ = STATE.vm.set(vm as usize);
 }
 
 /// Whether VMInit's work (the agents' `JVM_OnLoad`, the gate's opening) has begun.
 pub(crate) fn init_ran() -> bool {
-    INIT_RAN.load(Ordering::Acquire)
+    STATE.init_ran.load(Ordering::Acquire)
 }
 
 /// Ends the process with status 1, after an error line has been printed.
@@ -58,11 +72,11 @@ pub fn vm_init(env: *mut JNIEnv, thread: jthread) {
 
 /// Runs the legacy `JVM_OnLoad`, opens the gate (catch-up), sends JVM_INIT_DONE.
 pub(crate) fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), String> {
-    if INIT_RAN.swap(true, Ordering::AcqRel) {
+    if STATE.init_ran.swap(true, Ordering::AcqRel) {
         return Ok(());
     }
     threads::on_thread_start(env, thread);
-    let Some(&vm) = VM.get() else { return Ok(()) };
+    let Some(&vm) = STATE.vm.get() else { return Ok(()) };
     // Each agent's JVM_OnLoad in load order, each on its own behalf (its GetEnv answers its table).
     for (a, leg) in loader::legacies().into_iter().enumerate() {
         let rc = table::within(a, || loader::call_onload(leg, vm as *mut JavaVM));
@@ -97,7 +111,7 @@ pub(crate) fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), Strin
 /// starts no more heap walks (see [`gc::quiesce_for_exit`]) before the thread ends for the agent.
 pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
     if takes_the_jvm_down(thread) {
-        let _ = HALT_AT.set(std::time::Instant::now());
+        let _ = STATE.halt_at.set(std::time::Instant::now());
         gc::quiesce_for_exit();
     }
     alloc::on_thread_end(env);
@@ -200,10 +214,6 @@ pub fn profiler_exit(code: jint) {
     std::process::exit(code);
 }
 
-/// When the thread taking the JVM down had its ThreadEnd (the shutdown hooks have run; VM death
-/// comes next).
-static HALT_AT: OnceLock<std::time::Instant> = OnceLock::new();
-
 /// How long the JVM's halt (after the shutdown hooks) may go without VM death beginning before
 /// the watchdog ends it.
 const EXIT_STUCK: std::time::Duration = std::time::Duration::from_secs(8);
@@ -243,7 +253,7 @@ fn exit_watchdog(code: jint, env: *mut JNIEnv) {
                 log::warn!("ProfilerExit({code}): VM death has not finished after 60 s; the process ends now");
                 break;
             }
-            if HALT_AT.get().is_none_or(|&t| now.duration_since(t) < EXIT_STUCK) {
+            if STATE.halt_at.get().is_none_or(|&t| now.duration_since(t) < EXIT_STUCK) {
                 continue;
             }
             log::warn!(

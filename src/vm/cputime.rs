@@ -78,7 +78,22 @@ mod fast {
         window_ticks: AtomicU64,
     }
 
-    static RATE: OnceLock<Option<Rate>> = OnceLock::new();
+    /// The fast clock's state, shared by every thread: one `static`, each field what it holds
+    /// and who writes it (a field costs what a separate `static` cost: [`now`] reads them
+    /// directly).
+    struct FastState {
+        /// The TSC's rate, its origin taken by the first [`rate`] (`None`: the TSC is not
+        /// invariant), the rate itself stored by the first call once calibrated.
+        rate: OnceLock<Option<Rate>>,
+        /// Non-zero once `perf_event_open` was refused (set by [`Event::open`]): every call is
+        /// a system call.
+        unavailable: AtomicU64,
+    }
+
+    static STATE: FastState = FastState {
+        rate: OnceLock::new(),
+        unavailable: AtomicU64::new(0),
+    };
 
     fn invariant_tsc() -> bool {
         std::fs::read_to_string("/proc/cpuinfo")
@@ -93,7 +108,7 @@ mod fast {
     /// Nanoseconds per TSC tick (32.32) and `WINDOW` in ticks, once `CALIBRATION` has passed
     /// since the first call.
     fn rate() -> Option<(u64, u64)> {
-        let r = RATE
+        let r = STATE.rate
             .get_or_init(|| {
                 invariant_tsc().then(|| Rate { origin_tsc: rdtsc(), origin_ns: monotonic_ns(), ns_per_tick_q32: AtomicU64::new(0), window_ticks: AtomicU64::new(0) })
             })
@@ -142,7 +157,7 @@ mod fast {
             if fd < 0 {
                 let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
                 if matches!(e, libc::EACCES | libc::EPERM | libc::ENOSYS | libc::ENOENT | libc::EINVAL | libc::EOPNOTSUPP) {
-                    UNAVAILABLE.store(1, Relaxed);
+                    STATE.unavailable.store(1, Relaxed);
                     log::debug!("GetCurrentThreadCpuTime: perf_event_open refused ({e}); every call is clock_gettime");
                 }
                 return None;
@@ -178,13 +193,18 @@ mod fast {
         }
     }
 
-    static UNAVAILABLE: AtomicU64 = AtomicU64::new(0);
-
+    /// This thread's part of the fast clock, in one thread-local (its perf event makes it one
+    /// with a destructor: the event is closed when the thread ends).
     struct Base {
+        /// The thread's perf event, whose sequence word tells whether it was descheduled.
         event: Option<Event>,
+        /// The event was tried (opened or refused) in this thread.
         tried: bool,
+        /// The sequence word when the base was taken.
         seq: u32,
+        /// The TSC when the base was taken.
         tsc: u64,
+        /// The thread's CPU time (the system call's) when the base was taken.
         ns: i64,
         /// The last answer: a new base never makes the time go back (the TSC's rate is known
         /// to about 1e-4, the answers within a base may run a few nanoseconds ahead).
@@ -196,7 +216,7 @@ mod fast {
     }
 
     pub(super) fn now() -> Option<i64> {
-        if UNAVAILABLE.load(Relaxed) != 0 {
+        if STATE.unavailable.load(Relaxed) != 0 {
             return None;
         }
         let (q, window) = rate()?;

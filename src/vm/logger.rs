@@ -60,6 +60,8 @@ fn kind(msg: &str) -> String {
     out
 }
 
+/// The module's one state: the logger, made by the first [`init`] (the start-up's) and handed
+/// to the `log` crate.
 static LOGGER: OnceLock<StderrLog> = OnceLock::new();
 
 /// Installs the logger (idempotent) at the given level.

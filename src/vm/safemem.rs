@@ -23,7 +23,8 @@ use std::cell::Cell;
 use std::ffi::c_char;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-/// The system calls are refused here: copy directly.
+/// The module's one shared state (its per-thread state is [`Known`]): the system calls are
+/// refused here, copy directly. Set once, by [`unavailable`], at the first refusal.
 static DIRECT: AtomicBool = AtomicBool::new(false);
 
 fn unavailable(errno: i32) -> bool {

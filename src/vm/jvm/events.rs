@@ -47,8 +47,8 @@ pub fn set_callbacks(cb: jvmti::jvmtiEventCallbacks) -> Result<()> {
     env()?.set_event_callbacks(cb)
 }
 
-static WANTED: [AtomicU32; 100] = [const { AtomicU32::new(0) }; 100];
-static EVENT_SWITCH: Mutex<()> = Mutex::new(());
+// How many rooms want each event, and the lock they change under, are fields of the module's
+// state (`STATE.wanted`, `STATE.event_switch`, in the parent module).
 
 fn set_mode(ev: jvmtiEvent, on: bool) -> Result<()> {
     let j = env()?;
@@ -62,8 +62,8 @@ fn set_mode(ev: jvmtiEvent, on: bool) -> Result<()> {
 /// where a heap walk costs a tag-map lookup per object (seconds on JDK 25 at a million tagged
 /// objects). Does nothing when nothing asked for ObjectFree.
 pub fn flush_object_frees() -> Result<()> {
-    let _g = EVENT_SWITCH.lock().unwrap_or_else(|p| p.into_inner());
-    if WANTED[jvmti::JVMTI_EVENT_OBJECT_FREE as usize].load(Ordering::Relaxed) == 0 {
+    let _g = crate::lock(&STATE.event_switch);
+    if STATE.wanted[jvmti::JVMTI_EVENT_OBJECT_FREE as usize].load(Ordering::Relaxed) == 0 {
         return Ok(());
     }
     set_mode(jvmti::JVMTI_EVENT_OBJECT_FREE, true)
@@ -71,8 +71,8 @@ pub fn flush_object_frees() -> Result<()> {
 
 /// Asks for a JVMTI event; the JVM is told to send it when the first asker arrives.
 pub fn want(ev: jvmtiEvent) -> Result<()> {
-    let _g = EVENT_SWITCH.lock().unwrap_or_else(|p| p.into_inner());
-    let n = &WANTED[ev as usize];
+    let _g = crate::lock(&STATE.event_switch);
+    let n = &STATE.wanted[ev as usize];
     if n.load(Ordering::Relaxed) == 0 {
         set_mode(ev, true)?;
     }
@@ -82,8 +82,8 @@ pub fn want(ev: jvmtiEvent) -> Result<()> {
 
 /// Gives a JVMTI event back; the JVM stops sending it when the last asker leaves.
 pub fn unwant(ev: jvmtiEvent) {
-    let _g = EVENT_SWITCH.lock().unwrap_or_else(|p| p.into_inner());
-    let n = &WANTED[ev as usize];
+    let _g = crate::lock(&STATE.event_switch);
+    let n = &STATE.wanted[ev as usize];
     if n.load(Ordering::Relaxed) == 0 {
         return;
     }
@@ -99,9 +99,9 @@ pub fn unwant(ev: jvmtiEvent) {
 /// it off makes the calling thread post the pending ObjectFree events, which on JDK 17 can
 /// deadlock with the Service Thread doing the same, just as VM death's own flush can.)
 pub fn silence_for_exit() {
-    let _g = EVENT_SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = crate::lock(&STATE.event_switch);
     for ev in [jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_START, jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH] {
-        if WANTED[ev as usize].swap(0, Ordering::Relaxed) > 0 {
+        if STATE.wanted[ev as usize].swap(0, Ordering::Relaxed) > 0 {
             if let Err(e) = set_mode(ev, false) {
                 log::debug!("disabling JVMTI event {ev} for the exit: {}", err_name(e));
             }

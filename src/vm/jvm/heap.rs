@@ -39,7 +39,7 @@ pub fn each_tagged_object(jni: &Jni, mut f: impl FnMut(jlong, jobject)) -> Resul
         }
         0
     }
-    let real = REAL_VM.get().copied().ok_or(jvmtiError::INVALID_ENVIRONMENT)?;
+    let real = STATE.real_vm.get().copied().ok_or(jvmtiError::INVALID_ENVIRONMENT)?;
     let main = env()?;
     let mut p: *mut c_void = std::ptr::null_mut();
     // SAFETY: the JVM's own GetEnv with its own JavaVM and a valid out-pointer.

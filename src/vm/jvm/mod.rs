@@ -44,20 +44,6 @@ unsafe impl Send for Env {}
 // SAFETY: as above.
 unsafe impl Sync for Env {}
 
-static ENV: OnceLock<Env> = OnceLock::new();
-/// A second environment, not retransformation-capable, that runs the agent's CLASS_LOAD_HOOK:
-/// the JVM applies its changes before the shim's own instrumentation and keeps them when the
-/// shim retransforms a class (JVMTI, "RetransformClasses").
-static HOOK_ENV: OnceLock<Env> = OnceLock::new();
-/// A third environment, retransformation-capable and created before the main one, that offers
-/// the classes loaded before the agent started to the agent's CLASS_LOAD_HOOK (see `hooks`).
-/// JVMTI calls ClassFileLoadHook in retransformation-incapable environments first, then in
-/// retransformation-capable ones in the order they were created: this one runs before the
-/// main environment's allocation instrumentation.
-static EARLY_ENV: OnceLock<Env> = OnceLock::new();
-/// The early environment has its capabilities and its callback.
-static EARLY_READY: AtomicBool = AtomicBool::new(false);
-
 /// The JVM's own `JavaVM*` and its real invoke table (before the loader hooked `GetEnv`).
 #[derive(Clone, Copy)]
 pub struct RealVm {
@@ -66,13 +52,54 @@ pub struct RealVm {
     pub attach_daemon: unsafe extern "system" fn(*mut JavaVM, *mut *mut c_void, *mut c_void) -> jint,
     pub detach: unsafe extern "system" fn(*mut JavaVM) -> jint,
 }
-static REAL_VM: OnceLock<RealVm> = OnceLock::new();
+
+/// The JVM module's state: one `static`, each field what it holds and who writes it (a field
+/// costs what a separate `static` cost: `env()` and `current_jni()` read theirs directly).
+struct JvmState {
+    /// The shim's JVMTI environment, got once by [`connect`].
+    env: OnceLock<Env>,
+    /// A second environment, not retransformation-capable, that runs the agent's
+    /// CLASS_LOAD_HOOK: the JVM applies its changes before the shim's own instrumentation and
+    /// keeps them when the shim retransforms a class (JVMTI, "RetransformClasses"). Got once by
+    /// [`connect`].
+    hook_env: OnceLock<Env>,
+    /// A third environment, retransformation-capable and created before the main one, that
+    /// offers the classes loaded before the agent started to the agent's CLASS_LOAD_HOOK (see
+    /// `hooks`). JVMTI calls ClassFileLoadHook in retransformation-incapable environments
+    /// first, then in retransformation-capable ones in the order they were created: this one
+    /// runs before the main environment's allocation instrumentation. Got once by [`connect`].
+    early_env: OnceLock<Env>,
+    /// The early environment has its capabilities and its callback: set by [`set_up_hook_env`].
+    early_ready: AtomicBool,
+    /// The JVM's own `JavaVM*` and invoke functions, kept once by [`connect`].
+    real_vm: OnceLock<RealVm>,
+    /// The JNI function interception (`doors::jni`), handed down at start-up by `doors::entry`
+    /// ([`set_jni_hooks`]): the facade installs it when a room asks, and a direct call would run
+    /// up from vm to doors.
+    jni_hooks: OnceLock<fn() -> std::result::Result<(), String>>,
+    /// How many rooms want each JVMTI event ([`want`]/[`unwant`], under `event_switch`; zeroed
+    /// for the collection events by [`silence_for_exit`]).
+    wanted: [AtomicU32; 100],
+    /// Held while an event's count and its notification mode change together.
+    event_switch: Mutex<()>,
+}
+
+static STATE: JvmState = JvmState {
+    env: OnceLock::new(),
+    hook_env: OnceLock::new(),
+    early_env: OnceLock::new(),
+    early_ready: AtomicBool::new(false),
+    real_vm: OnceLock::new(),
+    jni_hooks: OnceLock::new(),
+    wanted: [const { AtomicU32::new(0) }; 100],
+    event_switch: Mutex::new(()),
+};
 
 pub type Error = jvmtiError;
 pub type Result<T> = std::result::Result<T, Error>;
 
 fn env() -> Result<&'static Jvmti> {
-    ENV.get().map(|e| &e.0).ok_or(jvmtiError::INVALID_ENVIRONMENT)
+    STATE.env.get().map(|e| &e.0).ok_or(jvmtiError::INVALID_ENVIRONMENT)
 }
 
 /// The name of a JVMTI error, for log lines.
@@ -97,14 +124,14 @@ pub fn connect(vm: *mut JavaVM) -> std::result::Result<(), String> {
         attach_daemon: table.AttachCurrentThreadAsDaemon,
         detach: table.DetachCurrentThread,
     };
-    let _ = REAL_VM.set(real);
+    let _ = STATE.real_vm.set(real);
     // The early environment first: creation order is the order of retransformation-capable
     // environments' class-file hooks.
     let mut e: *mut c_void = std::ptr::null_mut();
     // SAFETY: calling the JVM's own GetEnv with its own JavaVM and a valid out-pointer.
     if unsafe { (real.get_env)(vm, &mut e, jvmti::JVMTI_VERSION_1_2) } == jni::JNI_OK && !e.is_null() {
         // SAFETY: `e` is a jvmtiEnv* just returned by GetEnv.
-        let _ = EARLY_ENV.set(Env(unsafe { Jvmti::from_raw(e as *mut jvmti::jvmtiEnv) }));
+        let _ = STATE.early_env.set(Env(unsafe { Jvmti::from_raw(e as *mut jvmti::jvmtiEnv) }));
     }
     let mut p: *mut c_void = std::ptr::null_mut();
     // SAFETY: calling the JVM's own GetEnv with its own JavaVM and a valid out-pointer.
@@ -113,12 +140,12 @@ pub fn connect(vm: *mut JavaVM) -> std::result::Result<(), String> {
         return Err(format!("the JVM did not give a JVMTI environment (GetEnv returned {rc})"));
     }
     // SAFETY: `p` is a jvmtiEnv* just returned by GetEnv.
-    let _ = ENV.set(Env(unsafe { Jvmti::from_raw(p as *mut jvmti::jvmtiEnv) }));
+    let _ = STATE.env.set(Env(unsafe { Jvmti::from_raw(p as *mut jvmti::jvmtiEnv) }));
     let mut h: *mut c_void = std::ptr::null_mut();
     // SAFETY: as above, a second environment.
     if unsafe { (real.get_env)(vm, &mut h, jvmti::JVMTI_VERSION_1_2) } == jni::JNI_OK && !h.is_null() {
         // SAFETY: `h` is a jvmtiEnv* just returned by GetEnv.
-        let _ = HOOK_ENV.set(Env(unsafe { Jvmti::from_raw(h as *mut jvmti::jvmtiEnv) }));
+        let _ = STATE.hook_env.set(Env(unsafe { Jvmti::from_raw(h as *mut jvmti::jvmtiEnv) }));
     }
     Ok(())
 }
@@ -128,7 +155,7 @@ pub fn connect(vm: *mut JavaVM) -> std::result::Result<(), String> {
 /// retransform) the classes loaded before the agent started are not offered; that is logged
 /// when it matters, and is not an error here.
 pub fn set_up_hook_env(cb: jvmti::JvmtiClassFileLoadHookFn, early: jvmti::JvmtiClassFileLoadHookFn) -> Result<()> {
-    let h = &HOOK_ENV.get().ok_or(jvmtiError::INVALID_ENVIRONMENT)?.0;
+    let h = &STATE.hook_env.get().ok_or(jvmtiError::INVALID_ENVIRONMENT)?.0;
     let mut c = jvmti::jvmtiCapabilities::default();
     c.set_can_generate_all_class_hook_events(true);
     h.add_capabilities(&c)?;
@@ -136,14 +163,14 @@ pub fn set_up_hook_env(cb: jvmti::JvmtiClassFileLoadHookFn, early: jvmti::JvmtiC
     t.ClassFileLoadHook = Some(cb);
     h.set_event_callbacks(t)?;
     match set_up_early_env(early) {
-        Ok(()) => EARLY_READY.store(true, Ordering::Release),
+        Ok(()) => STATE.early_ready.store(true, Ordering::Release),
         Err(e) => log::info!("the JVMTI environment for classes loaded before the agent started: {}", err_name(e)),
     }
     Ok(())
 }
 
 fn early_env() -> Result<&'static Jvmti> {
-    EARLY_ENV.get().map(|e| &e.0).ok_or(jvmtiError::INVALID_ENVIRONMENT)
+    STATE.early_env.get().map(|e| &e.0).ok_or(jvmtiError::INVALID_ENVIRONMENT)
 }
 
 /// The early environment's capabilities: retransformation (so that the JVM calls its hook on
@@ -168,7 +195,7 @@ fn set_up_early_env(cb: jvmti::JvmtiClassFileLoadHookFn) -> Result<()> {
 
 /// Whether the early environment can offer classes (set up with its capabilities).
 pub fn early_env_ready() -> bool {
-    EARLY_READY.load(Ordering::Acquire)
+    STATE.early_ready.load(Ordering::Acquire)
 }
 
 /// Switches the early environment's class-file hook on or off.
@@ -207,35 +234,31 @@ pub fn early_retransform(classes: &[jclass]) -> Result<()> {
 
 /// Switches the agent's class hook on or off (the class-hook environment's only event).
 pub fn set_agent_hook(on: bool) -> Result<()> {
-    let h = &HOOK_ENV.get().ok_or(jvmtiError::INVALID_ENVIRONMENT)?.0;
+    let h = &STATE.hook_env.get().ok_or(jvmtiError::INVALID_ENVIRONMENT)?.0;
     // SAFETY: NULL thread = all threads.
     unsafe { h.set_event_notification_mode(on, jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, std::ptr::null_mut()) }
 }
 
-/// The JNI function interception (`doors::jni`), handed down at start-up by `doors::entry`: the
-/// facade installs it when a room asks, and a direct call would run up from vm to doors.
-static JNI_HOOKS: OnceLock<fn() -> std::result::Result<(), String>> = OnceLock::new();
-
 pub fn set_jni_hooks(install: fn() -> std::result::Result<(), String>) {
-    let _ = JNI_HOOKS.set(install);
+    let _ = STATE.jni_hooks.set(install);
 }
 
 /// Installs the JNI function hooks (allocations by native code, JNI global references), once a
 /// room needs them.
 pub fn install_jni_hooks() -> std::result::Result<(), String> {
-    match JNI_HOOKS.get() {
+    match STATE.jni_hooks.get() {
         Some(install) => install(),
         None => Err("the JNI function hooks are not registered".into()),
     }
 }
 
 pub fn real_vm() -> Option<RealVm> {
-    REAL_VM.get().copied()
+    STATE.real_vm.get().copied()
 }
 
 /// The current thread's JNIEnv, if the thread is attached to the JVM.
 pub fn current_jni() -> Option<*mut JNIEnv> {
-    let real = REAL_VM.get()?;
+    let real = STATE.real_vm.get()?;
     let mut p: *mut c_void = std::ptr::null_mut();
     // SAFETY: the real GetEnv with the real JavaVM and a valid out-pointer.
     let rc = unsafe { (real.get_env)(real.vm as *mut JavaVM, &mut p, jni::JNI_VERSION_1_2) };
@@ -247,23 +270,18 @@ pub fn attach_current() -> Option<*mut JNIEnv> {
     if let Some(e) = current_jni() {
         return Some(e);
     }
-    let real = REAL_VM.get()?;
+    let real = STATE.real_vm.get()?;
     let mut p: *mut c_void = std::ptr::null_mut();
     // SAFETY: the real AttachCurrentThreadAsDaemon with the real JavaVM; NULL args are allowed.
     let rc = unsafe { (real.attach_daemon)(real.vm as *mut JavaVM, &mut p, std::ptr::null_mut()) };
     (rc == jni::JNI_OK && !p.is_null()).then_some(p as *mut JNIEnv)
 }
 
-thread_local! {
-    /// Set while the current thread is attached only for one JVMPI call (see [`attached`]).
-    static TEMPORARY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
 /// Whether the current thread is attached to the JVM only for the JVMPI call it is making: an
 /// agent's thread the JVM does not know. It is no JVMPI thread (no THREAD_START, no
 /// THREAD_END) and the events it causes carry no `env_id`.
 pub fn temporarily_attached() -> bool {
-    TEMPORARY.with(|t| t.get())
+    HERE.with(|h| h.temporary.get())
 }
 
 /// Runs `f` in the current thread attached to the JVM: as it is when it is attached, otherwise
@@ -274,17 +292,17 @@ pub fn attached<R>(f: impl FnOnce() -> R) -> Option<R> {
     if current_jni().is_some() {
         return Some(f());
     }
-    let real = *REAL_VM.get()?;
+    let real = *STATE.real_vm.get()?;
     struct Detach(RealVm);
     impl Drop for Detach {
         fn drop(&mut self) {
             let _i = Internal::enter();
             // SAFETY: the real DetachCurrentThread, on the thread attached below.
             unsafe { (self.0.detach)(self.0.vm as *mut JavaVM) };
-            TEMPORARY.with(|t| t.set(false));
+            HERE.with(|h| h.temporary.set(false));
         }
     }
-    TEMPORARY.with(|t| t.set(true));
+    HERE.with(|h| h.temporary.set(true));
     let mut p: *mut c_void = std::ptr::null_mut();
     let rc = {
         let _i = Internal::enter();
@@ -292,7 +310,7 @@ pub fn attached<R>(f: impl FnOnce() -> R) -> Option<R> {
         unsafe { (real.attach_daemon)(real.vm as *mut JavaVM, &mut p, std::ptr::null_mut()) }
     };
     if rc != jni::JNI_OK || p.is_null() {
-        TEMPORARY.with(|t| t.set(false));
+        HERE.with(|h| h.temporary.set(false));
         return None;
     }
     let _detach = Detach(real);
@@ -307,15 +325,28 @@ pub fn jni(env: *mut JNIEnv) -> JniEnv {
 
 // ---- JNI, in the current thread ---------------------------------------------------------------
 
-/// The current thread's state that an event's hot path needs, in one thread-local (one
-/// address computation): its flags ([`INTERNAL`], [`ANNOUNCED`]) and its in-flight counter.
+/// The current thread's part of this module, in one thread-local (one address computation;
+/// `const`-initialised, no destructor): what an event's hot path needs, and whether the thread
+/// is attached only for one call.
 struct Here {
+    /// [`INTERNAL`] (set by [`Internal`] and [`as_agent`]), [`ANNOUNCED`] (the threads room),
+    /// [`UNSENT`] (the methods room).
     flags: std::cell::Cell<u8>,
+    /// The gate's count of the events this thread is delivering ([`set_counter_here`]; null
+    /// until set).
     counter: std::cell::Cell<*const AtomicUsize>,
+    /// Set while the thread is attached only for one JVMPI call (by [`attached`]).
+    temporary: std::cell::Cell<bool>,
 }
 
 thread_local! {
-    static HERE: Here = const { Here { flags: std::cell::Cell::new(0), counter: std::cell::Cell::new(std::ptr::null()) } };
+    static HERE: Here = const {
+        Here {
+            flags: std::cell::Cell::new(0),
+            counter: std::cell::Cell::new(std::ptr::null()),
+            temporary: std::cell::Cell::new(false),
+        }
+    };
 }
 
 /// The current thread's flags and its counter (see [`set_counter_here`]; None until set):

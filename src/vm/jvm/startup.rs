@@ -26,6 +26,8 @@ unsafe impl Sync for HookedTable {}
 // SAFETY: as above; the table is never written once installed.
 unsafe impl Send for HookedTable {}
 
+/// The module's one state: the copy of the invoke table the `JavaVM` slot points at, made by
+/// the first [`hook_get_env`]; it lives for the rest of the process.
 static HOOKED: OnceLock<Box<HookedTable>> = OnceLock::new();
 
 /// Points the JVM's `JavaVM` slot at a copy of its invoke table whose `GetEnv` is `get_env`
