@@ -341,7 +341,7 @@ unsafe extern "C" fn jobject_id_to_jobject(id: jobjectID) -> jobject {
             return std::ptr::null_mut();
         }
         access::call("jobjectID2jobject", std::ptr::null_mut(), || {
-            ids::object_of(id).unwrap_or_else(|e| {
+            ids::object_of(id).inspect(|&o| ids::handed_out(o, id)).unwrap_or_else(|e| {
                 if crate::alloc::pending_description(id).is_some() {
                     // Announced by OBJECT_ALLOC at its `new`; its constructor has not run yet.
                     log::debug!("jobjectID2jobject: {id:p} is being constructed; NULL until its constructor runs");
@@ -361,6 +361,10 @@ unsafe extern "C" fn jobject_to_jobject_id(obj: jobject) -> jobjectID {
             return std::ptr::null_mut();
         }
         access::call("jobject2jobjectID", std::ptr::null_mut(), || {
+            // A reference jobjectID2jobject just gave this thread: known without the JVM.
+            if let Some(id) = ids::recent_id(obj) {
+                return id;
+            }
             // JNI tells a handle that is none of the thread's local, global or weak references
             // without reading through it (HotSpot looks the address up in its handle blocks):
             // refused before JVMTI's GetTag would dereference it.

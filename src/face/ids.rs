@@ -37,8 +37,9 @@
 
 use crate::abi::jobjectID;
 use crate::jvm;
+use crate::safemem;
 use jvmti_bindings::sys::jni::{jlong, jobject};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Mutex, OnceLock};
 
@@ -220,6 +221,73 @@ thread_local! {
     /// use and is gone while the thread ends, where [`slot`] falls back to taking one slot.
     /// Taken and refilled by [`slot`].
     static CACHE: RefCell<Cache> = const { RefCell::new(Cache(Vec::new())) };
+}
+
+/// Entries of [`RECENT`].
+const RECENT_SLOTS: usize = 64;
+
+/// A handle `jobjectID2jobject` gave this thread: its address, what its slot held then (the
+/// object's address, read without the JVM) and the ID it was asked for.
+struct Recent {
+    handle: Cell<usize>,
+    content: Cell<usize>,
+    id: Cell<usize>,
+}
+
+thread_local! {
+    /// The handles `jobjectID2jobject` gave this thread lately (direct-mapped by address; no
+    /// destructor), so that `jobject2jobjectID` on one of them answers without asking the JVM:
+    /// JNI's only check that a pointer is a reference of this thread, `GetObjectRefType`, walks
+    /// every local-reference block of the current native frame (HotSpot), so an agent that
+    /// resolves a dump's objects one by one without deleting its references paid for all of them
+    /// at each call. Written by [`handed_out`], read by [`recent_id`].
+    static RECENT: [Recent; RECENT_SLOTS] = const {
+        [const { Recent { handle: Cell::new(0), content: Cell::new(0), id: Cell::new(0) } }; RECENT_SLOTS]
+    };
+}
+
+fn recent_slot(h: usize) -> usize {
+    (h >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - RECENT_SLOTS.trailing_zeros())
+}
+
+/// Notes that `jobjectID2jobject(id)` gave this thread the local reference `h`.
+pub fn handed_out(h: jobject, id: jobjectID) {
+    let a = h as usize;
+    if a == 0 || !a.is_multiple_of(std::mem::align_of::<usize>()) {
+        return;
+    }
+    // The slot of a reference the JVM just made: readable; what it holds is only compared.
+    let Some(content) = safemem::read(a as *const usize) else { return };
+    let _ = RECENT.try_with(|r| {
+        let e = &r[recent_slot(a)];
+        e.handle.set(a);
+        e.content.set(content);
+        e.id.set(id as usize);
+    });
+}
+
+/// The ID of `h` if `jobjectID2jobject` gave it to this thread and its slot still holds the
+/// same object: the answer `jobject2jobjectID` would get from the JVM, found without it.
+///
+/// While the slot holds what it held when the reference was made, the reference names the
+/// same object: a deleted reference's slot is cleared, a reused one holds another object, and
+/// a collection that moves the object rewrites a live slot; all three send the caller to the
+/// JVM. A reference whose native frame has ended (the agent's error) gets the ID of the object
+/// it named, where the JVM could have refused it; nothing is dereferenced either way.
+pub fn recent_id(h: jobject) -> Option<jobjectID> {
+    let a = h as usize;
+    if a == 0 {
+        return None;
+    }
+    RECENT
+        .try_with(|r| {
+            let e = &r[recent_slot(a)];
+            (e.handle.get() == a && e.content.get() != 0).then(|| (e.content.get(), e.id.get()))
+        })
+        .ok()
+        .flatten()
+        .filter(|&(content, _)| safemem::read(a as *const usize) == Some(content))
+        .map(|(_, id)| id as jobjectID)
 }
 
 fn slot() -> u64 {

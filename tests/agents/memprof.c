@@ -9,7 +9,9 @@
  * instance of a class. Writes <out>:
  *   DUMP objects=<n> ms=<t>
  *   REQ ms=<t> bad=<n> classes=<n>              (first bad answer: BADREQ <why>)
- *   J2J ms=<t> bad=<n>                            (with jobject2jobjectID back)
+ *   J2J ms=<t> bad=<n>                            (with jobject2jobjectID back; first bad: BADJ2J <why>;
+ *                                                  for the first three, also on a reference of its
+ *                                                  own and on the shim's once deleted: NULL)
  *   J2J2 ms=<t>                                   (jobjectID2jobject alone, second time)
  *   ALLOC2 ms=<t>                                 (RequestEvent(OBJECT_ALLOC) alone, second time)
  *   COUNT <class> <instances> <size of one>      (normal objects, per class)
@@ -163,14 +165,30 @@ static void report(JNIEnv *env) {
     fprintf(f, "REQ ms=%.1f bad=%ld classes=%ld\n", t2 - t1, bad, nclasses);
     if (bad) fprintf(f, "BADREQ %s\n", why);
     long jbad = 0;
+    char jwhy[300] = "";
+#define JBAD(...) do { if (!jbad++) snprintf(jwhy, sizeof jwhy, __VA_ARGS__); } while (0)
     for (long i = 0; i < nrecs; i++) {
         jobject o = jvmpi->jobjectID2jobject(recs[i].id);
-        if (!o) { jbad++; continue; }
-        if (jvmpi->jobject2jobjectID(o) != recs[i].id) jbad++;
+        if (!o) { JBAD("jobjectID2jobject(%p) NULL", recs[i].id); continue; }
+        jobjectID back = jvmpi->jobject2jobjectID(o);
+        if (back != recs[i].id) JBAD("jobject2jobjectID(jobjectID2jobject(%p)) = %p", recs[i].id, back);
+        if (i < 3) {
+            /* A reference of the agent's own to the same object, and the shim's after its
+             * deletion (cleared: no object any more, as JNI says). */
+            jobject mine = (*env)->NewLocalRef(env, o);
+            back = jvmpi->jobject2jobjectID(mine);
+            if (back != recs[i].id) JBAD("jobject2jobjectID(NewLocalRef of %p) = %p", recs[i].id, back);
+            (*env)->DeleteLocalRef(env, mine);
+            (*env)->DeleteLocalRef(env, o);
+            back = jvmpi->jobject2jobjectID(o);
+            if (back) JBAD("jobject2jobjectID(deleted reference to %p) = %p", recs[i].id, back);
+            continue;
+        }
         (*env)->DeleteLocalRef(env, o);
     }
     double t3 = now_ms();
     fprintf(f, "J2J ms=%.1f bad=%ld\n", t3 - t2, jbad);
+    if (jbad) fprintf(f, "BADJ2J %s\n", jwhy);
     /* again, now that every ID has been resolved once */
     for (long i = 0; i < nrecs; i++) {
         jobject o = jvmpi->jobjectID2jobject(recs[i].id);
