@@ -7,7 +7,8 @@
 #
 #   scripts/bench.sh [JDK...]          default: 11 17 21 25
 # Environment: BENCHES (the scripts to run, default: every one below that exists; with MIRRORS
-# set and BENCHES unset, also the real-program ones, bench-javac-alloc.sh and bench-sites.sh), and each
+# set and BENCHES unset, also the real-program ones, bench-javac-alloc.sh, bench-sites.sh and
+# bench-times.sh), and each
 # script's own settings (RUNS, N, ...), passed through. QUICK=1 runs fewer rounds and smaller
 # workloads (a smoke test of the scripts, not figures to publish).
 # A full run takes about an hour per JDK on a 2-core machine.
@@ -46,7 +47,7 @@ done
 # The real program (JDK 17's javac on StarJ's analyzer), once: needs the git mirrors and the
 # agents of ../shared/corpus (build.sh), so only where MIRRORS is set.
 if [ -n "${MIRRORS:-}" ] && [ -z "${BENCHES:-}" ]; then
-    for b in javac-alloc sites; do
+    for b in javac-alloc sites times; do
         log=$out/all-javac-$b.log
         echo "bench.sh: javac, $b (log: $log)" >&2
         scripts/bench-$b.sh >"$log" 2>&1 || echo "SUMMARY|$b|17|the script failed: see $log|-|-" >>"$summary"
