@@ -310,6 +310,12 @@ pub fn is_ready() -> bool {
     b & OPENED != 0 && !closed(b)
 }
 
+/// The gate has not opened yet (the legacy agents' `JVM_OnLoad` runs): no event is sent, what
+/// happens meanwhile is announced by the catch-up when it opens.
+pub fn before_gate() -> bool {
+    GATE.phase.load(SeqCst) & OPENED == 0
+}
+
 /// Marks the start of VM death; false if it had begun already (a nested or second VMDeath).
 pub fn begin_shutdown() -> bool {
     make(Move::BeginShutdown)
