@@ -154,15 +154,8 @@ pub fn enable() -> Result<(), String> {
         jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK).map_err(jvm::err_name)?;
         jvm::want(jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC).map_err(jvm::err_name)?;
         let t = std::time::Instant::now();
-        let (changed, nanos) = crate::methods::rewrite_figures();
         let n = jvm::retransform_all(events::before_gate());
-        let (changed_now, nanos_now) = crate::methods::rewrite_figures();
-        log::info!(
-            "allocation tracking on: {n} loaded classes retransformed in {:?} ({} of them changed; {:?} rewriting them, in all threads)",
-            t.elapsed(),
-            changed_now - changed,
-            std::time::Duration::from_nanos(nanos_now - nanos)
-        );
+        log::info!("allocation tracking on: {n} loaded classes instrumented in {:?}", t.elapsed());
     }
     Ok(())
 }
