@@ -166,7 +166,8 @@ fn retransform_in_two(jni: &Jni, ks: &[jclass]) -> usize {
     let (mine, theirs_done) = std::thread::scope(|scope| {
         let helper = std::thread::Builder::new().name("JVMPI retransformer".into()).spawn_scoped(scope, move || {
             let ks: Vec<jclass> = shared.iter().map(|&g| g as jclass).collect();
-            attached(|| retransform_list(&ks))
+            // Named, so that the program's next `Thread-<n>` keeps its number.
+            attached_named(Some(c"JVMPI retransformer"), || retransform_list(&ks))
         });
         let mine: Vec<jclass> = mine.into_iter().map(|(_, k)| k).collect();
         let done = retransform_list(&mine);
