@@ -9,6 +9,8 @@
 #   (f) a plain JVMTI agent retransforming every loaded class at VMInit, unchanged
 #       (benches/retransform_jvmti.c): the JVM's own part of instrumenting the classes loaded
 #       before a legacy agent's JVM_OnLoad (run at VMInit) enabled (d)'s or (e)'s events,
+#   (g) the same, every other class retransformed by a second thread meanwhile (as the shim
+#       does at start-up with two CPUs or more): the floor of (d) and (e) in two threads,
 # RUNS interleaved rounds per JDK; the median wall time (and its spread) of each, and its
 # difference to (a); and the median CPU time (user + system, all threads), steadier when the
 # machine is shared.
@@ -27,11 +29,11 @@ mkdir -p "$out/classes"
 cargo build --release --quiet
 gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libtrace_jvmti.so" benches/trace_jvmti.c
 gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libstartup_jvmpi.so" benches/startup_jvmpi.c
-gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libretransform_jvmti.so" benches/retransform_jvmti.c
+gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libretransform_jvmti.so" benches/retransform_jvmti.c -lpthread
 javac -d "$out/classes" --release 11 tests/java/Hello.java
 shim=target/release/libjvmpi_shim.so
 
-keys=(a b c d e f)
+keys=(a b c d e f g)
 declare -A agentopt=(
     [a]=""
     [b]="-agentpath:$out/libtrace_jvmti.so=empty"
@@ -39,6 +41,7 @@ declare -A agentopt=(
     [d]="-agentpath:$shim=agent=$out/libstartup_jvmpi.so:alloc"
     [e]="-agentpath:$shim=agent=$out/libstartup_jvmpi.so:methods"
     [f]="-agentpath:$out/libretransform_jvmti.so"
+    [g]="-agentpath:$out/libretransform_jvmti.so=two"
 )
 declare -A label=(
     [a]="no agent"
@@ -47,6 +50,7 @@ declare -A label=(
     [d]="shim + OBJECT_ALLOC/OBJECT_FREE"
     [e]="shim + METHOD_ENTRY/METHOD_EXIT"
     [f]="plain JVMTI, all classes retransformed"
+    [g]="the same in two threads"
 )
 declare -A target=([c]=10 [d]=60 [e]=60)
 median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }

@@ -274,3 +274,22 @@ fn enable_disable_at_run_time() {
         assert_eq!(r.stderr_lines_with("jvmpi-shim: method hooks \"off\"").len(), 2, "{}", r.describe());
     });
 }
+
+/// An agent enabling METHOD_ENTRY/EXIT or OBJECT_ALLOC in `JVM_OnLoad` has the classes loaded
+/// so far retransformed at start-up (in two threads when there are two CPUs): no thread of the
+/// shim's shows, neither to the program (its first unnamed thread is still `Thread-0`; a helper
+/// attached without a name would have taken number 0) nor to the agent (no THREAD_START for it).
+#[test]
+fn start_up_retransformation_leaves_the_programs_threads_alone() {
+    for_each_jdk(|jdk| {
+        let methods = format!("agent={}:log={{log}},only=ThreadNumber,enable=entry+exit", method_agent());
+        let allocs = format!("agent={}:log={{log}},enable=object_alloc+thread_start,alloc-filter=ThreadNumber", agent("recorder").display());
+        for opts in [methods, allocs] {
+            let r = run(jdk, &opts, "ThreadNumber", &[], &[]);
+            r.assert_ok();
+            assert!(!r.log.contains("VIOLATION"), "{}", r.describe());
+            assert!(r.stdout.contains("unnamed Thread-0"), "{}", r.describe());
+            assert!(!r.log.contains("retransformer"), "{}", r.describe());
+        }
+    });
+}

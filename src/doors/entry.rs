@@ -80,6 +80,7 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     // a downward call would run up a layer, so the room's function is handed down here.
     events::set_announcer(threads::before_send);
     events::set_holder(threads::suspension_under_way);
+    events::register_barrier();
     // The JNI hooks are a door; the facade (vm) installs them when a room asks for them, so
     // they are handed down too.
     jvm::set_jni_hooks(jni_hooks::install);

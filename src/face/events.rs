@@ -54,8 +54,9 @@ struct Gate {
     /// The in-flight counters of [`send_fast`], one per thread that sends there: (every
     /// counter, the free ones). VM death sums them.
     counters: Mutex<(Vec<&'static Counter>, Vec<&'static Counter>)>,
-    /// `membarrier` is registered: the hot path needs only a compiler fence.
-    asymmetric: AtomicBool,
+    /// Where the registration of `membarrier` is ([`UNREGISTERED`], [`REGISTERED`], [`NEVER`]):
+    /// once registered, the hot path needs only a compiler fence.
+    barrier: AtomicU8,
     /// The function that announces the sending thread to the agents (the threads room's, see
     /// [`set_announcer`]).
     announcer: OnceLock<fn(&mut *mut JNIEnv) -> bool>,
@@ -76,7 +77,7 @@ static GATE: Gate = Gate {
     progress: AtomicU64::new(0),
     parked: AtomicUsize::new(0),
     counters: Mutex::new((Vec::new(), Vec::new())),
-    asymmetric: AtomicBool::new(false),
+    barrier: AtomicU8::new(UNREGISTERED),
     announcer: OnceLock::new(),
     holder: OnceLock::new(),
     draining: AtomicBool::new(false),
@@ -309,6 +310,12 @@ pub fn is_ready() -> bool {
     b & OPENED != 0 && !closed(b)
 }
 
+/// The gate has not opened yet (the legacy agents' `JVM_OnLoad` runs): no event is sent, what
+/// happens meanwhile is announced by the catch-up when it opens.
+pub fn before_gate() -> bool {
+    GATE.phase.load(SeqCst) & OPENED == 0
+}
+
 /// Marks the start of VM death; false if it had begun already (a nested or second VMDeath).
 pub fn begin_shutdown() -> bool {
     make(Move::BeginShutdown)
@@ -457,7 +464,7 @@ pub fn send_fast(ev: &mut JVMPI_Event, counter: &AtomicUsize) -> bool {
     // thread sees the gate closed below or `close` sees the count. Without `membarrier`, a fence here.
     let n = counter.load(Relaxed);
     counter.store(n + 1, Relaxed);
-    if GATE.asymmetric.load(Relaxed) {
+    if GATE.barrier.load(Relaxed) == REGISTERED {
         compiler_fence(SeqCst);
     } else {
         fence(SeqCst);
@@ -561,12 +568,39 @@ pub fn set_holder(f: fn() -> bool) {
 
 /// Opens the gate: the legacy `JVM_OnLoad` has returned.
 pub fn open() {
-    if !GATE.asymmetric.load(SeqCst) && jvm::register_heavy_barrier() {
-        GATE.asymmetric.store(true, SeqCst);
-    }
+    register_barrier();
     make(Move::Open);
     let _g = crate::lock(&GATE.union);
     refresh_fast();
+}
+
+/// `membarrier` not registered (yet): the hot path uses full fences.
+const UNREGISTERED: u8 = 0;
+/// `membarrier` registered: the hot path uses compiler fences, VM death the heavy barrier.
+const REGISTERED: u8 = 1;
+/// VM death came first: never registered for the hot path.
+const NEVER: u8 = 2;
+
+/// Starts registering the process for `membarrier` (once; called at `Agent_OnLoad` and when the
+/// gate opens). The registration makes the kernel interrupt every CPU and wait for them: 7 to
+/// 15 ms of waiting on this 2-CPU machine, which in the thread opening the gate added as much
+/// to the JVM's start-up. A short-lived thread of its own does it; until it is done (or if it
+/// cannot be made) the hot path keeps its full fence, and VM death ([`close`]) settles the
+/// question for good: a registration finishing after it no longer counts.
+pub fn register_barrier() {
+    static STARTED: AtomicBool = AtomicBool::new(false);
+    if STARTED.swap(true, SeqCst) {
+        return;
+    }
+    let register = || {
+        if jvm::register_heavy_barrier() {
+            let _ = GATE.barrier.compare_exchange(UNREGISTERED, REGISTERED, SeqCst, SeqCst);
+        }
+    };
+    if let Err(e) = std::thread::Builder::new().name("JVMPI membarrier".into()).spawn(register) {
+        log::debug!("membarrier is registered in this thread: no thread for it ({e})");
+        register();
+    }
 }
 
 /// Marks a step of the shim's own work during which no event is delivered (a heap walk), so
@@ -633,7 +667,9 @@ pub fn close(patience: &mut Patience) -> bool {
     if !make(Move::Close) {
         return false;
     }
-    if GATE.asymmetric.load(SeqCst) && !jvm::heavy_barrier() {
+    // A registration that has not finished by now never counts: the hot path keeps its fences.
+    let barrier = GATE.barrier.compare_exchange(UNREGISTERED, NEVER, SeqCst, SeqCst).unwrap_or_else(|b| b);
+    if barrier == REGISTERED && !jvm::heavy_barrier() {
         // Cannot happen once registered; the hot path's counts may then be seen late.
         log::debug!("membarrier failed at VM death");
     }

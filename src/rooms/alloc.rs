@@ -175,7 +175,7 @@ pub fn enable() -> Result<(), String> {
         jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK).map_err(jvm::err_name)?;
         jvm::want(jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC).map_err(jvm::err_name)?;
         let t = std::time::Instant::now();
-        let n = jvm::retransform_all();
+        let n = jvm::retransform_all(events::before_gate());
         log::info!("allocation tracking on: {n} loaded classes instrumented in {:?}", t.elapsed());
     }
     Ok(())
@@ -198,7 +198,7 @@ pub fn disable() {
             return;
         }
         let t = std::time::Instant::now();
-        let n = jvm::retransform_all();
+        let n = jvm::retransform_all(events::before_gate());
         jvm::unwant(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
         log::info!("allocation tracking off: {n} loaded classes restored in {:?}", t.elapsed());
     }

@@ -285,13 +285,13 @@ pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
 fn retransform(plan: u8) {
     let t = std::time::Instant::now();
     let (_, before) = rewrite_figures();
-    let n = jvm::retransform_all();
+    let n = jvm::retransform_all(events::before_gate());
     if plan == 0 {
         jvm::unwant(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
     }
     STATE.dirty.store(false, SeqCst);
     let rewriting = std::time::Duration::from_nanos(rewrite_figures().1 - before);
-    log::info!("method hooks {:?}: {n} loaded classes retransformed in {:?} ({rewriting:?} of it rewriting them)", describe(plan), t.elapsed());
+    log::info!("method hooks {:?}: {n} loaded classes retransformed in {:?} ({rewriting:?} rewriting them, in all threads)", describe(plan), t.elapsed());
 }
 
 

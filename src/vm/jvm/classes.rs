@@ -124,14 +124,75 @@ pub fn constant_pool(k: jclass) -> Result<Vec<u8>> {
 
 /// Retransforms every modifiable loaded class (in batches; a batch that fails is retried class
 /// by class, and classes that still fail are logged and skipped). Returns how many were done.
-pub fn retransform_all() -> usize {
-    let Ok(j) = env() else { return 0 };
+///
+/// With `two_threads` (and at least two CPUs and [`PARALLEL_MIN`] classes), every other class is
+/// retransformed by a helper thread attached to the JVM for the purpose (temporarily, as for an
+/// agent's call: no thread for the agents, see [`attached`]) while the calling thread does the
+/// rest. Most of a retransformation runs in the thread that asks for it (the class-file hooks,
+/// the JVM's parsing of the new class file and its comparison with the old one); only the
+/// redefinition proper is a VM operation, one at a time. The sets are disjoint, the shim's
+/// class-file hook runs concurrently anyway (classes load in any thread). The callers ask for
+/// it only before the event gate opens: whatever the helper thread causes then (a class it
+/// loads) is announced by the catch-up, never as an event of a thread the agent does not know.
+pub fn retransform_all(two_threads: bool) -> usize {
     let Ok(all) = loaded_classes() else { return 0 };
     let jni = Jni::current();
-    // SAFETY: facade contract: local class references just listed by the JVM.
-    let modifiable: Vec<jclass> = all.iter().copied().filter(|&k| unsafe { j.is_modifiable_class(k) }.unwrap_or(false)).collect();
+    let modifiable: Vec<jclass> = match env() {
+        // SAFETY: facade contract: local class references just listed by the JVM.
+        Ok(j) => all.iter().copied().filter(|&k| unsafe { j.is_modifiable_class(k) }.unwrap_or(false)).collect(),
+        Err(_) => Vec::new(),
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let done = match &jni {
+        Some(jni) if two_threads && cpus >= 2 && modifiable.len() >= PARALLEL_MIN => {
+            retransform_in_two(jni, &modifiable)
+        }
+        _ => retransform_list(&modifiable),
+    };
+    if let Some(jni) = jni {
+        all.into_iter().for_each(|k| jni.delete_local_ref(k));
+    }
+    done
+}
+
+/// Fewer classes than this are retransformed in the calling thread alone.
+pub const PARALLEL_MIN: usize = 64;
+
+/// Retransforms the odd-numbered classes of `ks` in a helper thread and the others here.
+fn retransform_in_two(jni: &Jni, ks: &[jclass]) -> usize {
+    let (mine, theirs): (Vec<(usize, jclass)>, Vec<(usize, jclass)>) = ks.iter().copied().enumerate().partition(|(i, _)| i % 2 == 0);
+    let globals: Vec<usize> = theirs.iter().map(|&(_, k)| jni.new_global_ref(k) as usize).filter(|&g| g != 0).collect();
+    let shared = globals.clone();
+    let (mine, theirs_done) = std::thread::scope(|scope| {
+        let helper = std::thread::Builder::new().name("JVMPI retransformer".into()).spawn_scoped(scope, move || {
+            let ks: Vec<jclass> = shared.iter().map(|&g| g as jclass).collect();
+            // Named, so that the program's next `Thread-<n>` keeps its number.
+            attached_named(Some(c"JVMPI retransformer"), || retransform_list(&ks))
+        });
+        let mine: Vec<jclass> = mine.into_iter().map(|(_, k)| k).collect();
+        let done = retransform_list(&mine);
+        let theirs = match helper {
+            Ok(h) => h.join().ok().flatten(),
+            Err(e) => {
+                log::debug!("retransforming in one thread: no helper thread ({e})");
+                None
+            }
+        };
+        (done, theirs)
+    });
+    let mut done = mine;
+    let ks: Vec<jclass> = globals.iter().map(|&g| g as jclass).collect();
+    // The helper could not do its half (no thread, or it could not be attached): done here.
+    done += theirs_done.unwrap_or_else(|| retransform_list(&ks));
+    ks.into_iter().for_each(|g| jni.delete_global_ref(g));
+    done
+}
+
+/// Retransforms `ks` in the calling thread, in batches.
+fn retransform_list(ks: &[jclass]) -> usize {
+    let Ok(j) = env() else { return 0 };
     let mut done = 0;
-    for batch in modifiable.chunks(64) {
+    for batch in ks.chunks(64) {
         // SAFETY: facade contract.
         if unsafe { j.retransform_classes(batch) }.is_ok() {
             done += batch.len();
@@ -144,9 +205,6 @@ pub fn retransform_all() -> usize {
                 Err(e) => log::info!("retransforming {}: {}", class_signature(k).unwrap_or_default(), err_name(e)),
             }
         }
-    }
-    if let Some(jni) = jni {
-        all.into_iter().for_each(|k| jni.delete_local_ref(k));
     }
     done
 }

@@ -289,6 +289,12 @@ pub fn temporarily_attached() -> bool {
 /// and detach the thread is the shim's own work, not reported. None if the thread cannot be
 /// attached (the VM is going away).
 pub fn attached<R>(f: impl FnOnce() -> R) -> Option<R> {
+    attached_named(None, f)
+}
+
+/// [`attached`], the thread's `java.lang.Thread` named `name` if it has to be attached. Without a
+/// name the JVM names it `Thread-<n>` and takes that number from the program's next thread.
+pub fn attached_named<R>(name: Option<&CStr>, f: impl FnOnce() -> R) -> Option<R> {
     if current_jni().is_some() {
         return Some(f());
     }
@@ -304,10 +310,16 @@ pub fn attached<R>(f: impl FnOnce() -> R) -> Option<R> {
     }
     HERE.with(|h| h.temporary.set(true));
     let mut p: *mut c_void = std::ptr::null_mut();
+    let mut args = jni::JavaVMAttachArgs {
+        version: jni::JNI_VERSION_1_2,
+        name: name.map_or(std::ptr::null_mut(), |n| n.as_ptr() as *mut std::ffi::c_char),
+        group: std::ptr::null_mut(),
+    };
     let rc = {
         let _i = Internal::enter();
-        // SAFETY: the real AttachCurrentThreadAsDaemon with the real JavaVM; NULL args are allowed.
-        unsafe { (real.attach_daemon)(real.vm as *mut JavaVM, &mut p, std::ptr::null_mut()) }
+        // SAFETY: the real AttachCurrentThreadAsDaemon with the real JavaVM; `args` (a NULL or
+        // NUL-terminated name the JVM only reads, a NULL group) lives across the call.
+        unsafe { (real.attach_daemon)(real.vm as *mut JavaVM, &mut p, &mut args as *mut _ as *mut c_void) }
     };
     if rc != jni::JNI_OK || p.is_null() {
         HERE.with(|h| h.temporary.set(false));
