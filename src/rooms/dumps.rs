@@ -83,7 +83,7 @@ impl Hasher for TagHasher {
 type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<TagHasher>>;
 type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<TagHasher>>;
 use std::ffi::c_void;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock};
 
 const W: usize = std::mem::size_of::<usize>();
 /// Deepest stack read for frame numbers and traces.
@@ -161,11 +161,6 @@ struct DumpsState {
     /// The layouts of the classes dumped so far, by class tag (computed once by [`layout`],
     /// outside of any heap walk).
     layouts: LazyLock<DashMap<jlong, Arc<ClassLayout>>>,
-    /// One snapshot at a time (two threads suspending each other would both stop): held by the
-    /// dumping thread from the suspension of the other threads until they are resumed, and
-    /// never while the agent is called. Re-entrant for its holder all the same, so that nothing
-    /// the JVM does in the holding thread meanwhile can deadlock on it.
-    one: Reentrant,
     /// The size of the last heap dump (written by each heap dump): the next one's buffer
     /// starts at that size.
     last_size: std::sync::atomic::AtomicUsize,
@@ -173,51 +168,8 @@ struct DumpsState {
 
 static STATE: DumpsState = DumpsState {
     layouts: LazyLock::new(DashMap::new),
-    one: Reentrant::new(),
     last_size: std::sync::atomic::AtomicUsize::new(0),
 };
-
-/// A lock that its holder may take again (depth counted); other threads wait.
-struct Reentrant {
-    state: Mutex<(Option<std::thread::ThreadId>, usize)>,
-    free: std::sync::Condvar,
-}
-
-struct Held(&'static Reentrant);
-
-impl Reentrant {
-    const fn new() -> Reentrant {
-        Reentrant { state: Mutex::new((None, 0)), free: std::sync::Condvar::new() }
-    }
-    fn lock(&'static self) -> Held {
-        let me = std::thread::current().id();
-        let mut g = crate::lock(&self.state);
-        loop {
-            match g.0 {
-                Some(o) if o == me => break,
-                None => {
-                    g.0 = Some(me);
-                    break;
-                }
-                Some(_) => g = self.free.wait(g).unwrap_or_else(|p| p.into_inner()),
-            }
-        }
-        g.1 += 1;
-        Held(self)
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        let mut g = crate::lock(&self.0.state);
-        g.1 -= 1;
-        if g.1 == 0 {
-            g.0 = None;
-            self.0.free.notify_one();
-        }
-    }
-}
-
 
 fn prim_ty(sig: &str) -> Option<u8> {
     crate::objects::array_kind(sig).filter(|&k| k != JVMPI_CLASS).map(|k| k as u8)
@@ -1128,7 +1080,9 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
     let t0 = std::time::Instant::now();
     threads::announce_all();
     let mut st = new_state(&jni, level, None)?;
-    let one = STATE.one.lock();
+    // One snapshot at a time (two threads suspending each other would both stop; see
+    // `jvm::exclusive`), held from the suspension of the other threads until they are resumed.
+    let one = jvm::exclusive();
     let t1 = t0.elapsed();
     // Untouched capacity costs no resident memory; it saves the copies of growing by doubling.
     // (The first dump grows by doubling; large blocks grow by remapping, not copying, so that
@@ -1267,6 +1221,9 @@ pub fn request_object_dump(id: jobjectID) -> Result<(), String> {
         return delivered(events::send_requested(&mut ev));
     }
     let jni = jvm::Jni::of(env);
+    // No other dump may suspend this thread in the middle of its walk (see `jvm::exclusive`);
+    // released before the agent is called.
+    let one = jvm::exclusive();
     let obj = ids::object_of(id)?;
     let r = (|| {
         let mut st = new_state(&jni, JVMPI_DUMP_LEVEL_2, Some(obj))?;
@@ -1289,6 +1246,7 @@ pub fn request_object_dump(id: jobjectID) -> Result<(), String> {
         r.map(|()| st.out)
     })();
     jni.delete_local_ref(obj);
+    drop(one);
     let mut out = r?;
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_DUMP, env);
     ev.u.object_dump = ObjectDump { data_len: out.len() as jint, data: out.as_mut_ptr() as *mut _ };
@@ -1413,7 +1371,9 @@ pub fn request_monitor_dump() -> Result<(), String> {
     let jni = jvm::Jni::of(env);
     let _pins = threads::hold_pins();
     threads::announce_all();
-    let one = STATE.one.lock();
+    // One snapshot at a time (two threads suspending each other would both stop; see
+    // `jvm::exclusive`), held from the suspension of the other threads until they are resumed.
+    let one = jvm::exclusive();
     let suspended = suspend_others(&jni);
     let ours: Vec<jlong> = suspended.0.iter().filter_map(|&t| jvm::get_tag(t).ok().filter(|&g| g != 0)).collect();
     let java = java_monitors(&jni);

@@ -4,6 +4,19 @@
 
 use super::*;
 
+// ---- one snapshot at a time ------------------------------------------------------------------------
+
+/// One heap walk or suspension of other threads at a time in the process, held until the
+/// returned guard is dropped; re-entrant for its holder. A dump suspends every other thread
+/// between its `SuspendThreadList` and its `ResumeThreadList`: a thread suspended inside a heap
+/// walk of its own would hold what the resumption waits for (JDK 25: `ResumeThreadList` waited
+/// for the virtual-thread transition lock that a `FollowReferences` suspended mid-way held, and
+/// both threads stopped for good). So every heap walk here takes it, and a dump holds it from
+/// the suspension to the resumption. Never held while the agent is called.
+pub fn exclusive() -> Held {
+    STATE.snapshot.lock()
+}
+
 // ---- tags -----------------------------------------------------------------------------------------
 
 pub fn get_tag(obj: jobject) -> Result<jlong> {
@@ -39,6 +52,7 @@ pub fn each_tagged_object(jni: &Jni, mut f: impl FnMut(jlong, jobject)) -> Resul
         }
         0
     }
+    let _one = exclusive();
     let real = STATE.real_vm.get().copied().ok_or(jvmtiError::INVALID_ENVIRONMENT)?;
     let main = env()?;
     let mut p: *mut c_void = std::ptr::null_mut();
@@ -95,6 +109,7 @@ pub fn count_heap() -> Result<(jlong, jlong)> {
         acc.1 += size;
         0
     }
+    let _one = exclusive();
     let mut acc: (jlong, jlong) = (0, 0);
     let cb = jvmti::jvmtiHeapCallbacks { heap_iteration_callback: Some(count), ..Default::default() };
     // SAFETY: callbacks and user data outlive the synchronous iteration.
@@ -120,6 +135,7 @@ pub fn object_size(obj: jobject) -> Result<jlong> {
 /// `cb`'s functions must accept `user_data` for the whole (synchronous) walk and may only use
 /// the callback-safe JVMTI functions.
 pub unsafe fn follow_references(initial: jobject, cb: &jvmti::jvmtiHeapCallbacks, user_data: *mut c_void) -> Result<()> {
+    let _one = exclusive();
     // SAFETY: the caller's contract; `initial` is NULL or a live reference.
     unsafe { env()?.follow_references(0, std::ptr::null_mut(), initial, cb, user_data as *const c_void) }
 }

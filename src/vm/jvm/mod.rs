@@ -82,6 +82,8 @@ struct JvmState {
     wanted: [AtomicU32; 100],
     /// Held while an event's count and its notification mode change together.
     event_switch: Mutex<()>,
+    /// One heap walk or suspension of other threads at a time in the process ([`heap::exclusive`]).
+    snapshot: Reentrant,
 }
 
 static STATE: JvmState = JvmState {
@@ -93,7 +95,50 @@ static STATE: JvmState = JvmState {
     jni_hooks: OnceLock::new(),
     wanted: [const { AtomicU32::new(0) }; 100],
     event_switch: Mutex::new(()),
+    snapshot: Reentrant::new(),
 };
+
+/// A lock that its holder may take again (depth counted); other threads wait.
+pub struct Reentrant {
+    state: Mutex<(Option<std::thread::ThreadId>, usize)>,
+    free: std::sync::Condvar,
+}
+
+/// [`Reentrant`] held by the current thread, until dropped.
+pub struct Held(&'static Reentrant);
+
+impl Reentrant {
+    const fn new() -> Reentrant {
+        Reentrant { state: Mutex::new((None, 0)), free: std::sync::Condvar::new() }
+    }
+    fn lock(&'static self) -> Held {
+        let me = std::thread::current().id();
+        let mut g = crate::lock(&self.state);
+        loop {
+            match g.0 {
+                Some(o) if o == me => break,
+                None => {
+                    g.0 = Some(me);
+                    break;
+                }
+                Some(_) => g = self.free.wait(g).unwrap_or_else(|p| p.into_inner()),
+            }
+        }
+        g.1 += 1;
+        Held(self)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut g = crate::lock(&self.0.state);
+        g.1 -= 1;
+        if g.1 == 0 {
+            g.0 = None;
+            self.0.free.notify_one();
+        }
+    }
+}
 
 pub type Error = jvmtiError;
 pub type Result<T> = std::result::Result<T, Error>;
