@@ -125,7 +125,8 @@ pub fn constant_pool(k: jclass) -> Result<Vec<u8>> {
 /// Retransforms every modifiable loaded class (in batches; a batch that fails is retried class
 /// by class, and classes that still fail are logged and skipped). Returns how many were done.
 ///
-/// With `two_threads` (and at least two CPUs and [`PARALLEL_MIN`] classes), every other class is
+/// With `two_threads` (and JDK [`PARALLEL_FROM_JDK`] or later, at least two CPUs and
+/// [`PARALLEL_MIN`] classes), every other class is
 /// retransformed by a helper thread attached to the JVM for the purpose (temporarily, as for an
 /// agent's call: no thread for the agents, see [`attached`]) while the calling thread does the
 /// rest. Most of a retransformation runs in the thread that asks for it (the class-file hooks,
@@ -143,11 +144,17 @@ pub fn retransform_all(two_threads: bool) -> usize {
         Err(_) => Vec::new(),
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let concurrent_ok = jdk_feature().is_some_and(|f| f >= PARALLEL_FROM_JDK);
     let done = match &jni {
-        Some(jni) if two_threads && cpus >= 2 && modifiable.len() >= PARALLEL_MIN => {
+        Some(jni) if two_threads && concurrent_ok && cpus >= 2 && modifiable.len() >= PARALLEL_MIN => {
             retransform_in_two(jni, &modifiable)
         }
-        _ => retransform_list(&modifiable),
+        _ => {
+            if two_threads && !concurrent_ok {
+                log::debug!("retransforming in one thread: JDK {:?} (two at once from JDK {PARALLEL_FROM_JDK})", jdk_feature());
+            }
+            retransform_list(&modifiable)
+        }
     };
     if let Some(jni) = jni {
         all.into_iter().for_each(|k| jni.delete_local_ref(k));
@@ -157,6 +164,12 @@ pub fn retransform_all(two_threads: bool) -> usize {
 
 /// Fewer classes than this are retransformed in the calling thread alone.
 pub const PARALLEL_MIN: usize = 64;
+
+/// The first JDK on which two threads retransform at once. On JDK 11 a plain JVMTI agent doing
+/// so (`benches/retransform_jvmti.c`, option `two`) crashed the JVM in `Rewriter::rewrite_member_reference`
+/// under `VM_RedefineClasses::load_new_class_versions` (SIGSEGV, 2026-11-26; see
+/// docs/benchmarks.md, "Start-up and shutdown"): there the shim retransforms in one thread.
+pub const PARALLEL_FROM_JDK: u32 = 17;
 
 /// Retransforms the odd-numbered classes of `ks` in a helper thread and the others here.
 fn retransform_in_two(jni: &Jni, ks: &[jclass]) -> usize {

@@ -22,6 +22,13 @@ pub fn system_property(name: &str) -> Option<String> {
     env().ok()?.get_system_property(name).ok()
 }
 
+/// The JDK's feature release (11, 17, 21, 25, …), from JVMTI's version number (since JDK 9 its
+/// major field is the feature release).
+pub fn jdk_feature() -> Option<u32> {
+    let v = env().ok()?.get_version_number().ok()? as u32;
+    Some((v >> 16) & 0x0FFF)
+}
+
 /// Reads a C string the JVM or an agent owns into a Rust string (lossy UTF-8).
 pub fn c_str(p: *const std::ffi::c_char) -> Option<String> {
     if p.is_null() {
