@@ -14,8 +14,10 @@
  * CLASS_LOAD handler running while another program class's runs is an overlap (the table's
  * writers racing, as when the shim announced the program's classes from a thread of its own
  * while main announced others); overlaps of other classes are counted apart, not judged: the
- * JDK's own threads (Common-Cleaner, from JDK 9) define their classes while main starts, each
- * in its own thread, as the JVM does.
+ * JDK's own threads (Common-Cleaner, from JDK 9) define boot classes while main starts, and the
+ * shim delivers each CLASS_LOAD in its defining thread without serializing them, where HotSpot
+ * 1.5 delivered a loader's CLASS_LOADs one at a time (under the loader's lock): a known
+ * difference (compat-matrix.md, CLASS_LOAD).
  *
  * Its option parser is NiagaraST's, which skips to the next ',' or blank without looking for the
  * NUL: OPTIONS_SCAN says where it stops past the last option.

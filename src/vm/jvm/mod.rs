@@ -362,8 +362,8 @@ pub fn attached_named<R>(name: Option<&CStr>, f: impl FnOnce() -> R) -> Option<R
     };
     let rc = {
         let _i = Internal::enter();
-        // SAFETY: the real AttachCurrentThreadAsDaemon with the real JavaVM; `args` (a NULL or
-        // NUL-terminated name the JVM only reads, a NULL group) lives across the call.
+        // `args` holds a NULL or NUL-terminated name the JVM only reads, and a NULL group.
+        // SAFETY: the real AttachCurrentThreadAsDaemon with the real JavaVM; `args` outlives the call.
         unsafe { (real.attach_daemon)(real.vm as *mut JavaVM, &mut p, &mut args as *mut _ as *mut c_void) }
     };
     if rc != jni::JNI_OK || p.is_null() {
