@@ -9,6 +9,10 @@
 #   cc_agent LIB SOURCE [ARG…]  compiles a C agent or native library against jni.h, jvmti.h and
 #                             shim/jvmpi.h into LIB
 #   median [V…]               the median of the values (the lower middle of an even count; 0 if none)
+#   starj_sources DIR         StarJ's analyzer sources, the real program's input, from the
+#                             dufour+starj mirror under $MIRRORS into DIR/src
+#   javac_round DIR ARG…      one run of $javac with ARG… in DIR (its output in DIR/out.txt and
+#                             DIR/err.txt, javac's failures ignored); prints "wall cpu" in seconds
 
 jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
 
@@ -38,4 +42,20 @@ cc_agent() {
 median() {
     if [ $# -eq 0 ]; then echo 0; return; fi
     printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"
+}
+
+starj_sources() {
+    local g
+    g=$(find "${MIRRORS:?set MIRRORS}/dufour+starj" -maxdepth 3 -name HEAD -type f 2>/dev/null | head -1)
+    [ -n "$g" ] || { echo "no dufour+starj mirror under MIRRORS" >&2; exit 2; }
+    rm -rf "$1"; mkdir -p "$1/src"
+    git --git-dir="$(dirname "$g")" archive HEAD analyzer/src | tar -x -C "$1/src"
+}
+
+javac_round() {
+    local d=$1 e u s
+    shift
+    ( cd "$d" && /usr/bin/time -f "%e %U %S" -o time.txt "$javac" "$@" > out.txt 2> err.txt || true )
+    read -r e u s < <(tail -1 "$d/time.txt")
+    awk -v e="$e" -v u="$u" -v s="$s" 'BEGIN { printf "%s %.2f\n", e, u + s }'
 }

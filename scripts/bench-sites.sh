@@ -22,14 +22,12 @@ W=${CORPUS_WORK:-/tmp/corpus-build}
 hprof=$W/out/hprof/lib/libhprof.so
 opts=${HPROF_OPTS:-heap=sites,depth=4}
 [ -f "$hprof" ] || { echo "no $hprof: run ../shared/corpus/build.sh first" >&2; exit 2; }
-g=$(find "${MIRRORS:?set MIRRORS}/dufour+starj" -maxdepth 3 -name HEAD -type f 2>/dev/null | head -1)
-[ -n "$g" ] || { echo "no dufour+starj mirror under MIRRORS" >&2; exit 2; }
 javac=${JAVAC:-$(command -v javac)}
 bench_build
 cc_agent "$out/libsites_jvmti.so" benches/sites_jvmti.c -lpthread
 cc_agent "$out/libsites_jvmpi.so" benches/sites_jvmpi.c -lpthread
-R=$PWD/$out/sites; rm -rf "$R"; mkdir -p "$R/src"
-git --git-dir="$(dirname "$g")" archive HEAD analyzer/src | tar -x -C "$R/src"
+R=$PWD/$out/sites
+starj_sources "$R"
 find "$R/src" -name '*.java' | sort > "$R/srcs.txt"
 
 keys=(a b c d)
@@ -43,10 +41,9 @@ for ((r = 0; r < runs; r++)); do
     for k in "${keys[@]}"; do
         d=$R/$k; rm -rf "$d"; mkdir -p "$d/classes"
         # shellcheck disable=SC2086
-        ( cd "$d" && /usr/bin/time -f "%e %U %S" -o time.txt "$javac" ${agent[$k]} -nowarn -d classes "@$R/srcs.txt" > out.txt 2> err.txt || true )
-        read -r e u s < <(tail -1 "$d/time.txt")
+        read -r e c < <(javac_round "$d" ${agent[$k]} -nowarn -d classes "@$R/srcs.txt")
         wall[$k]="${wall[$k]:-} $e"
-        cpu[$k]="${cpu[$k]:-} $(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')"
+        cpu[$k]="${cpu[$k]:-} $c"
     done
 done
 declare -A mw mc
