@@ -88,7 +88,17 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     jvm::connect(vm)?;
     let leg = loader::load(&opts)?;
     log::info!("legacy agent {} loaded", leg.path);
-    jvm::add_capabilities().map_err(|e| format!("JVMTI capabilities: {e}"))?;
+    let owned_monitors = opts
+        .owned_monitors
+        .unwrap_or_else(|| jvm::jdk_feature().is_some_and(|f| f >= options::OWNED_MONITORS_FREE_FROM_JDK));
+    if !owned_monitors {
+        log::info!(
+            "not taking can_get_owned_monitor_info (it turns C2's escape analysis off before JDK {}): \
+             MONITOR_DUMP lists the monitors threads wait on, with their owners; owned-monitors=yes lists every owned one",
+            options::OWNED_MONITORS_FREE_FROM_JDK
+        );
+    }
+    jvm::add_capabilities(owned_monitors).map_err(|e| format!("JVMTI capabilities: {e}"))?;
     crate::methods::set_up(opts.methods_jvmti)?;
     jvm::set_callbacks(callbacks::table()).map_err(|e| format!("JVMTI callbacks: {}", jvm::err_name(e)))?;
     jvm::set_up_hook_env(callbacks::agent_class_file_load_hook, callbacks::early_class_file_load_hook)
@@ -112,9 +122,9 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
 /// on the emulation the first one set up. Its `JVM_OnLoad` runs at VMInit after the earlier
 /// agents'.
 fn add_agent(opts: &options::Options) -> Result<(), String> {
-    if opts.report.is_some() || opts.trace.is_some() || opts.methods_jvmti {
+    if opts.report.is_some() || opts.trace.is_some() || opts.methods_jvmti || opts.owned_monitors.is_some() {
         return Err(format!(
-            "agent={}: report=, trace= and methods= apply to every agent of the JVM: give them in the first \
+            "agent={}: report=, trace=, methods= and owned-monitors= apply to every agent of the JVM: give them in the first \
              -agentpath:…/libjvmpi_shim.so=…",
             opts.agent
         ));

@@ -6,7 +6,8 @@
 //!   (default), `info`, `debug`); `report=<file>` (the migration report at exit: `-` for
 //!   stderr, a name ending in `.json` for JSON); `trace=<file>` (every event and call as JSON
 //!   lines), `trace-events=<family>+<family>…` (keep only these: thread, class, object, gc,
-//!   monitor, method, jni, vm, call) and `trace-max=<lines>` (default 1000000).
+//!   monitor, method, jni, vm, call) and `trace-max=<lines>` (default 1000000);
+//!   `methods=bci|jvmti`; `owned-monitors=yes|no` (default: yes from JDK 16).
 //! * `agent=` must be the last shim option: everything after it belongs to the legacy agent.
 //!   The library is named up to the first `:`; everything after that `:` is handed to the
 //!   agent's `JVM_OnLoad` byte for byte, exactly as `-Xrun<name>:<options>` did — commas, `=`
@@ -22,6 +23,10 @@ pub struct Options {
     /// `methods=jvmti`: METHOD_ENTRY/ENTRY2/EXIT from JVMTI MethodEntry/MethodExit instead of
     /// bytecode instrumentation (`methods=bci`, the default).
     pub methods_jvmti: bool,
+    /// `owned-monitors=yes|no`: whether the shim takes JVMTI's `can_get_owned_monitor_info`
+    /// (MONITOR_DUMP then lists monitors owned without contention). `None`: by the JDK, yes
+    /// from [`OWNED_MONITORS_FREE_FROM_JDK`] on, where it leaves C2's escape analysis on.
+    pub owned_monitors: Option<bool>,
     /// `agent=` value up to the first `:`: a path (contains `/`) or a bare library name.
     pub agent: String,
     /// The legacy agent's own options, byte for byte; `None` (the agent gets `NULL`) when
@@ -37,6 +42,11 @@ pub struct Options {
     pub trace_max: u64,
 }
 
+/// The first JDK whose C2 keeps escape analysis on while an environment possesses
+/// `can_get_owned_monitor_info` (JDK-8227745); before it, the capability turns escape analysis
+/// and lock elimination off for the whole run.
+pub const OWNED_MONITORS_FREE_FROM_JDK: u32 = 16;
+
 /// Families a trace can keep.
 pub const TRACE_FAMILIES: [&str; 9] = ["thread", "class", "object", "gc", "monitor", "method", "jni", "vm", "call"];
 
@@ -44,7 +54,7 @@ pub const TRACE_FAMILIES: [&str; 9] = ["thread", "class", "object", "gc", "monit
 /// unquoted: jcmd's own parser takes `agent=<lib>` (and `log=…`) for a key and value of its own
 /// and passes only the key, the bare word `agent`. The message for that case (None otherwise).
 pub fn unquoted_jcmd_hint(text: &str) -> Option<String> {
-    const KEYS: [&str; 7] = ["agent", "log", "methods", "report", "trace", "trace-events", "trace-max"];
+    const KEYS: [&str; 8] = ["agent", "log", "methods", "owned-monitors", "report", "trace", "trace-events", "trace-max"];
     let word = text.trim();
     if !KEYS.contains(&word) {
         return None;
@@ -63,6 +73,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
     let mut log = LevelFilter::Warn;
     let (mut report, mut trace, mut trace_events, mut trace_max) = (None, None, Vec::new(), 1_000_000u64);
     let mut methods_jvmti = false;
+    let mut owned_monitors = None;
     let mut rest = raw;
     loop {
         if rest.is_empty() {
@@ -86,7 +97,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                      the agent's own options go after a ':' (agent=<lib>:<options>)"
                 ));
             }
-            return Ok(Options { log, methods_jvmti, agent: name.to_string(), agent_options: opts, report, trace, trace_events, trace_max });
+            return Ok(Options { log, methods_jvmti, owned_monitors, agent: name.to_string(), agent_options: opts, report, trace, trace_events, trace_max });
         }
         let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
         let item = String::from_utf8_lossy(&rest[..end]).into_owned();
@@ -109,6 +120,13 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                     _ => return Err(format!("bad `methods={v}`: use bci (the default) or jvmti")),
                 }
             }
+            Some(("owned-monitors", v)) => {
+                owned_monitors = match v {
+                    "yes" => Some(true),
+                    "no" => Some(false),
+                    _ => return Err(format!("bad `owned-monitors={v}`: use yes or no")),
+                }
+            }
             Some(("report", v)) if !v.is_empty() => report = Some(v.to_string()),
             Some(("trace", v)) if !v.is_empty() => trace = Some(v.to_string()),
             Some(("trace-events", v)) => {
@@ -123,7 +141,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
             _ if item.is_empty() => return Err("empty option in the shim's options (two commas in a row?)".into()),
             _ => {
                 return Err(format!(
-                    "unknown shim option `{item}` (known: log=<level>, methods=bci|jvmti, report=<file>, trace=<file>, \
+                    "unknown shim option `{item}` (known: log=<level>, methods=bci|jvmti, owned-monitors=yes|no, report=<file>, trace=<file>, \
                      trace-events=<families>, trace-max=<lines>, agent=<lib>[:<agent options>]; agent= must come last)"
                 ))
             }

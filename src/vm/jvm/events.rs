@@ -8,8 +8,11 @@ use super::*;
 // ---- capabilities and callbacks ---------------------------------------------------------------
 
 /// Adds every capability the shim may need. Done once, in the OnLoad (or live) phase; none of
-/// these changes how the JVM runs until an event that uses it is enabled.
-pub fn add_capabilities() -> std::result::Result<(), String> {
+/// these changes how the JVM runs until an event that uses it is enabled, except
+/// `can_get_owned_monitor_info`: before JDK 16 C2 compiles without escape analysis and lock
+/// elimination while any environment has it (JDK-8227745), so it is taken only when
+/// `owned_monitors` says so (the `owned-monitors=` option, by default from JDK 16 on).
+pub fn add_capabilities(owned_monitors: bool) -> std::result::Result<(), String> {
     let j = env().map_err(err_name)?;
     let potential = j.get_potential_capabilities().map_err(err_name)?;
     let mut c = jvmti::jvmtiCapabilities::default();
@@ -29,7 +32,6 @@ pub fn add_capabilities() -> std::result::Result<(), String> {
         can_signal_thread => set_can_signal_thread,
         can_generate_all_class_hook_events => set_can_generate_all_class_hook_events,
         can_get_monitor_info => set_can_get_monitor_info,
-        can_get_owned_monitor_info => set_can_get_owned_monitor_info,
         can_get_current_contended_monitor => set_can_get_current_contended_monitor,
         can_retransform_classes => set_can_retransform_classes,
         can_retransform_any_class => set_can_retransform_any_class,
@@ -40,6 +42,9 @@ pub fn add_capabilities() -> std::result::Result<(), String> {
         can_generate_monitor_events => set_can_generate_monitor_events,
         can_set_native_method_prefix => set_can_set_native_method_prefix,
     );
+    if owned_monitors && potential.can_get_owned_monitor_info() {
+        c.set_can_get_owned_monitor_info(true);
+    }
     j.add_capabilities(&c).map_err(err_name)
 }
 
