@@ -120,6 +120,25 @@ for w in $workloads; do
         fi
     fi
 done
+# The idle ratio above moves by ±20-50 % from round to round here, far more than the 1 % it is
+# held to; what the shim could change in the loop is the code C2 makes of it (a capability such
+# as can_get_owned_monitor_info switches escape analysis off before JDK 16). So the size of the
+# loop's C2-compiled (OSR) code, with no agent and with the shim enabling nothing, from one
+# LogCompilation run each: equal sizes mean the loop runs the same machine code.
+c2_code_bytes() {
+    local log="$out/c2-$feature-$1-$2.log"
+    # shellcheck disable=SC2086
+    "$java" ${agentopt[$1]} -XX:+UnlockDiagnosticVMOptions -XX:+LogCompilation -XX:LogFile="$log" $heap \
+        -cp "$out/classes" AllocBench "$nfast" "$window" "$2" >/dev/null 2>&1
+    grep "<nmethod" "$log" | grep "compiler='c2'" | grep "method='AllocBench main" | tail -1 |
+        sed -n "s/.*insts_offset='\([0-9]*\)' stub_offset='\([0-9]*\)'.*/\2 \1/p" | awk '{ print $1 - $2 }'
+}
+for w in $workloads; do
+    ca=$(c2_code_bytes a "$w"); cs=$(c2_code_bytes d "$w")
+    echo "C2 code of the $w loop: $ca bytes with no agent, $cs with the shim enabling nothing"
+    [ -n "$ca" ] && [ -n "$cs" ] &&
+        echo "SUMMARY|idle|$feature|C2 code of the $w loop, bytes, shim nothing enabled / no agent (d)/(a)|$(ratio "$cs" "$ca")|= 1.00"
+done
 echo
 echo "The shim keeps no state per live object (an object's ID and its 'defined' bit are its JVMTI tag);"
 echo "its only memory that grows with objects is the compact queue of deaths waiting for a GC bracket (line (c) above)."

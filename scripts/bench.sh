@@ -70,5 +70,6 @@ awk -F'|' '{
     for (g = 1; g <= ngoals; g++) for (i = 1; i <= n[g]; i++) {
         split(line[g, i], f, "|"); met = "-"
         if (f[6] ~ /^<= / && f[5] ~ /^[0-9.]+$/) { t = substr(f[6], 4) + 0; met = (f[5] + 0 <= t) ? "yes" : "no" }
+        if (f[6] ~ /^= / && f[5] ~ /^[0-9.]+$/) { t = substr(f[6], 3) + 0; met = (f[5] + 0 == t) ? "yes" : "no" }
         printf "| %s | %s | %s | %s | %s | %s |\n", f[2], f[3], f[4], f[5], f[6], met }
 }' "$summary"
