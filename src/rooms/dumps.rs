@@ -164,11 +164,15 @@ struct DumpsState {
     /// The size of the last heap dump (written by each heap dump): the next one's buffer
     /// starts at that size.
     last_size: std::sync::atomic::AtomicUsize,
+    /// Whether a MONITOR_DUMP has said that it lists no monitor owned with nobody waiting
+    /// (without `can_get_owned_monitor_info`; set by the first such dump).
+    said_no_owned: std::sync::atomic::AtomicBool,
 }
 
 static STATE: DumpsState = DumpsState {
     layouts: LazyLock::new(DashMap::new),
     last_size: std::sync::atomic::AtomicUsize::new(0),
+    said_no_owned: std::sync::atomic::AtomicBool::new(false),
 };
 
 fn prim_ty(sig: &str) -> Option<u8> {
@@ -1286,7 +1290,18 @@ fn env_of_thread(t: jobject) -> usize {
 fn java_monitors(jni: &jvm::Jni) -> Result<Vec<JavaMonitor>, String> {
     let mut objs: Vec<(jlong, jobject)> = Vec::new();
     for t in jvm::all_threads().map_err(jvm::err_name)? {
-        let mut found = jvm::owned_monitors(t).unwrap_or_default();
+        let mut found = match jvm::owned_monitors(t) {
+            Ok(v) => v,
+            Err(e) => {
+                if e == jvmti::jvmtiError::MUST_POSSESS_CAPABILITY && !STATE.said_no_owned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    log::info!(
+                        "MONITOR_DUMP lists the monitors threads wait on, not those owned with nobody waiting \
+                         (the shim's option owned-monitors=yes lists them, and turns C2's escape analysis off before JDK 16)"
+                    );
+                }
+                Vec::new()
+            }
+        };
         match jvm::contended_monitor(t) {
             Ok(Some(c)) => found.push(c),
             // Since JDK 23 a thread in Object.wait has no contended monitor (JDK-8256314); the
