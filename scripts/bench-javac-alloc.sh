@@ -67,4 +67,4 @@ if [ -n "$nb" ] && [ -n "$nc" ]; then
 fi
 # One line per goal for scripts/bench.sh: SUMMARY|goal|JDK|what|value|target.
 echo "SUMMARY|real program: allocation events|17|javac: shim + OBJECT_ALLOC/FREE counter / JVMTI tagging (c)/(b), CPU|$(ratio "${mc[c]}" "${mc[b]}")|<= 1.0"
-[ -n "${pc:-}" ] && echo "SUMMARY|real program: allocation events|17|javac: the same per reported allocation, CPU above no agent (c)/(b)|$(ratio "$pc" "$pb")|<= 1.0"
+[ -z "${pc:-}" ] || echo "SUMMARY|real program: allocation events|17|javac: the same per reported allocation, CPU above no agent (c)/(b)|$(ratio "$pc" "$pb")|<= 1.0"
