@@ -185,6 +185,15 @@ mod tests {
     }
 
     #[test]
+    fn owned_monitors_option() {
+        assert_eq!(ok("agent=x").owned_monitors, None);
+        assert_eq!(ok("owned-monitors=yes,agent=x").owned_monitors, Some(true));
+        assert_eq!(ok("owned-monitors=no,agent=x:owned-monitors=yes").owned_monitors, Some(false));
+        let e = parse(Some(b"owned-monitors=maybe,agent=x")).unwrap_err();
+        assert!(e.contains("owned-monitors=maybe") && e.contains("yes or no"), "{e}");
+    }
+
+    #[test]
     fn rejects_ambiguous_or_missing() {
         for bad in ["", "log=debug", "agent=", "agent=:x", "agent=a,b=c", "foo=1,agent=x", "log=loud,agent=x", ",agent=x"] {
             assert!(parse(Some(bad.as_bytes())).is_err(), "{bad:?} accepted");
