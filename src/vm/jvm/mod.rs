@@ -311,12 +311,15 @@ pub fn current_jni() -> Option<*mut JNIEnv> {
 }
 
 /// [`current_jni`], kept in the thread once found: for GetCallTrace, whose every call asks (JNI
-/// `GetEnv` costs a tenth of what the shim adds to the JVM's stack walk there). Only for calls
-/// refused once VM death is over: what is kept is dropped ([`forget_current_jni`]) wherever the
-/// thread may stop being attached while the JVM is alive — its JVMTI ThreadEnd, which the JVM
-/// sends from every thread it knows that ends or detaches (not from its hidden threads, which
-/// neither detach nor go on without the JVM), before and after the shim handles it (the agent
-/// may call in meanwhile), and the end of a call the shim attached the thread for.
+/// `GetEnv` costs a tenth of what the shim adds to the JVM's stack walk there). Only to compare
+/// with a JNIEnv an agent names and to tell a thread the JVM knows, never to call JNI through,
+/// and only for calls refused once VM death is over: what is kept is dropped
+/// ([`forget_current_jni`]) wherever the thread may stop being attached while the JVM is alive
+/// — its JVMTI ThreadEnd, which the JVM sends from every thread it knows that ends or detaches
+/// (not from its hidden threads, which neither detach nor go on without the JVM), before and
+/// after the shim handles it (the agent may call in meanwhile), and the end of a call the shim
+/// attached the thread for. Were it ever stale, a trace would take the JVMTI call's refusal of
+/// an unattached thread (no frames, one log line) instead of the shim's.
 pub fn current_jni_kept() -> Option<*mut JNIEnv> {
     let kept = HERE.with(|h| h.env.get());
     if !kept.is_null() {
