@@ -185,6 +185,16 @@ unsafe extern "C" fn request_event<const A: usize>(event_type: jint, arg: *mut c
 }
 
 unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
+    if !record::on() && guard("GetCallTrace", false, || quick_call_trace(trace, depth)) {
+        return;
+    }
+    full_call_trace(trace, depth)
+}
+
+/// GetCallTrace's full path: any thread, any depth, any memory, the call recorded.
+#[cold]
+#[inline(never)]
+fn full_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
     // The thread is read for the record only when there is one (a checked read is not free).
     let env = if trace.is_null() || !record::on() { 0 } else { unsafe_env(trace) };
     door(&[("env", Val::Env(env)), ("depth", Val::Int(depth as i64))], outcome::unit_trace, "GetCallTrace", (), || {
@@ -194,41 +204,81 @@ unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
         }
         // The agent's JVMPI_CallTrace and frames are read and written through `safemem`: a
         // garbage pointer gives no frames and one log line, not a crash.
-        let Some(mut copy) = crate::safemem::read(trace) else {
-            log::warn!("GetCallTrace: the JVMPI_CallTrace at {trace:p} is not readable; ignored");
-            return;
-        };
-        // SAFETY: only the address of the field is taken (no read): `trace` is not NULL.
-        let num_frames = unsafe { std::ptr::addr_of_mut!((*trace).num_frames) };
-        if copy.frames.is_null() || depth <= 0 {
-            if depth > 0 {
-                log::warn!("GetCallTrace: NULL frames buffer; no frames");
+        crate::safemem::checked(|mem| {
+            let Some(mut copy) = mem.read(trace) else {
+                log::warn!("GetCallTrace: the JVMPI_CallTrace at {trace:p} is not readable; ignored");
+                return;
+            };
+            // SAFETY: only the address of the field is taken (no read): `trace` is not NULL.
+            let num_frames = unsafe { std::ptr::addr_of_mut!((*trace).num_frames) };
+            if copy.frames.is_null() || depth <= 0 {
+                if depth > 0 {
+                    log::warn!("GetCallTrace: NULL frames buffer; no frames");
+                }
+                if !mem.write(num_frames, 0) {
+                    log::warn!("GetCallTrace: the JVMPI_CallTrace at {trace:p} is not writable; ignored");
+                }
+                return;
             }
-            if !crate::safemem::write(num_frames, 0) {
+            // Agents ask for a few frames (HPROF: 4): those are filled on the stack (not cleared:
+            // only the frames written are read).
+            let mut small = [const { std::mem::MaybeUninit::<JVMPI_CallFrame>::uninit() }; 16];
+            let mut large = Vec::new();
+            let frames = if depth as usize <= small.len() {
+                &mut small[..depth as usize]
+            } else {
+                large.resize(depth.min(MAX_DEPTH) as usize, std::mem::MaybeUninit::uninit());
+                &mut large[..]
+            };
+            let n = access::call_in_java_thread("GetCallTrace", 0, |env| calltrace::fill(env, &mut copy, frames));
+            let n = n.clamp(0, frames.len() as jint);
+            // SAFETY: `fill` wrote the first `n` frames.
+            let filled = unsafe { std::slice::from_raw_parts(frames.as_ptr() as *const JVMPI_CallFrame, n as usize) };
+            let n = if mem.write_slice(copy.frames, filled) {
+                n
+            } else {
+                log::warn!("GetCallTrace: the frames buffer at {:p} is not writable for {n} frames; no frames", copy.frames);
+                0
+            };
+            if !mem.write(num_frames, n) {
                 log::warn!("GetCallTrace: the JVMPI_CallTrace at {trace:p} is not writable; ignored");
             }
-            return;
+        })
+    })
+}
+
+/// GetCallTrace's usual call on a short path (`calltrace::quick`): the calling thread's own
+/// trace, a few frames deep, into a `JVMPI_CallTrace` and frames that need no checked copy (on
+/// the caller's stack, or where this thread's checked copies went before), while the JVM is
+/// alive. False when nothing was done: the full path takes the call (and its refusals and log
+/// lines), with the same result.
+#[inline]
+fn quick_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) -> bool {
+    if trace.is_null() || depth <= 0 || depth as usize > calltrace::QUICK || events::shutting_down() {
+        return false;
+    }
+    let Some(env) = jvm::current_jni_kept() else { return false };
+    crate::safemem::checked(|mem| {
+        if !mem.known(trace as usize, std::mem::size_of::<JVMPI_CallTrace>(), true) {
+            return false;
         }
-        // Agents ask for a few frames (HPROF: 4): those are filled on the stack.
-        let empty = JVMPI_CallFrame { lineno: 0, method_id: std::ptr::null_mut() };
-        let mut small = [empty; 16];
-        let mut large = Vec::new();
-        let frames: &mut [JVMPI_CallFrame] = if depth as usize <= small.len() {
-            &mut small[..depth as usize]
-        } else {
-            large.resize(depth.min(MAX_DEPTH) as usize, empty);
-            &mut large
-        };
-        let n = access::call("GetCallTrace", 0, || calltrace::fill(&mut copy, frames));
-        let n = if crate::safemem::write_slice(copy.frames, &frames[..n.max(0) as usize]) {
-            n
-        } else {
-            log::warn!("GetCallTrace: the frames buffer at {:p} is not writable for {n} frames; no frames", copy.frames);
-            0
-        };
-        if !crate::safemem::write(num_frames, n) {
-            log::warn!("GetCallTrace: the JVMPI_CallTrace at {trace:p} is not writable; ignored");
+        // SAFETY: readable and writable without a check (`known`).
+        let t = unsafe { trace.read_unaligned() };
+        let size = depth as usize * std::mem::size_of::<JVMPI_CallFrame>();
+        if t.env_id != env || t.frames.is_null() || !mem.known(t.frames as usize, size, true) {
+            return false;
         }
+        let mut frames = [const { std::mem::MaybeUninit::<JVMPI_CallFrame>::uninit() }; calltrace::QUICK];
+        let frames = &mut frames[..depth as usize];
+        let Some(n) = calltrace::quick(frames) else { return false };
+        for (i, f) in frames[..n].iter().enumerate() {
+            // SAFETY: `quick` wrote the first `n` frames; the agent's `depth` frames are writable
+            // without a check (`known`).
+            unsafe { t.frames.add(i).write_unaligned(f.assume_init()) };
+        }
+        // SAFETY: writable without a check (`known`); only the field's address is taken.
+        unsafe { std::ptr::addr_of_mut!((*trace).num_frames).write_unaligned(n as jint) };
+        true
     })
 }
 
@@ -519,8 +569,13 @@ pub mod access {
     }
 
     /// Whether the emulation is over: JVM_SHUT_DOWN has been delivered, or the JVM is dead.
+    ///
+    /// The JVM's phase is asked only once the shim's VM death has begun: JVMTI enters the dead
+    /// phase after every VMDeath callback has returned, the shim's (`lifecycle::vm_death`,
+    /// enabled from the start) among them, whose first step begins the shutdown. A JVMTI call
+    /// on every GetCallTrace costs a tenth of the stack walk's own time.
     fn over() -> bool {
-        events::is_over() || jvm::phase().is_ok_and(|p| p == jvmti::JVMTI_PHASE_DEAD)
+        events::is_over() || (events::shutting_down() && jvm::phase().is_ok_and(|p| p == jvmti::JVMTI_PHASE_DEAD))
     }
 
     /// Runs the body of JVMPI function `function` under its policy; `answer` is what it returns
@@ -545,6 +600,35 @@ pub mod access {
                 answer
             }),
             _ => {
+                log::warn!(
+                    "{function} called from a thread the JVM does not know (HotSpot needed a Java thread for it too); \
+                     the JVMPI failure value is returned"
+                );
+                answer
+            }
+        }
+    }
+
+    /// [`call`] for a function whose policy is ([`Caller::JavaThread`], [`Afterwards::Refused`]),
+    /// its body handed the calling thread's JNIEnv (looked up once for both). For the hot
+    /// functions (GetCallTrace): no lookup of the policy by name.
+    pub(crate) fn call_in_java_thread<R>(
+        function: &'static str,
+        answer: R,
+        body: impl FnOnce(*mut jvmti_bindings::sys::jni::JNIEnv) -> R,
+    ) -> R {
+        debug_assert_eq!(policy(function), Some(Policy { caller: Caller::JavaThread, after: Afterwards::Refused }));
+        if over() {
+            if first(function, true) {
+                log::info!("{function} called after JVM_SHUT_DOWN: the JVM is gone; the JVMPI failure value is returned");
+            } else {
+                log::debug!("{function} called after JVM_SHUT_DOWN: nothing to do");
+            }
+            return answer;
+        }
+        match jvm::current_jni_kept() {
+            Some(env) => body(env),
+            None => {
                 log::warn!(
                     "{function} called from a thread the JVM does not know (HotSpot needed a Java thread for it too); \
                      the JVMPI failure value is returned"

@@ -59,7 +59,10 @@ unsafe extern "system" fn thread_start(_j: *mut jvmtiEnv, env: *mut JNIEnv, thre
 }
 
 unsafe extern "system" fn thread_end(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread) {
-    guard("ThreadEnd", (), || lifecycle::on_thread_end(env, thread))
+    // The thread's JNIEnv is not kept past its end (see `jvm::current_jni_kept`).
+    jvm::forget_current_jni();
+    guard("ThreadEnd", (), || lifecycle::on_thread_end(env, thread));
+    jvm::forget_current_jni();
 }
 
 unsafe extern "system" fn class_load(_j: *mut jvmtiEnv, env: *mut JNIEnv, _t: jthread, k: jclass) {

@@ -20,8 +20,9 @@ use jvmti_bindings::sys::jvmti::jvmtiFrameInfo;
 use crate::{bci, jvm};
 use crate::{classes, lines, threads};
 use dashmap::{DashMap, DashSet};
-use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
+use jvmti_bindings::sys::jni::{jint, jlong, jmethodID, JNIEnv};
 use std::cell::{Cell, RefCell};
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::LazyLock;
 
@@ -190,9 +191,65 @@ struct Here {
     /// when a method is hidden, natives are wrapped or a line table is dropped: [`generation`]
     /// counts those.
     seen: RefCell<Vec<Frame>>,
+    /// What the agent gets of each (method, bytecode index) this thread's traces met, in a
+    /// direct-mapped table: a frame seen before costs one entry read — no line search, no
+    /// method table. Current while [`generation`] has not changed, as `seen`.
+    spots: RefCell<Vec<Spot>>,
 }
 
 const SEEN: usize = 256;
+
+/// What a trace shows of a frame at one place in one method (see [`Here::spots`]).
+#[derive(Clone, Copy)]
+struct Spot {
+    /// The frame's `jmethodID` (0: an empty entry).
+    m: usize,
+    /// The frame's bytecode index.
+    location: jlong,
+    /// [`generation`] when this was found out.
+    generation: u32,
+    /// Its line (-3 for a native method or a wrapper).
+    lineno: jint,
+    /// The method ID the agent is handed; NULL: a frame never shown.
+    listed: jmethodID,
+}
+
+const SPOTS: usize = 512;
+
+fn spot_slot(m: usize, location: jlong) -> usize {
+    let h = (m >> 3) ^ (location as usize).wrapping_mul(0x2545_F491_4F6C_DD1D);
+    h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - SPOTS.trailing_zeros())
+}
+
+/// What the agent gets of a frame, `(listed method, line)` (None: never shown), from this
+/// thread's `spots` or found out through [`with_frame`] and kept.
+#[inline]
+fn spot(here: &Here, m: jmethodID, location: jlong, generation: u32) -> Option<(jmethodID, jint)> {
+    let i = spot_slot(m as usize, location);
+    if let Ok(s) = here.spots.try_borrow() {
+        if let Some(x) = s.get(i).filter(|x| x.m == m as usize && x.location == location && x.generation == generation) {
+            return (!x.listed.is_null()).then_some((x.listed, x.lineno));
+        }
+    }
+    new_spot(here, m, location, generation, i)
+}
+
+/// [`spot`] for a frame not in the table: found out and kept (off the hot path's code).
+#[cold]
+#[inline(never)]
+fn new_spot(here: &Here, m: jmethodID, location: jlong, generation: u32, i: usize) -> Option<(jmethodID, jint)> {
+    let found = with_frame(&here.seen, m, generation, |f| {
+        (!f.left_out).then(|| (f.listed, if f.wrapper { LINE_NATIVE } else { lines::line_in(&f.lines, location) }))
+    });
+    if let Ok(mut s) = here.spots.try_borrow_mut() {
+        if s.is_empty() {
+            *s = vec![Spot { m: 0, location: 0, generation: 0, lineno: 0, listed: std::ptr::null_mut() }; SPOTS];
+        }
+        let (listed, lineno) = found.unwrap_or((std::ptr::null_mut(), 0));
+        s[i] = Spot { m: m as usize, location, generation, lineno, listed };
+    }
+    found
+}
 
 thread_local! {
     static HERE: Here = const {
@@ -201,6 +258,7 @@ thread_local! {
             extra: Cell::new(0),
             extra_at_init: Cell::new(0),
             seen: RefCell::new(Vec::new()),
+            spots: RefCell::new(Vec::new()),
         }
     };
 }
@@ -245,15 +303,46 @@ fn with_frame<R>(seen: &RefCell<Vec<Frame>>, m: jmethodID, generation: u32, f: i
 /// Frames fetched into a buffer on the stack; deeper fetches allocate.
 const ON_STACK: usize = 16;
 
-/// Fills `frames` (at most its length) and returns how many were written.
-pub fn fill(trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint {
-    HERE.with(|here| fill_here(here, trace, frames))
+/// The deepest trace [`quick`] takes.
+pub const QUICK: usize = ON_STACK;
+
+/// The usual trace on a short path: the current thread's top `frames.len()` frames (at most
+/// [`QUICK`]) while no frame can be left out — no method hidden, no native wrapped, no
+/// allocation being reported — and the gate is not closed, each frame's place found in this
+/// thread's table ([`spot`]). Returns how many frames it wrote; None when [`fill`] must take
+/// the call. The same frames as [`fill`]'s, with less code run: the JVM's stack walk leaves
+/// little of the shim's code and data in the processor's caches, so each line of either costs.
+#[inline]
+pub fn quick(frames: &mut [MaybeUninit<JVMPI_CallFrame>]) -> Option<usize> {
+    if frames.len() > QUICK || STATE.hiding.load(Relaxed) != 0 || STATE.init_hook.load(Relaxed) != 0 {
+        return None;
+    }
+    HERE.with(|here| {
+        if here.at_object_init.get() {
+            return None;
+        }
+        let mut buf = [const { MaybeUninit::<jvmtiFrameInfo>::uninit() }; QUICK];
+        let buf = jvm::stack_trace_into(std::ptr::null_mut(), &mut buf[..frames.len()]).ok()?;
+        let generation = generation();
+        for (slot, v) in frames.iter_mut().zip(buf.iter()) {
+            let (method_id, lineno) = spot(here, v.method, v.location, generation)?;
+            slot.write(JVMPI_CallFrame { lineno, method_id });
+        }
+        // Read after the walk: a trace taken once the gate closed takes the long way.
+        (!crate::events::is_dead()).then_some(buf.len())
+    })
 }
 
-fn fill_here(here: &Here, trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallFrame]) -> jint {
+/// Fills `frames` (at most its length) and returns how many were written.
+/// `env` is the calling thread's JNIEnv. The first frames returned are written.
+pub fn fill(env: *mut JNIEnv, trace: &mut JVMPI_CallTrace, frames: &mut [MaybeUninit<JVMPI_CallFrame>]) -> jint {
+    HERE.with(|here| fill_here(here, env, trace, frames))
+}
+
+fn fill_here(here: &Here, env: *mut JNIEnv, trace: &mut JVMPI_CallTrace, frames: &mut [MaybeUninit<JVMPI_CallFrame>]) -> jint {
     // The current thread is named NULL: inside a virtual thread that is the virtual thread,
     // whose frames are the ones running (its carrier's JNIEnv is the env_id).
-    let current = jvm::current_jni() == Some(trace.env_id);
+    let current = env == trace.env_id;
     let thread = if current {
         std::ptr::null_mut()
     } else {
@@ -275,20 +364,20 @@ fn fill_here(here: &Here, trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallF
         e => e,
     };
     let mut fetch = depth.saturating_add(more).min(MAX_FETCH);
-    let empty = jvmtiFrameInfo { method: std::ptr::null_mut(), location: 0 };
-    let mut small = [empty; ON_STACK];
+    // Buffers on the stack for the usual depths, not cleared: only what is written is read.
+    let mut small = [const { MaybeUninit::<jvmtiFrameInfo>::uninit() }; ON_STACK];
     let mut large = Vec::new();
-    let mut small_out = [(std::ptr::null_mut(), 0); ON_STACK];
+    let mut small_out = [const { MaybeUninit::<JVMPI_CallFrame>::uninit() }; ON_STACK];
     let mut large_out = Vec::new();
     loop {
-        let buf: &mut [jvmtiFrameInfo] = if fetch <= ON_STACK {
+        let buf = if fetch <= ON_STACK {
             &mut small[..fetch]
         } else {
-            large.resize(fetch, empty);
+            large.resize(fetch, MaybeUninit::uninit());
             &mut large[..]
         };
-        let got = match jvm::stack_trace_into(thread, buf) {
-            Ok(n) => n,
+        let buf = match jvm::stack_trace_into(thread, buf) {
+            Ok(b) => b,
             Err(e) => {
                 let quiet = e == jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE;
                 let level = if quiet { log::Level::Debug } else { crate::events::edge_level(Some(e)) };
@@ -296,6 +385,7 @@ fn fill_here(here: &Here, trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallF
                 return 0;
             }
         };
+        let got = buf.len();
         let complete = got < fetch;
         let init = STATE.object_init.load(Relaxed);
         let hook = STATE.init_hook.load(Relaxed);
@@ -304,21 +394,20 @@ fn fill_here(here: &Here, trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallF
         // (method ID, line), found in the same lookup.
         let generation = generation();
         if got > ON_STACK {
-            large_out.resize(got, (std::ptr::null_mut(), 0));
+            large_out.resize(got, MaybeUninit::uninit());
         }
-        let out: &mut [(jmethodID, jint)] = if got <= ON_STACK { &mut small_out[..] } else { &mut large_out[..] };
+        let out = if got <= ON_STACK { &mut small_out[..] } else { &mut large_out[..] };
         let mut shown = 0;
         for i in 0..got {
             let v = buf[i];
-            let seen = with_frame(&here.seen, v.method, generation, |f| {
-                (!f.left_out).then(|| (f.listed, if f.wrapper { LINE_NATIVE } else { lines::line_in(&f.lines, v.location) }))
-            });
-            if let Some(x) = seen {
+            if let Some((method_id, lineno)) = spot(here, v.method, v.location, generation) {
                 buf[shown] = v;
-                out[shown] = x;
+                out[shown].write(JVMPI_CallFrame { lineno, method_id });
                 shown += 1;
             }
         }
+        // SAFETY: the first `shown` entries of `out` were written just above.
+        let out = unsafe { std::slice::from_raw_parts(out.as_ptr() as *const JVMPI_CallFrame, shown) };
         let mut first = 0;
         if inside_init && init != 0 && shown > 0 && buf[0].method as usize == init {
             // buf[0] is Object.<init>; buf[i + 1] called buf[i]: while it did so at a chaining
@@ -337,11 +426,11 @@ fn fill_here(here: &Here, trace: &mut JVMPI_CallTrace, frames: &mut [JVMPI_CallF
             let mut n = 0;
             // An obsolete version's frame (its class was retransformed while it ran) is named
             // by the current method, the one CLASS_LOAD lists; its line is its own.
-            for (slot, &(listed, lineno)) in frames.iter_mut().zip(out[first..shown].iter()) {
-                if closed && !classes::described(listed) {
+            for (slot, f) in frames.iter_mut().zip(out[first..shown].iter()) {
+                if closed && !classes::described(f.method_id) {
                     break;
                 }
-                *slot = JVMPI_CallFrame { lineno, method_id: listed };
+                slot.write(*f);
                 n += 1;
             }
             return n;

@@ -73,6 +73,7 @@ pub fn init(level: LevelFilter) {
 
 /// Runs `f`; a panic inside the shim is logged and turned into `fallback`, never unwound into
 /// the JVM or the agent.
+#[inline]
 pub fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,

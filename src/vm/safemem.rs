@@ -92,110 +92,149 @@ fn stack_bounds(k: &Known) -> (usize, usize) {
 }
 
 /// Whether `len` bytes at `p` are certainly accessible (`write`: writable too) without a check.
-#[inline(never)]
+#[cfg(test)]
 fn known_safe(p: usize, len: usize, write: bool) -> bool {
-    let Some(end) = p.checked_add(len) else { return false };
-    // Our own frame is below every frame of our callers: from here up the stack is in use.
-    let here = std::hint::black_box(&len) as *const usize as usize;
-    KNOWN_HERE.with(|k| {
-        let (lo, hi) = stack_bounds(k);
-        (lo <= here && here < hi && here <= p && end <= hi)
-            || k.pages.get().iter().any(|r| r.start <= p && end <= r.end && (r.writable || !write))
-    })
+    checked(|c| c.known(p, len, write))
 }
 
-/// Remembers that the pages of `len` bytes at `p` passed a checked copy.
-fn remember(p: usize, len: usize, writable: bool) {
-    let start = p & !(PAGE - 1);
-    let Some(end) = p.checked_add(len).and_then(|e| e.checked_next_multiple_of(PAGE)) else { return };
-    KNOWN_HERE.with(|k| {
-        let mut pages = k.pages.get();
-        let i = k.next.get();
-        k.next.set((i + 1) % KNOWN);
+/// This thread's [`Known`], and an address in a frame below every frame of the callers of the
+/// copies made through it: the memory one call of the agent's hands in, checked with a single
+/// look at this thread's state (see [`checked`]).
+pub struct Checked<'a> {
+    k: &'a Known,
+    here: usize,
+}
+
+/// Runs `f` with this thread's [`Checked`]: for several copies in one call (GetCallTrace reads
+/// the agent's `JVMPI_CallTrace`, writes its frames and their count), one thread-local lookup
+/// instead of one per copy.
+#[inline(never)]
+pub fn checked<R>(f: impl FnOnce(&Checked) -> R) -> R {
+    // This frame is below every frame of our callers: from here up the stack is in use (the
+    // copies made in `f`, below, are of memory the callers hand in, never of `f`'s own).
+    let mark = 0u8;
+    let here = std::hint::black_box(&mark) as *const u8 as usize;
+    KNOWN_HERE.with(|k| f(&Checked { k, here }))
+}
+
+impl Checked<'_> {
+    /// Whether `len` bytes at `p` are certainly accessible (`write`: writable too) without a
+    /// check: on this thread's stack above the caller of [`checked`], or in pages an earlier
+    /// checked copy of this thread succeeded on.
+    #[inline]
+    pub fn known(&self, p: usize, len: usize, write: bool) -> bool {
+        let Some(end) = p.checked_add(len) else { return false };
+        let (lo, hi) = stack_bounds(self.k);
+        (lo <= self.here && self.here < hi && self.here <= p && end <= hi)
+            || self.k.pages.get().iter().any(|r| r.start <= p && end <= r.end && (r.writable || !write))
+    }
+
+    /// Remembers that the pages of `len` bytes at `p` passed a checked copy.
+    fn remember(&self, p: usize, len: usize, writable: bool) {
+        let start = p & !(PAGE - 1);
+        let Some(end) = p.checked_add(len).and_then(|e| e.checked_next_multiple_of(PAGE)) else { return };
+        let mut pages = self.k.pages.get();
+        let i = self.k.next.get();
+        self.k.next.set((i + 1) % KNOWN);
         pages[i] = Pages { start, end, writable };
-        k.pages.set(pages);
-    });
+        self.k.pages.set(pages);
+    }
+
+    /// Copies `out.len()` bytes from `src` into `out`; false if any of them is not readable.
+    pub fn read_bytes(&self, src: *const u8, out: &mut [u8]) -> bool {
+        if out.is_empty() {
+            return true;
+        }
+        if src.is_null() {
+            return false;
+        }
+        if !DIRECT.load(Relaxed) && !self.known(src as usize, out.len(), false) {
+            let local = libc::iovec { iov_base: out.as_mut_ptr() as *mut _, iov_len: out.len() };
+            let remote = libc::iovec { iov_base: src as *mut _, iov_len: out.len() };
+            // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
+            let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+            if n >= 0 {
+                if n as usize == out.len() {
+                    self.remember(src as usize, out.len(), false);
+                    return true;
+                }
+                return false;
+            }
+            if !unavailable(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
+                return false;
+            }
+        }
+        // Known readable (see `known`), or the checked copy is not available here.
+        // SAFETY: then the agent's contract (or the earlier check) says `src` is readable.
+        unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
+        true
+    }
+
+    /// Copies `data` to `dst`; false (nothing or part written) if `dst` is not writable.
+    pub fn write_bytes(&self, dst: *mut u8, data: &[u8]) -> bool {
+        if data.is_empty() {
+            return true;
+        }
+        if dst.is_null() {
+            return false;
+        }
+        if !DIRECT.load(Relaxed) && !self.known(dst as usize, data.len(), true) {
+            let local = libc::iovec { iov_base: data.as_ptr() as *mut _, iov_len: data.len() };
+            let remote = libc::iovec { iov_base: dst as *mut _, iov_len: data.len() };
+            // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
+            let n = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
+            if n >= 0 {
+                if n as usize == data.len() {
+                    self.remember(dst as usize, data.len(), true);
+                    return true;
+                }
+                return false;
+            }
+            if !unavailable(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
+                return false;
+            }
+        }
+        // Known writable (see `known`), or the checked copy is not available here.
+        // SAFETY: then the agent's contract (or the earlier check) says `dst` is writable.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
+        true
+    }
+
+    /// Reads a `T` (a plain C struct or number) from `src`; None if it is not readable.
+    pub fn read<T: Copy>(&self, src: *const T) -> Option<T> {
+        let mut v = std::mem::MaybeUninit::<T>::zeroed();
+        // SAFETY: the buffer is the `T`'s own bytes.
+        let buf = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, std::mem::size_of::<T>()) };
+        // SAFETY: every byte was copied from a `T` the agent wrote (callers use plain C types).
+        self.read_bytes(src as *const u8, buf).then(|| unsafe { v.assume_init() })
+    }
+
+    /// Writes `values` to `dst`; false if `dst` is not writable for all of them.
+    pub fn write_slice<T: Copy>(&self, dst: *mut T, values: &[T]) -> bool {
+        // SAFETY: the bytes of plain C values.
+        let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) };
+        self.write_bytes(dst as *mut u8, bytes)
+    }
+
+    /// Writes one `T` to `dst`; false if it is not writable.
+    pub fn write<T: Copy>(&self, dst: *mut T, v: T) -> bool {
+        self.write_slice(dst, std::slice::from_ref(&v))
+    }
 }
 
 /// Copies `out.len()` bytes from `src` into `out`; false if any of them is not readable.
 pub fn read_bytes(src: *const u8, out: &mut [u8]) -> bool {
-    if out.is_empty() {
-        return true;
-    }
-    if src.is_null() {
-        return false;
-    }
-    if !DIRECT.load(Relaxed) && !known_safe(src as usize, out.len(), false) {
-        let local = libc::iovec { iov_base: out.as_mut_ptr() as *mut _, iov_len: out.len() };
-        let remote = libc::iovec { iov_base: src as *mut _, iov_len: out.len() };
-        // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
-        let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-        if n >= 0 {
-            if n as usize == out.len() {
-                remember(src as usize, out.len(), false);
-                return true;
-            }
-            return false;
-        }
-        if !unavailable(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
-            return false;
-        }
-    }
-    // Known readable (see `known_safe`), or the checked copy is not available here.
-    // SAFETY: then the agent's contract (or the earlier check) says `src` is readable.
-    unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
-    true
-}
-
-/// Copies `data` to `dst`; false (nothing or part written) if `dst` is not writable.
-pub fn write_bytes(dst: *mut u8, data: &[u8]) -> bool {
-    if data.is_empty() {
-        return true;
-    }
-    if dst.is_null() {
-        return false;
-    }
-    if !DIRECT.load(Relaxed) && !known_safe(dst as usize, data.len(), true) {
-        let local = libc::iovec { iov_base: data.as_ptr() as *mut _, iov_len: data.len() };
-        let remote = libc::iovec { iov_base: dst as *mut _, iov_len: data.len() };
-        // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
-        let n = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
-        if n >= 0 {
-            if n as usize == data.len() {
-                remember(dst as usize, data.len(), true);
-                return true;
-            }
-            return false;
-        }
-        if !unavailable(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
-            return false;
-        }
-    }
-    // Known writable (see `known_safe`), or the checked copy is not available here.
-    // SAFETY: then the agent's contract (or the earlier check) says `dst` is writable.
-    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
-    true
+    checked(|c| c.read_bytes(src, out))
 }
 
 /// Reads a `T` (a plain C struct or number) from `src`; None if it is not readable.
 pub fn read<T: Copy>(src: *const T) -> Option<T> {
-    let mut v = std::mem::MaybeUninit::<T>::zeroed();
-    // SAFETY: the buffer is the `T`'s own bytes.
-    let buf = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, std::mem::size_of::<T>()) };
-    // SAFETY: every byte was copied from a `T` the agent wrote (callers use plain C types).
-    read_bytes(src as *const u8, buf).then(|| unsafe { v.assume_init() })
+    checked(|c| c.read(src))
 }
 
 /// Writes `values` to `dst`; false if `dst` is not writable for all of them.
 pub fn write_slice<T: Copy>(dst: *mut T, values: &[T]) -> bool {
-    // SAFETY: the bytes of plain C values.
-    let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) };
-    write_bytes(dst as *mut u8, bytes)
-}
-
-/// Writes one `T` to `dst`; false if it is not writable.
-pub fn write<T: Copy>(dst: *mut T, v: T) -> bool {
-    write_slice(dst, std::slice::from_ref(&v))
+    checked(|c| c.write_slice(dst, values))
 }
 
 /// The longest agent string read.
@@ -230,14 +269,18 @@ pub fn c_str(p: *const c_char) -> Result<Option<String>, String> {
 mod tests {
     use super::*;
 
+    fn write_bytes(dst: *mut u8, data: &[u8]) -> bool {
+        checked(|c| c.write_bytes(dst, data))
+    }
+
     #[test]
     fn garbage_is_refused_and_good_memory_copied() {
         assert_eq!(read::<i32>(0xdeadbeef as *const i32), None);
         assert_eq!(read::<i32>(&7), Some(7));
         let mut x = 0u64;
-        assert!(write(&mut x as *mut u64, 5));
+        assert!(write_slice(&mut x as *mut u64, &[5]));
         assert_eq!(x, 5);
-        assert!(!write(0xdeadbeef as *mut u64, 5));
+        assert!(!write_slice(0xdeadbeef as *mut u64, &[5]));
         // Read-only memory: a string literal.
         let lit = b"read only\0";
         assert!(!write_bytes(lit.as_ptr() as *mut u8, b"x"));

@@ -310,6 +310,31 @@ pub fn current_jni() -> Option<*mut JNIEnv> {
     (rc == jni::JNI_OK && !p.is_null()).then_some(p as *mut JNIEnv)
 }
 
+/// [`current_jni`], kept in the thread once found: for GetCallTrace, whose every call asks (JNI
+/// `GetEnv` costs a tenth of what the shim adds to the JVM's stack walk there). Only to compare
+/// with a JNIEnv an agent names and to tell a thread the JVM knows, never to call JNI through,
+/// and only for calls refused once VM death is over: what is kept is dropped
+/// ([`forget_current_jni`]) wherever the thread may stop being attached while the JVM is alive
+/// — its JVMTI ThreadEnd, which the JVM sends from every thread it knows that ends or detaches
+/// (not from its hidden threads, which neither detach nor go on without the JVM), before and
+/// after the shim handles it (the agent may call in meanwhile), and the end of a call the shim
+/// attached the thread for. Were it ever stale, a trace would take the JVMTI call's refusal of
+/// an unattached thread (no frames, one log line) instead of the shim's.
+pub fn current_jni_kept() -> Option<*mut JNIEnv> {
+    let kept = HERE.with(|h| h.env.get());
+    if !kept.is_null() {
+        return Some(kept);
+    }
+    let env = current_jni()?;
+    HERE.with(|h| h.env.set(env));
+    Some(env)
+}
+
+/// Drops what [`current_jni_kept`] kept for the current thread.
+pub fn forget_current_jni() {
+    HERE.with(|h| h.env.set(std::ptr::null_mut()));
+}
+
 /// The current thread's JNIEnv, attaching the thread (as a daemon) if it is not attached yet.
 pub fn attach_current() -> Option<*mut JNIEnv> {
     if let Some(e) = current_jni() {
@@ -350,7 +375,10 @@ pub fn attached_named<R>(name: Option<&CStr>, f: impl FnOnce() -> R) -> Option<R
             let _i = Internal::enter();
             // SAFETY: the real DetachCurrentThread, on the thread attached below.
             unsafe { (self.0.detach)(self.0.vm as *mut JavaVM) };
-            HERE.with(|h| h.temporary.set(false));
+            HERE.with(|h| {
+                h.temporary.set(false);
+                h.env.set(std::ptr::null_mut());
+            });
         }
     }
     HERE.with(|h| h.temporary.set(true));
@@ -394,6 +422,8 @@ struct Here {
     counter: std::cell::Cell<*const AtomicUsize>,
     /// Set while the thread is attached only for one JVMPI call (by [`attached`]).
     temporary: std::cell::Cell<bool>,
+    /// Its JNIEnv, once [`current_jni_kept`] found it (null: not kept).
+    env: std::cell::Cell<*mut JNIEnv>,
 }
 
 thread_local! {
@@ -402,6 +432,7 @@ thread_local! {
             flags: std::cell::Cell::new(0),
             counter: std::cell::Cell::new(std::ptr::null()),
             temporary: std::cell::Cell::new(false),
+            env: std::cell::Cell::new(std::ptr::null_mut()),
         }
     };
 }

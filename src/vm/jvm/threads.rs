@@ -86,19 +86,24 @@ pub fn stack_trace(t: jthread, depth: jint) -> Result<Vec<(jmethodID, jlong)>> {
 }
 
 /// The top `buf.len()` frames of a thread's stack (the current thread: NULL), callee first,
-/// written into `buf` without allocating; returns how many there are.
-pub fn stack_trace_into(t: jthread, buf: &mut [jvmti::jvmtiFrameInfo]) -> Result<usize> {
+/// written into `buf` without allocating (nor clearing it first); returns the frames written.
+pub fn stack_trace_into(
+    t: jthread,
+    buf: &mut [std::mem::MaybeUninit<jvmti::jvmtiFrameInfo>],
+) -> Result<&mut [jvmti::jvmtiFrameInfo]> {
     let raw = env()?.raw();
     // SAFETY: `raw` is the shim's live environment; its function table is the JVM's.
     let f = unsafe { (*(*raw).functions).GetStackTrace }.ok_or(jvmtiError::NOT_AVAILABLE)?;
     let mut n: jint = 0;
     let max = buf.len().min(i32::MAX as usize) as jint;
     // SAFETY: facade contract; `buf` holds `max` frames and the JVM writes at most that many.
-    let e = unsafe { f(raw, t, 0, max, buf.as_mut_ptr(), &mut n) };
+    let e = unsafe { f(raw, t, 0, max, buf.as_mut_ptr() as *mut jvmti::jvmtiFrameInfo, &mut n) };
     if e != jvmtiError::NONE {
         return Err(e);
     }
-    Ok((n.max(0) as usize).min(buf.len()))
+    let n = (n.max(0) as usize).min(buf.len());
+    // SAFETY: the JVM wrote the first `n` frames of `buf`.
+    Ok(unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut jvmti::jvmtiFrameInfo, n) })
 }
 
 pub type AgentThreadFn = unsafe extern "system" fn(*mut jvmti::jvmtiEnv, *mut JNIEnv, *mut c_void);
