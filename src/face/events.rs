@@ -225,7 +225,15 @@ fn refresh_fast() {
 /// Whether `event` (0..64) may take [`send_fast`]: one relaxed load.
 #[inline(always)]
 pub fn fast(event: jint) -> bool {
-    GATE.fast.load(Relaxed) & (1u64 << (event & 63)) != 0
+    fast_events() & (1u64 << (event & 63)) != 0
+}
+
+/// The events (bit e = event e) that may take [`send_fast`] now: one relaxed load. Not zero,
+/// it is the set of events some agent enabled (so a caller choosing among several events reads
+/// them all at once).
+#[inline(always)]
+pub fn fast_events() -> u64 {
+    GATE.fast.load(Relaxed)
 }
 
 /// The agents (bit a = agent a) that receive `event` if it is sent from this thread now.
