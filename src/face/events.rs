@@ -477,15 +477,16 @@ pub fn send_fast(ev: &mut JVMPI_Event, counter: &AtomicUsize) -> bool {
     } else {
         fence(SeqCst);
     }
-    let sent = match (closed(GATE.phase.load(Relaxed)), table::notify_first()) {
-        (false, Some(f)) => {
-            // The thread is not inside the shim's JNI call, and with one agent it already runs on
-            // that agent's behalf.
-            // SAFETY: as in `deliver`.
-            unsafe { f(ev) };
-            true
-        }
-        _ => false,
+    let sent = if closed(GATE.phase.load(Relaxed)) {
+        false
+    } else if let Some(f) = table::notify_first() {
+        // The thread is not inside the shim's JNI call, and with one agent it already runs on
+        // that agent's behalf.
+        // SAFETY: as in `deliver`.
+        unsafe { f(ev) };
+        true
+    } else {
+        false
     };
     counter.store(n, Release);
     sent

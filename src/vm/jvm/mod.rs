@@ -481,7 +481,8 @@ thread_local! {
     static CLAIMED: Claimed = const { Claimed(std::cell::Cell::new(None)) };
 }
 
-/// The slot of [`CLAIMS`] for thread pointer `tp`.
+/// The slot of [`CLAIMS`] for thread pointer `tp` (a multiplicative hash: the low bits of
+/// threads' control blocks are alike, their page numbers may be too).
 #[inline(always)]
 fn claim_slot(tp: usize) -> usize {
     (tp.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize
