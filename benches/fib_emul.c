@@ -78,7 +78,8 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
 
     Dl_info self;
     char path[4096];
-    if (!dladdr((void *)JNI_OnLoad, &self) || !self.dli_fname) return JNI_ERR;
+    /* A static function: a global name may resolve to another library's (JNI_OnLoad does). */
+    if (!dladdr((void *)send, &self) || !self.dli_fname) return JNI_ERR;
     snprintf(path, sizeof path, "%s", self.dli_fname);
     char *slash = strrchr(path, '/');
     snprintf(slash ? slash + 1 : path, sizeof path - (slash ? (size_t)(slash + 1 - path) : 0), "libmethodagent.so");
