@@ -46,15 +46,17 @@
 //! retransformed once, when the gate opens, and not at all if the events are off again by then.
 //!
 //! **Per event** (the tracker's natives, many million times a second), with one agent and no
-//! trace or report: one relaxed load of the events open to the hot path, one thread-local read
-//! (the thread's flags — inside the shim's own JNI call? announced to the agent? — and its
-//! in-flight counter), two loads from the method number to its `jmethodID`, and
-//! `events::send_fast` (a plain store to the thread's counter, a compiler fence, the closed
-//! check, the call). No allocation, no map lookup, no lock, no locked instruction, no
-//! `GetEnv`. Otherwise the general path (`events::send_here` / `events::send`). The rest of the
-//! cost is the JNI call itself: two Java→native transitions per Java call. INSTRUCTION_START
-//! takes the same hot path (one native call per instruction; `scripts/bench-instructions.sh`
-//! compares it with the JNI floor).
+//! trace or report: one relaxed load of the events open to the hot path, the thread's flags —
+//! inside the shim's own JNI call? announced to the agent? — and its in-flight counter, found
+//! by the thread pointer (`jvm::here_and_counter`, no `__tls_get_addr`), two loads from the
+//! method number to its `jmethodID`, and `events::send_fast` (a plain store to the thread's
+//! counter, a compiler fence, the closed check, the call). No allocation, no map lookup, no
+//! lock, no locked instruction, no `GetEnv`; about 40 instructions (the emulation floor of
+//! `benches/fib_emul.c`, which only fills the event and calls the agent, 25). Otherwise the
+//! general path (`events::send_here` / `events::send`), out of line. The rest of the cost is
+//! the JNI call itself: two Java→native transitions per Java call. INSTRUCTION_START takes the
+//! same hot path (one native call per instruction; `scripts/bench-instructions.sh` compares it
+//! with the JNI floor).
 
 use crate::abi::*;
 use crate::{alloc, bci, calltrace, classes, events, ids, jvm};
