@@ -597,7 +597,7 @@ fn fast_insn(env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) ->
 // no unwrap, no indexing that can fail); everything else runs inside `guard`.
 
 /// The entry events' bits in [`events::fast_events`].
-const ENTRY_BITS: u64 = 1 << JVMPI_EVENT_METHOD_ENTRY | 1 << JVMPI_EVENT_METHOD_ENTRY2;
+const ENTRY_BITS: u64 = (1 << JVMPI_EVENT_METHOD_ENTRY) + (1 << JVMPI_EVENT_METHOD_ENTRY2);
 
 unsafe extern "system" fn enter(env: *mut JNIEnv, _k: jclass, index: jint) {
     // A static method (or one whose receiver is not passed): METHOD_ENTRY2 alone, with no

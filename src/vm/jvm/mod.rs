@@ -440,7 +440,11 @@ fn here_and_counter_claiming(tp: usize) -> (u8, Option<&'static AtomicUsize>) {
         let _ = CLAIMED.try_with(|mine| {
             if mine.0.get().is_none() {
                 let i = claim_slot(tp);
-                if CLAIMS[i].key.compare_exchange(0, tp, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                // A plain load first: a thread whose slot another holds comes here at every
+                // event, and a failing compare-and-swap is a locked instruction.
+                if CLAIMS[i].key.load(Ordering::Relaxed) == 0
+                    && CLAIMS[i].key.compare_exchange(0, tp, Ordering::Acquire, Ordering::Relaxed).is_ok()
+                {
                     CLAIMS[i].here.store(HERE.with(|h| h as *const Here as *mut Here), Ordering::Relaxed);
                     mine.0.set(Some(i));
                 }
@@ -930,4 +934,36 @@ pub fn jni_table_copy() -> Result<Box<jni::JNINativeInterface_>> {
 pub fn jni_table_install(t: &jni::JNINativeInterface_) -> Result<()> {
     // SAFETY: `t` is a complete table built from the JVM's own.
     unsafe { env()?.set_jni_function_table(t) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread claims a slot at its first read, reads its own flags through it, and gives it
+    /// back when it ends: threads started one after another (glibc hands the next one the same
+    /// stack, so the same thread pointer) never find the slot still held, nor a flag of the one
+    /// before.
+    #[test]
+    fn threads_claim_a_slot_read_their_own_flags_and_give_it_back() {
+        for _ in 0..50 {
+            let tp = std::thread::spawn(|| {
+                let tp = thread_pointer();
+                assert_ne!(tp, 0);
+                let slot = &CLAIMS[claim_slot(tp)];
+                assert_ne!(slot.key.load(Ordering::Relaxed), tp, "a slot still held by an ended thread");
+                assert_eq!(here_and_counter().0 & ANNOUNCED, 0);
+                assert_eq!(slot.key.load(Ordering::Relaxed), tp, "the first read claims the slot");
+                set_announced_here(true);
+                assert_ne!(here_and_counter().0 & ANNOUNCED, 0);
+                set_announced_here(false);
+                assert_eq!(here_and_counter().0 & ANNOUNCED, 0);
+                set_announced_here(true);
+                tp
+            })
+            .join()
+            .unwrap();
+            assert_ne!(CLAIMS[claim_slot(tp)].key.load(Ordering::Relaxed), tp, "given back when the thread ended");
+        }
+    }
 }
