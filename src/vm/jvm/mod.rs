@@ -489,7 +489,7 @@ thread_local! {
 /// threads' control blocks are alike, their page numbers may be too).
 #[inline(always)]
 fn claim_slot(tp: usize) -> usize {
-    (tp.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize
+    tp.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56
 }
 
 /// The current thread's thread pointer (the TCB's address: unique among live threads, and
