@@ -56,10 +56,14 @@ public class FibFfm {
             perFib = 2L * a - 1;
         }
         long sum = 0;
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        long c0 = mx.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
         for (int r = 0; r < reps; r++) sum += fib(n);
         long t1 = System.nanoTime();
+        long c1 = mx.getCurrentThreadCpuTime();
         long calls = perFib * reps;
-        System.out.println("calls " + calls + " loop_ns " + (t1 - t0) + " ns_per_call " + String.format("%.2f", (t1 - t0) / (double) calls) + " sum " + sum);
+        System.out.println("calls " + calls + " loop_ns " + (t1 - t0) + " ns_per_call " + String.format("%.2f", (t1 - t0) / (double) calls) + " sum " + sum
+                + " cpu_ns_per_call " + String.format("%.2f", (c1 - c0) / (double) calls));
     }
 }

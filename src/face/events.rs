@@ -225,7 +225,15 @@ fn refresh_fast() {
 /// Whether `event` (0..64) may take [`send_fast`]: one relaxed load.
 #[inline(always)]
 pub fn fast(event: jint) -> bool {
-    GATE.fast.load(Relaxed) & (1u64 << (event & 63)) != 0
+    fast_events() & (1u64 << (event & 63)) != 0
+}
+
+/// The events (bit e = event e) that may take [`send_fast`] now: one relaxed load. Not zero,
+/// it is the set of events some agent enabled (so a caller choosing among several events reads
+/// them all at once).
+#[inline(always)]
+pub fn fast_events() -> u64 {
+    GATE.fast.load(Relaxed)
 }
 
 /// The agents (bit a = agent a) that receive `event` if it is sent from this thread now.
@@ -469,15 +477,16 @@ pub fn send_fast(ev: &mut JVMPI_Event, counter: &AtomicUsize) -> bool {
     } else {
         fence(SeqCst);
     }
-    let sent = match (closed(GATE.phase.load(Relaxed)), table::notify_first()) {
-        (false, Some(f)) => {
-            // The thread is not inside the shim's JNI call, and with one agent it already runs on
-            // that agent's behalf.
-            // SAFETY: as in `deliver`.
-            unsafe { f(ev) };
-            true
-        }
-        _ => false,
+    let sent = if closed(GATE.phase.load(Relaxed)) {
+        false
+    } else if let Some(f) = table::notify_first() {
+        // The thread is not inside the shim's JNI call, and with one agent it already runs on
+        // that agent's behalf.
+        // SAFETY: as in `deliver`.
+        unsafe { f(ev) };
+        true
+    } else {
+        false
     };
     counter.store(n, Release);
     sent

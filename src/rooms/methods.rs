@@ -46,15 +46,17 @@
 //! retransformed once, when the gate opens, and not at all if the events are off again by then.
 //!
 //! **Per event** (the tracker's natives, many million times a second), with one agent and no
-//! trace or report: one relaxed load of the events open to the hot path, one thread-local read
-//! (the thread's flags — inside the shim's own JNI call? announced to the agent? — and its
-//! in-flight counter), two loads from the method number to its `jmethodID`, and
-//! `events::send_fast` (a plain store to the thread's counter, a compiler fence, the closed
-//! check, the call). No allocation, no map lookup, no lock, no locked instruction, no
-//! `GetEnv`. Otherwise the general path (`events::send_here` / `events::send`). The rest of the
-//! cost is the JNI call itself: two Java→native transitions per Java call. INSTRUCTION_START
-//! takes the same hot path (one native call per instruction; `scripts/bench-instructions.sh`
-//! compares it with the JNI floor).
+//! trace or report: one relaxed load of the events open to the hot path, the thread's flags —
+//! inside the shim's own JNI call? announced to the agent? — and its in-flight counter, found
+//! by the thread pointer (`jvm::here_and_counter`, no `__tls_get_addr`), two loads from the
+//! method number to its `jmethodID`, and `events::send_fast` (a plain store to the thread's
+//! counter, a compiler fence, the closed check, the call). No allocation, no map lookup, no
+//! lock, no locked instruction, no `GetEnv`; about 40 instructions (the emulation floor of
+//! `benches/fib_emul.c`, which only fills the event and calls the agent, 25). Otherwise the
+//! general path (`events::send_here` / `events::send`), out of line. The rest of the cost is
+//! the JNI call itself: two Java→native transitions per Java call. INSTRUCTION_START takes the
+//! same hot path (one native call per instruction; `scripts/bench-instructions.sh` compares it
+//! with the JNI floor).
 
 use crate::abi::*;
 use crate::{alloc, bci, calltrace, classes, events, ids, jvm};
@@ -559,9 +561,12 @@ fn fast(env: *mut JNIEnv, event: jint, index: jint) -> bool {
 /// [`fast`] for any method event: `fill` writes the event's body from the method.
 #[inline(always)]
 fn fast_with(env: *mut JNIEnv, event: jint, index: jint, fill: impl FnOnce(&mut JVMPI_Event, jmethodID)) -> bool {
-    if !events::fast(event) {
-        return false;
-    }
+    events::fast(event) && fast_known(env, event, index, fill)
+}
+
+/// [`fast_with`] once the caller has found `event` in [`events::fast_events`].
+#[inline(always)]
+fn fast_known(env: *mut JNIEnv, event: jint, index: jint, fill: impl FnOnce(&mut JVMPI_Event, jmethodID)) -> bool {
     let (h, counter) = jvm::here_and_counter();
     if h & (jvm::INTERNAL | jvm::ANNOUNCED | jvm::UNSENT) != jvm::ANNOUNCED {
         return false;
@@ -570,11 +575,17 @@ fn fast_with(env: *mut JNIEnv, event: jint, index: jint, fill: impl FnOnce(&mut 
     let Some(counter) = counter else { return false };
     // A method's first event takes the general path, which resolves it.
     let Some(m) = method_known(index) else { return false };
-    let mut ev = JVMPI_Event::new(event, env);
-    fill(&mut ev, m);
-    events::send_fast(&mut ev, counter);
+    let mut ev = Aligned(std::mem::MaybeUninit::uninit(), JVMPI_Event::new(event, env));
+    fill(&mut ev.1, m);
+    events::send_fast(&mut ev.1, counter);
     true
 }
+
+/// An event on the stack at 8 bytes past a multiple of 16: its zeroed part (from byte 24, past
+/// the method) is then written with aligned 16-byte stores, none across a cache line, whatever
+/// the frame's layout.
+#[repr(C, align(16))]
+struct Aligned(std::mem::MaybeUninit<u64>, JVMPI_Event);
 
 /// INSTRUCTION_START on the hot path ([`fast`]): same conditions, same cost as a method event.
 #[inline(always)]
@@ -585,32 +596,58 @@ fn fast_insn(env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) ->
 // The natives run the hot path ([`fast`]) unguarded: it cannot panic (no allocation, no lock,
 // no unwrap, no indexing that can fail); everything else runs inside `guard`.
 
+/// The entry events' bits in [`events::fast_events`].
+const ENTRY_BITS: u64 = (1 << JVMPI_EVENT_METHOD_ENTRY) + (1 << JVMPI_EVENT_METHOD_ENTRY2);
+
 unsafe extern "system" fn enter(env: *mut JNIEnv, _k: jclass, index: jint) {
     // A static method (or one whose receiver is not passed): METHOD_ENTRY2 alone, with no
-    // object, takes the hot path too; both entry events at once take the general one.
-    let sent = if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) {
-        !events::enabled(JVMPI_EVENT_METHOD_ENTRY)
-            && fast_with(env, JVMPI_EVENT_METHOD_ENTRY2, index, |ev, m| {
-                ev.u.method_entry2 = MethodEntry2 { method_id: m, obj_id: std::ptr::null_mut() }
-            })
+    // object, takes the hot path too; both entry events at once take the general one. One
+    // load tells which.
+    let on = events::fast_events() & ENTRY_BITS;
+    let sent = if on == 1 << JVMPI_EVENT_METHOD_ENTRY {
+        fast_known(env, JVMPI_EVENT_METHOD_ENTRY, index, |ev, m| ev.u.method = Method { method_id: m })
+    } else if on == 1 << JVMPI_EVENT_METHOD_ENTRY2 {
+        // No object: `obj_id` stays NULL, as `JVMPI_Event::new` zeroed it.
+        fast_known(env, JVMPI_EVENT_METHOD_ENTRY2, index, |ev, m| ev.u.method_entry2.method_id = m)
     } else {
-        fast(env, JVMPI_EVENT_METHOD_ENTRY, index)
+        false
     };
     if !sent {
-        crate::guard("JvmpiShimMethods.enter", (), || on_enter(env, index, None))
+        enter_general(env, index, None)
     }
 }
 
 unsafe extern "system" fn enter_this(env: *mut JNIEnv, _k: jclass, this: jobject, index: jint) {
-    if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) || !fast(env, JVMPI_EVENT_METHOD_ENTRY, index) {
-        crate::guard("JvmpiShimMethods.enterThis", (), || on_enter(env, index, Some(this)))
+    // METHOD_ENTRY2 passes the receiver: the general path.
+    if events::fast_events() & ENTRY_BITS != 1 << JVMPI_EVENT_METHOD_ENTRY
+        || !fast_known(env, JVMPI_EVENT_METHOD_ENTRY, index, |ev, m| ev.u.method = Method { method_id: m })
+    {
+        enter_general(env, index, Some(this))
     }
 }
 
+// The general paths are functions of their own, out of line: the natives' hot path then keeps
+// its arguments in registers (a closure of `guard` inlined there made it store them on the
+// stack at every call, before anything was checked).
+
+/// `enter` and `enterThis` off the hot path.
+#[cold]
+#[inline(never)]
+fn enter_general(env: *mut JNIEnv, index: jint, receiver: Option<jobject>) {
+    let what = if receiver.is_some() { "JvmpiShimMethods.enterThis" } else { "JvmpiShimMethods.enter" };
+    crate::guard(what, (), || on_enter(env, index, receiver))
+}
+
 unsafe extern "system" fn exit(env: *mut JNIEnv, _k: jclass, index: jint) {
-    if fast(env, JVMPI_EVENT_METHOD_EXIT, index) {
-        return;
+    if !fast(env, JVMPI_EVENT_METHOD_EXIT, index) {
+        exit_general(env, index)
     }
+}
+
+/// `exit` off the hot path.
+#[cold]
+#[inline(never)]
+fn exit_general(env: *mut JNIEnv, index: jint) {
     crate::guard("JvmpiShimMethods.exit", (), || {
         if !events::enabled(JVMPI_EVENT_METHOD_EXIT) {
             return;
@@ -647,10 +684,17 @@ fn if_info(taken: bool) -> InstructionInfo {
 
 /// An instruction's event: the hot path ([`fast_insn`]), else the general one under `guard`.
 #[inline(always)]
-fn on_insn(what: &str, env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) {
+fn on_insn(what: &'static str, env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) {
     if !fast_insn(env, index, offset, u) {
-        crate::guard(what, (), || send_insn(env, index, offset, u))
+        insn_general(what, env, index, offset, u)
     }
+}
+
+/// An instruction's event off the hot path (out of line, as `enter_general`).
+#[cold]
+#[inline(never)]
+fn insn_general(what: &'static str, env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) {
+    crate::guard(what, (), || send_insn(env, index, offset, u))
 }
 
 unsafe extern "system" fn insn(env: *mut JNIEnv, _k: jclass, index: jint, offset: jint) {
