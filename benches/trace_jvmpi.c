@@ -24,6 +24,7 @@
 #define DEPTH 4
 static JVMPI_Interface *jvmpi;
 static jvmtiEnv *jvmti;
+#include "line_cache.h"
 static int mode = 1; /* 0 empty, 1 trace, 2 alternate */
 
 static jint call_trace(JNIEnv *env) {
@@ -40,31 +41,6 @@ static jint call_trace(JNIEnv *env) {
 
 /* ---- "alternate": the JVMTI side, as benches/trace_jvmti.c's "trace" and "cached" ---- */
 
-static jint line_in(jvmtiLineNumberEntry *t, jint n, jlocation loc) {
-    jint line = -1;
-    for (jint i = 0; i < n; i++) {
-        if (t[i].start_location <= loc) line = t[i].line_number;
-        else break;
-    }
-    if (line == -1 && n > 0) line = t[0].line_number;
-    return line;
-}
-
-#define SLOTS 4096
-static struct { jmethodID m; jint n; jvmtiLineNumberEntry *t; } cache[SLOTS];
-
-static jint cached_line_of(jmethodID m, jlocation loc) {
-    if (loc < 0) return -3;
-    uintptr_t h = ((uintptr_t)m >> 3) * 0x9E3779B97F4A7C15ull;
-    for (unsigned i = (unsigned)(h >> 52) % SLOTS;; i = (i + 1) % SLOTS) {
-        if (cache[i].m == m) return cache[i].t ? line_in(cache[i].t, cache[i].n, loc) : -1;
-        if (cache[i].m == NULL) {
-            if ((*jvmti)->GetLineNumberTable(jvmti, m, &cache[i].n, &cache[i].t) != JVMTI_ERROR_NONE) cache[i].t = NULL;
-            cache[i].m = m;
-            return cache[i].t ? line_in(cache[i].t, cache[i].n, loc) : -1;
-        }
-    }
-}
 
 static jint stack_trace(int lines) {
     jvmtiFrameInfo f[DEPTH];
