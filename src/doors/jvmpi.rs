@@ -272,8 +272,8 @@ fn quick_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) -> bool {
         let frames = &mut frames[..depth as usize];
         let Some(n) = calltrace::quick(frames) else { return false };
         for (i, f) in frames[..n].iter().enumerate() {
-            // SAFETY: `quick` wrote the first `n` frames; the agent's `depth` frames are writable
-            // without a check (`known`).
+            // `quick` wrote the first `n` frames; the agent's `depth` frames passed `known`.
+            // SAFETY: frame `i` is initialised, and `t.frames + i` is writable without a check.
             unsafe { t.frames.add(i).write_unaligned(f.assume_init()) };
         }
         // SAFETY: writable without a check (`known`); only the field's address is taken.

@@ -140,22 +140,22 @@ impl Checked<'_> {
         self.k.pages.set(pages);
     }
 
-    /// Copies `out.len()` bytes from `src` into `out`; false if any of them is not readable.
-    pub fn read_bytes(&self, src: *const u8, out: &mut [u8]) -> bool {
-        if out.is_empty() {
+    /// One copy of `len` bytes to or from the agent's memory at `remote` (`write`: to it):
+    /// `checked_copy` (the kernel's checked copy, returning what it copied or -1) unless the
+    /// memory is known accessible, else `direct` (a plain copy). False if not all of it could
+    /// be copied.
+    fn copy(&self, remote: usize, len: usize, write: bool, checked_copy: impl FnOnce() -> isize, direct: impl FnOnce()) -> bool {
+        if len == 0 {
             return true;
         }
-        if src.is_null() {
+        if remote == 0 {
             return false;
         }
-        if !DIRECT.load(Relaxed) && !self.known(src as usize, out.len(), false) {
-            let local = libc::iovec { iov_base: out.as_mut_ptr() as *mut _, iov_len: out.len() };
-            let remote = libc::iovec { iov_base: src as *mut _, iov_len: out.len() };
-            // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
-            let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        if !DIRECT.load(Relaxed) && !self.known(remote, len, write) {
+            let n = checked_copy();
             if n >= 0 {
-                if n as usize == out.len() {
-                    self.remember(src as usize, out.len(), false);
+                if n as usize == len {
+                    self.remember(remote, len, write);
                     return true;
                 }
                 return false;
@@ -164,40 +164,37 @@ impl Checked<'_> {
                 return false;
             }
         }
-        // Known readable (see `known`), or the checked copy is not available here.
-        // SAFETY: then the agent's contract (or the earlier check) says `src` is readable.
-        unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
+        // Known accessible (see `known`), or the checked copy is not available here.
+        direct();
         true
+    }
+
+    /// Copies `out.len()` bytes from `src` into `out`; false if any of them is not readable.
+    pub fn read_bytes(&self, src: *const u8, out: &mut [u8]) -> bool {
+        let (dst, len) = (out.as_mut_ptr(), out.len());
+        let checked_copy = || {
+            let local = libc::iovec { iov_base: dst as *mut _, iov_len: len };
+            let remote = libc::iovec { iov_base: src as *mut _, iov_len: len };
+            // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
+            unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) }
+        };
+        // SAFETY: `direct` runs when `src` is known readable, or the agent's contract says so.
+        let direct = || unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
+        self.copy(src as usize, len, false, checked_copy, direct)
     }
 
     /// Copies `data` to `dst`; false (nothing or part written) if `dst` is not writable.
     pub fn write_bytes(&self, dst: *mut u8, data: &[u8]) -> bool {
-        if data.is_empty() {
-            return true;
-        }
-        if dst.is_null() {
-            return false;
-        }
-        if !DIRECT.load(Relaxed) && !self.known(dst as usize, data.len(), true) {
-            let local = libc::iovec { iov_base: data.as_ptr() as *mut _, iov_len: data.len() };
-            let remote = libc::iovec { iov_base: dst as *mut _, iov_len: data.len() };
+        let (src, len) = (data.as_ptr(), data.len());
+        let checked_copy = || {
+            let local = libc::iovec { iov_base: src as *mut _, iov_len: len };
+            let remote = libc::iovec { iov_base: dst as *mut _, iov_len: len };
             // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
-            let n = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
-            if n >= 0 {
-                if n as usize == data.len() {
-                    self.remember(dst as usize, data.len(), true);
-                    return true;
-                }
-                return false;
-            }
-            if !unavailable(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
-                return false;
-            }
-        }
-        // Known writable (see `known`), or the checked copy is not available here.
-        // SAFETY: then the agent's contract (or the earlier check) says `dst` is writable.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
-        true
+            unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) }
+        };
+        // SAFETY: `direct` runs when `dst` is known writable, or the agent's contract says so.
+        let direct = || unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
+        self.copy(dst as usize, len, true, checked_copy, direct)
     }
 
     /// Reads a `T` (a plain C struct or number) from `src`; None if it is not readable.

@@ -453,9 +453,9 @@ pub fn here_and_counter() -> (u8, Option<&'static AtomicUsize>) {
         let h = claim.here.load(Ordering::Relaxed);
         // The key is this thread's pointer, so this thread claimed the slot (only a thread
         // stores its own pointer there, and it clears it before it ends; no live thread shares
-        // it), and `here` is this thread's HERE, stored by it after the claim.
-        // SAFETY: `h` points to this thread's HERE, alive as long as the thread; only
-        // `&'static` counters are ever stored in it (see `set_counter_here`).
+        // it), and `here` is this thread's HERE, stored by it after the claim. Only `&'static`
+        // counters are ever stored in a HERE (see `set_counter_here`).
+        // SAFETY: `h` points to this thread's HERE, alive as long as the thread.
         return unsafe { ((*h).flags.get(), (*h).counter.get().as_ref()) };
     }
     here_and_counter_claiming(tp)
@@ -529,9 +529,9 @@ fn claim_slot(tp: usize) -> usize {
 fn thread_pointer() -> usize {
     #[allow(unused_mut)]
     let mut tp: usize = 0;
+    // The thread control block's self pointer at %fs:0 (x86-64 TLS ABI).
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-    // SAFETY: reads the thread control block's self pointer at %fs:0 (x86-64 TLS ABI); no
-    // memory is written.
+    // SAFETY: one read of the thread's own control block; no memory is written.
     unsafe {
         std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags, pure));
     }
