@@ -3,6 +3,9 @@
 // Workload "scratch" (third argument) also allocates, every iteration, a small int[2] that never
 // leaves the loop: once C2 has compiled the loop, a JVMTI sampling agent sees none of them
 // (escape analysis presumably); an allocation hook that is handed the array makes it escape.
+// Workload "escape" is "scratch" with each int[2] also stored in a static field, so that it
+// escapes: every one of them is made, and a JVMTI sampling agent sees and tags them as the shim
+// does (the floor that tags the same objects).
 // Prints the loop's wall time and the loop thread's CPU time (less sensitive to a busy machine).
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
@@ -17,16 +20,37 @@ public class AllocBench {
         }
     }
 
+    /** Where the "escape" workload's scratch arrays go: out of the loop, so they are made. */
+    static int[] lastScratch;
+
     public static void main(String[] args) {
         int n = Integer.parseInt(args[0]);
         int window = Integer.parseInt(args[1]);
-        boolean scratch = args.length > 2 && args[2].equals("scratch");
+        boolean escape = args.length > 2 && args[2].equals("escape");
+        boolean scratch = escape || args.length > 2 && args[2].equals("scratch");
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
         Object[] live = new Object[window];
         long arrays = 0, scratches = 0, sum = 0;
         long c0 = mx.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
-        if (scratch) {
+        if (escape) {
+            for (int i = 0; i < n; i++) {
+                Object o;
+                if ((i & 15) == 0) {
+                    o = new int[8];
+                    arrays++;
+                } else {
+                    o = new Point(i, i + 1);
+                }
+                live[i % window] = o;
+                int[] t = new int[2];
+                t[0] = i;
+                t[1] = i >> 1;
+                lastScratch = t;
+                sum += t[0] ^ t[1];
+            }
+            scratches = n;
+        } else if (scratch) {
             for (int i = 0; i < n; i++) {
                 Object o;
                 if ((i & 15) == 0) {

@@ -11,7 +11,7 @@
 # allocation, with the spread min-max). Prints the ratios, the event counts next to the
 # program's own, and peak RSS.
 #
-# Two workloads (WORKLOADS, both by default):
+# Three workloads (WORKLOADS; the first two by default):
 #   plain    the loop above (15/16 small objects, 1/16 int[8], all kept in a ring);
 #   scratch  the same, plus a small int[2] per iteration that never leaves the loop: once C2 has
 #            compiled the loop, (b) sees none of them (escape analysis presumably; on JDK 25 also
@@ -20,6 +20,9 @@
 #            (d)/(a) is the idle ratio where escape analysis matters (before JDK 16 a JVMTI
 #            environment holding can_get_owned_monitor_info turns it off; the shim takes that
 #            capability there only with owned-monitors=yes).
+#   escape   "scratch" with each int[2] stored in a static field: it escapes, so every one is
+#            made and (b) sees and tags it too. (a), (b) and (c) run it: its (c)/(b) compares the
+#            shim with a floor that tags the same objects (not in the default WORKLOADS).
 # (c)/(b) is given per reported allocation (loop time / the agent's OBJECT_ALLOC count), the
 # goal's measure, and per loop iteration; both from the loop thread's CPU time (CPU=1, the
 # default: on a busy machine wall time mostly measures the wait for a core) or wall time (CPU=0).
@@ -60,7 +63,7 @@ declare -A label=(
     [d]="shim + JVMPI agent enabling nothing"
     [e]="shim, OBJECT_ALLOC enabled then disabled"
 )
-declare -A configs=([plain]="a b c d e" [scratch]="a b c d")
+declare -A configs=([plain]="a b c d e" [scratch]="a b c d" [escape]="a b c")
 # A fixed, pre-touched heap makes peak RSS comparable between the configurations.
 heap="-Xms2g -Xmx2g -XX:+AlwaysPreTouch"
 # Per workload and configuration: times per allocation of the program, per reported
@@ -109,6 +112,7 @@ for w in $workloads; do
     echo "(c)/(a) shim+JVMPI vs no agent:            $(ratio "${median[${w}c]}" "${median[${w}a]}")"
     # One line per goal for scripts/bench.sh: SUMMARY|goal|JDK|what|value|target.
     echo "SUMMARY|allocation events|$feature|OBJECT_ALLOC+FREE per reported allocation / JVMTI tagging (c)/(b), $w (rounds $(rspread "${rtimes[${w}c]}" "${rtimes[${w}b]}"))|$(ratio "$rc" "$rb")|<= 1.0"
+    [ "$w" = escape ] && continue
     echo "SUMMARY|idle|$feature|shim loaded, nothing enabled / no agent (d)/(a), $w (rounds $(rspread "${times[${w}d]}" "${times[${w}a]}"))|$(ratio "${median[${w}d]}" "${median[${w}a]}")|<= 1.01"
     echo "(d)/(a) shim, nothing enabled vs no agent: $(ratio "${median[${w}d]}" "${median[${w}a]}")   round by round $(rspread "${times[${w}d]}" "${times[${w}a]}")   (target <= 1.01)"
     if [ "$w" = plain ]; then
@@ -134,6 +138,7 @@ c2_code_bytes() {
         sed -n "s/.*insts_offset='\([0-9]*\)' stub_offset='\([0-9]*\)'.*/\2 \1/p" | awk '{ print $1 - $2 }'
 }
 for w in $workloads; do
+    [ "$w" = escape ] && continue
     ca=$(c2_code_bytes a "$w"); cs=$(c2_code_bytes d "$w")
     echo "C2 code of the $w loop: $ca bytes with no agent, $cs with the shim enabling nothing"
     [ -n "$ca" ] && [ -n "$cs" ] &&
