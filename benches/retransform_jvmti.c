@@ -7,19 +7,19 @@
  * meanwhile, as the shim does at start-up on a machine with two CPUs or more.
  *
  * The floor of the classes that really change (options, comma-separated, with "two" or not):
- *   dump=DIR     retransforms nothing: loaded after the shim (-agentpath order), its hook sees
- *                the class files as the shim's hook left them and writes each to DIR/<name>.class
- *                (a name's '/' as '.'), at loading and at retransformation alike;
- *   replay=DIR   the floor above, but the hook hands the JVM DIR's file of a class whenever it
+ *   dump=FILE    retransforms nothing: loaded after the shim (-agentpath order), its hook sees
+ *                the class files as the shim's hook left them and records each in FILE, at
+ *                loading and at retransformation alike;
+ *   replay=FILE  the floor above, but the hook hands the JVM FILE's class file whenever it
  *                differs from the bytes the JVM offers (a class the shim changed), at VMInit's
  *                retransformation and at every later loading alike: the JVM's whole part of the
  *                shim's instrumentation (parsing the bigger class files, merging the constant
  *                pools, replacing the changed methods, loading changed classes without the
- *                shared archive). The tracker those class files call is DIR's JvmpiShimTracker,
+ *                shared archive). The tracker those class files call is FILE's JvmpiShimTracker,
  *                defined in the boot loader at VMInit, switched on, with natives that only count
  *                (printed at VM death with "print"). Before VMInit nothing is changed, as with
  *                the shim (it instruments nothing before JVM_OnLoad has run);
- *   append=DIR   the same classes changed as little as a class can change: one constant-pool
+ *   append=FILE  the same classes changed as little as a class can change: one constant-pool
  *                entry (a Utf8) appended to the JVM's own bytes; no tracker. */
 #include <jvmti.h>
 #include <pthread.h>
@@ -27,6 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int print, two, dump, replay, append;
 static char dir[4096];
@@ -49,32 +53,58 @@ static void *helper(void *arg) {
     return NULL;
 }
 
-/* DIR/<name>.class, read whole into memory (malloc'ed; *len its size), or NULL. */
-static unsigned char *read_class(const char *name, long *len) {
-    char path[8192];
-    int n = snprintf(path, sizeof path, "%s/", dir);
-    for (const char *c = name; *c && n < (int)sizeof path - 8; c++) path[n++] = *c == '/' ? '.' : *c;
-    snprintf(path + n, sizeof path - n, ".class");
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(*len > 0 ? *len : 1);
-    if (b && fread(b, 1, *len, f) != (size_t)*len) { free(b); b = NULL; }
-    fclose(f);
-    return b;
+/* The recorded class files: FILE holds records (u32 name length, name, u32 length, bytes) in the
+ * order the hook saw them, mapped whole at Agent_OnLoad and indexed by name (a later record of a
+ * name wins: a class retransformed after it loaded), so that the hook reads no file itself. */
+#define SLOTS 8192
+static struct entry { const char *name; unsigned name_len; const unsigned char *data; unsigned len; } table[SLOTS];
+static FILE *out_file;
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned hash(const char *s, size_t n) {
+    unsigned h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
 }
 
-static void write_class(const char *name, jint len, const unsigned char *data) {
-    char path[8192];
-    int n = snprintf(path, sizeof path, "%s/", dir);
-    for (const char *c = name; *c && n < (int)sizeof path - 8; c++) path[n++] = *c == '/' ? '.' : *c;
-    snprintf(path + n, sizeof path - n, ".class");
-    FILE *f = fopen(path, "wb");
-    if (!f) return;
-    fwrite(data, 1, len, f);
-    fclose(f);
+static struct entry *slot(const char *name, size_t n) {
+    for (unsigned i = hash(name, n) % SLOTS, k = 0; k < SLOTS; i = (i + 1) % SLOTS, k++)
+        if (!table[i].name || (table[i].name_len == n && memcmp(table[i].name, name, n) == 0)) return &table[i];
+    return NULL;
+}
+
+static unsigned u32(const unsigned char *p) { return (unsigned)p[0] | (unsigned)p[1] << 8 | (unsigned)p[2] << 16 | (unsigned)p[3] << 24; }
+
+static int load_records(void) {
+    int fd = open(dir, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) { fprintf(stderr, "floor: cannot read %s\n", dir); return 0; }
+    const unsigned char *m = mmap(NULL, st.st_size ? st.st_size : 1, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) return 0;
+    for (off_t p = 0; p + 8 <= st.st_size;) {
+        unsigned n = u32(m + p), len;
+        if (p + 8 + n > st.st_size) break;
+        len = u32(m + p + 4 + n);
+        if (p + 8 + n + len > st.st_size) break;
+        struct entry *e = slot((const char *)m + p + 4, n);
+        if (e) *e = (struct entry){(const char *)m + p + 4, n, m + p + 8 + n, len};
+        p += 8 + n + len;
+    }
+    return 1;
+}
+
+static void write_record(const char *name, jint len, const unsigned char *data) {
+    unsigned char h[4];
+    unsigned n = strlen(name);
+    pthread_mutex_lock(&out_lock);
+    for (int i = 0; i < 4; i++) h[i] = n >> (8 * i);
+    fwrite(h, 1, 4, out_file);
+    fwrite(name, 1, n, out_file);
+    for (int i = 0; i < 4; i++) h[i] = (unsigned)len >> (8 * i);
+    fwrite(h, 1, 4, out_file);
+    fwrite(data, 1, len, out_file);
+    pthread_mutex_unlock(&out_lock);
 }
 
 /* The offset just past the constant pool of a class file (0 if it cannot be read). */
@@ -99,12 +129,13 @@ static long pool_end(const unsigned char *d, long len) {
 static void JNICALL hook(jvmtiEnv *j, JNIEnv *env, jclass redefined, jobject loader, const char *name, jobject pd,
                          jint len, const unsigned char *data, jint *new_len, unsigned char **new_data) {
     if (!name || !(dump || replay || append)) return;
-    if (dump) { write_class(name, len, data); return; }
+    if (dump) { write_record(name, len, data); return; }
     if (!live) return;
-    long n;
-    unsigned char *b = read_class(name, &n);
-    if (!b) return;
-    if (n == len && memcmp(b, data, len) == 0) { free(b); return; }  /* the shim left it unchanged */
+    struct entry *r = slot(name, strlen(name));
+    if (!r || !r->name) return;
+    const unsigned char *b = r->data;
+    long n = r->len;
+    if (n == len && memcmp(b, data, len) == 0) return;  /* the shim left it unchanged */
     unsigned char *out = NULL;
     long out_len = 0;
     if (replay) {
@@ -128,7 +159,6 @@ static void JNICALL hook(jvmtiEnv *j, JNIEnv *env, jclass redefined, jobject loa
             out = NULL;
         }
     }
-    free(b);
     if (out) { *new_data = out; *new_len = (jint)out_len; }
 }
 
@@ -138,11 +168,9 @@ static void JNICALL on_hash(JNIEnv *env, jclass k, jobject o, jint h) { __sync_a
 static void JNICALL on_object(JNIEnv *env, jclass k, jobject o) { __sync_add_and_fetch(&events, 1); }
 
 static void define_tracker(jvmtiEnv *j, JNIEnv *env) {
-    long n;
-    unsigned char *b = read_class("JvmpiShimTracker", &n);
-    if (!b) { fprintf(stderr, "floor: no %s/JvmpiShimTracker.class\n", dir); return; }
-    jclass k = (*env)->DefineClass(env, "JvmpiShimTracker", NULL, (const jbyte *)b, (jsize)n);
-    free(b);
+    struct entry *r = slot("JvmpiShimTracker", 16);
+    if (!r || !r->name) { fprintf(stderr, "floor: no JvmpiShimTracker in %s\n", dir); return; }
+    jclass k = (*env)->DefineClass(env, "JvmpiShimTracker", NULL, (const jbyte *)r->data, (jsize)r->len);
     if (!k) { (*env)->ExceptionDescribe(env); return; }
     JNINativeMethod natives[] = {
         {"onInit", "(Ljava/lang/Object;Ljava/lang/Class;I)V", (void *)on_class},
@@ -197,10 +225,12 @@ static void JNICALL vm_init(jvmtiEnv *j, JNIEnv *env, jthread t) {
 }
 
 static void JNICALL vm_death(jvmtiEnv *j, JNIEnv *env) {
+    if (dump && out_file) fflush(out_file);
     if (print) fprintf(stderr, "floor: %ld tracker events\n", events);
 }
 
-/* The value of option KEY (KEY=value, up to the next ',') into dir; whether it was there. */
+/* The value of option KEY (KEY=value, up to the next ',') into dir (a file's path); whether it
+ * was there. */
 static int option(const char *options, const char *key) {
     const char *p = options ? strstr(options, key) : NULL;
     if (!p) return 0;
@@ -222,6 +252,8 @@ JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved) {
     replay = !dump && option(options, "replay=");
     append = !dump && !replay && option(options, "append=");
     jvm = vm;
+    if (dump && !(out_file = fopen(dir, "wb"))) return JNI_ERR;
+    if ((replay || append) && !load_records()) return JNI_ERR;
     if ((*vm)->GetEnv(vm, (void **)&j, JVMTI_VERSION_11) != JNI_OK) return JNI_ERR;
     memset(&c, 0, sizeof c);
     c.can_retransform_classes = 1;

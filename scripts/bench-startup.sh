@@ -63,8 +63,8 @@ for feature in "${jdks[@]}"; do
     echo "JDK $feature ($("$java" -version 2>&1 | head -1)); RUNS=$runs; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
     # (d)'s class files as the shim leaves them, for (h) and (i); in one thread on JDK 11, as the
     # shim retransforms there (jvm::PARALLEL_FROM_JDK).
-    dump=$PWD/$out/startup-classes-$feature
-    rm -rf "$dump"; mkdir -p "$dump"
+    dump=$PWD/$out/startup-classes-$feature.bin
+    rm -f "$dump"
     # shellcheck disable=SC2086
     "$java" ${EXTRA:-} ${agentopt[d]} "-agentpath:$out/libretransform_jvmti.so=dump=$dump" -cp "$out/classes" Hello >/dev/null
     threads=two; [ "$feature" -ge 17 ] || threads=one
