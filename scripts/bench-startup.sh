@@ -11,6 +11,12 @@
 #       before a legacy agent's JVM_OnLoad (run at VMInit) enabled (d)'s or (e)'s events,
 #   (g) the same, every other class retransformed by a second thread meanwhile (as the shim
 #       does at start-up with two CPUs or more): the floor of (d) and (e) in two threads,
+#   (h) (g) with the classes the shim changes for (d) changed as little as a class can be (one
+#       constant appended): the JVM's part of redefining changed rather than unchanged classes,
+#   (i) (g) with the shim's own class files of (d) handed to the JVM (recorded by one run of (d)
+#       with the floor agent's "dump" behind the shim) and a tracker whose natives only count:
+#       the JVM's whole part of (d), the floor of (d) for any emulation that rewrites classes as
+#       the shim does (what stays above it is the shim's own: its rewriting and its events),
 # RUNS interleaved rounds per JDK; the median wall time (and its spread) of each, and its
 # difference to (a); and the median CPU time (user + system, all threads), steadier when the
 # machine is shared.
@@ -29,7 +35,7 @@ cc_agent "$out/libstartup_jvmpi.so" benches/startup_jvmpi.c
 cc_agent "$out/libretransform_jvmti.so" benches/retransform_jvmti.c -lpthread
 javac -d "$out/classes" --release 11 tests/java/Hello.java
 
-keys=(a b c d e f g)
+keys=(a b c d e f g h i)
 declare -A agentopt=(
     [a]=""
     [b]="-agentpath:$out/libtrace_jvmti.so=empty"
@@ -47,13 +53,24 @@ declare -A label=(
     [e]="shim + METHOD_ENTRY/METHOD_EXIT"
     [f]="plain JVMTI, all classes retransformed"
     [g]="the same in two threads"
+    [h]="(g) + (d)'s classes, 1 constant added"
+    [i]="(g) + (d)'s class files replayed"
 )
 declare -A target=([c]=10 [d]=60 [e]=60)
 for feature in "${jdks[@]}"; do
     bench_java "$feature"
     [ -x "$java" ] || { echo "JDK $feature: no $java (scripts/install-jdks.sh)"; continue; }
     echo "JDK $feature ($("$java" -version 2>&1 | head -1)); RUNS=$runs; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-    declare -A times=() cpus=() delta=()
+    # (d)'s class files as the shim leaves them, for (h) and (i); in one thread on JDK 11, as the
+    # shim retransforms there (jvm::PARALLEL_FROM_JDK).
+    dump=$PWD/$out/startup-classes-$feature.bin
+    rm -f "$dump"
+    # shellcheck disable=SC2086
+    "$java" ${EXTRA:-} ${agentopt[d]} "-agentpath:$out/libretransform_jvmti.so=dump=$dump" -cp "$out/classes" Hello >/dev/null
+    threads=two; [ "$feature" -ge 17 ] || threads=one
+    agentopt[h]="-agentpath:$out/libretransform_jvmti.so=$threads,append=$dump"
+    agentopt[i]="-agentpath:$out/libretransform_jvmti.so=$threads,replay=$dump"
+    declare -A times=() cpus=() delta=() cdelta=()
     for ((r = 0; r < runs; r++)); do
         for k in "${keys[@]}"; do
             s=$(date +%s%N)
@@ -79,10 +96,13 @@ for feature in "${jdks[@]}"; do
         c=$(median ${cpus[$k]})
         printf '(%s) %-38s wall %5d ms [%s] %+5d ms   cpu %5d ms %+5d ms  %s\n' "$k" "${label[$k]}" "$m" "$spread" "$((m - base))" "$c" "$((c - cbase))" "$t"
         delta[$k]=$((m - base))
+        cdelta[$k]=$((c - cbase))
     done
     # One line per goal for scripts/bench.sh: SUMMARY|goal|JDK|what|value|target.
     echo "SUMMARY|start-up, nothing enabled|$feature|ms of wall time more than no agent (c)-(a)|${delta[c]}|<= 10"
     echo "SUMMARY|start-up, OBJECT_ALLOC|$feature|ms of wall time more than no agent (d)-(a)|${delta[d]}|<= 60"
     echo "SUMMARY|start-up, METHOD_ENTRY|$feature|ms of wall time more than no agent (e)-(a)|${delta[e]}|<= 60"
+    echo "SUMMARY|start-up, OBJECT_ALLOC|$feature|its floor: (d)'s class files replayed by plain JVMTI, ms of wall time more than no agent (i)-(a)|${delta[i]}|-"
+    echo "SUMMARY|start-up, OBJECT_ALLOC|$feature|ms of CPU time (d)-(a), its floor (i)-(a)|${cdelta[d]}, ${cdelta[i]}|-"
     echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 done
