@@ -7,7 +7,9 @@
  *   f3  FollowReferences as f1 plus the value callbacks a level-2 dump needs as well
  *       (primitive instance/static fields, primitive array elements), each only reading the tag;
  *   f4  f2 plus the same value callbacks: with f1, what a dump that takes its object records
- *       from IterateThroughHeap and only the references from FollowReferences would pay.
+ *       from IterateThroughHeap and only the references from FollowReferences would pay;
+ *   f5  f3 that tags nothing (its callbacks only read the tag slots): with f3 run in a process
+ *       of its own, what tagging every object costs on a first pass.
  * The program calls Java_HeapDumpBench_floorDump(mode) (a native of this library: HotSpot looks
  * up natives in agent libraries too); each call is one walk, timed around the JVMTI call.
  * The first call of a walk tags every object it meets in that environment's tag map; a second
@@ -19,11 +21,12 @@
 #include <string.h>
 #include <time.h>
 
-static jvmtiEnv *envs[5];
+static jvmtiEnv *envs[6];
+static int tagging = 1;
 static long next_tag, tagged, calls;
 
 static inline void tag(jlong *p) {
-    if (p && *p == 0) {
+    if (p && *p == 0 && tagging) {
         *p = (++next_tag) << 4;
         tagged++;
     }
@@ -62,8 +65,9 @@ JNIEXPORT void JNICALL Java_HeapDumpBench_floorDump(JNIEnv *env, jclass c, jint 
     jvmtiHeapCallbacks cb;
     struct timespec t0, t1, c0, c1;
     jvmtiError err;
-    if (mode < 1 || mode > 4) return;
+    if (mode < 1 || mode > 5) return;
     jvmtiEnv *j = envs[mode];
+    tagging = mode != 5;
     memset(&cb, 0, sizeof cb);
     tagged = calls = 0;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
@@ -77,7 +81,7 @@ JNIEXPORT void JNICALL Java_HeapDumpBench_floorDump(JNIEnv *env, jclass c, jint 
         err = (*j)->IterateThroughHeap(j, 0, NULL, &cb, NULL);
     } else {
         cb.heap_reference_callback = ref;
-        if (mode == 3) {
+        if (mode == 3 || mode == 5) {
             cb.primitive_field_callback = prim_field;
             cb.array_primitive_value_callback = array_values;
         }
@@ -95,7 +99,7 @@ JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved) {
     jvmtiCapabilities caps;
     memset(&caps, 0, sizeof caps);
     caps.can_tag_objects = 1;
-    for (int i = 1; i < 5; i++) {
+    for (int i = 1; i < 6; i++) {
         if ((*vm)->GetEnv(vm, (void **)&envs[i], JVMTI_VERSION_11) != JNI_OK) return JNI_ERR;
         if ((*envs[i])->AddCapabilities(envs[i], &caps) != JVMTI_ERROR_NONE) return JNI_ERR;
     }
