@@ -1,8 +1,8 @@
 /** Heap-dump benchmark: holds N live objects (half small nodes, half their payloads: Integers,
  *  byte[8] and Strings), then dumps the heap with `jcmd <pid> GC.heap_dump`, and then runs the
  *  steps of the comma-separated list in args[3] (default "shim,shim"): `shim` is the shim's
- *  level-2 HEAP_DUMP (a native of the JVMPI benchmark agent, benches/dump_jvmpi.c), `f1`, `f2`,
- *  `f3` the plain-JVMTI floor walks (natives of benches/dump_floor_jvmti.c). */
+ *  level-2 HEAP_DUMP (a native of the JVMPI benchmark agent, benches/dump_jvmpi.c), `f1` to
+ *  `f6` the plain-JVMTI floor walks (natives of benches/dump_floor_jvmti.c). */
 public class HeapDumpBench {
     static final class Node { int id; long stamp; Node next; Object payload; }
 
@@ -22,7 +22,7 @@ public class HeapDumpBench {
             x.id = i;
             x.stamp = i * 31L;
             x.next = prev;
-            x.payload = switch (i % 3) { case 0 -> Integer.valueOf(i); case 1 -> new byte[8]; default -> "s" + i; };
+            x.payload = i % 3 == 0 ? Integer.valueOf(i) : i % 3 == 1 ? (Object) new byte[8] : "s" + i;
             nodes[i] = x;
             prev = x;
         }
