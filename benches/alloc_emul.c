@@ -55,6 +55,9 @@ static jmethodID component_type, identity_hash;
 static volatile jlong next_tag;
 /* Classes get tags too (their IDs), with this bit: their ObjectFree is no OBJECT_FREE. */
 #define CLASS_TAG ((jlong)1 << 62)
+/* An object the shim reported (made by the VM or JNI), marked so that its Object.<init> does not
+ * report it again; its ObjectFree is the shim's. */
+#define SHIM_TAG ((jlong)1 << 61)
 /* Misses of the per-thread class tables (their slow path), printed at JVM_SHUT_DOWN. */
 static volatile long fills;
 
@@ -113,8 +116,15 @@ struct local {
     int depth;
     struct reservation reserved[RESERVED_MAX];
 };
-/* initial-exec: one TLS read, no __tls_get_addr call (8 bytes of static TLS). */
+/* initial-exec: one TLS read, no __tls_get_addr call (12 bytes of static TLS). */
 static __thread struct local *me __attribute__((tls_model("initial-exec")));
+/* Set when the shim has just sent OBJECT_ALLOC for a normal object in this thread: an object the
+ * VM or JNI made (JVMTI VMObjectAlloc, the JNI hooks), which the shim tags and reports itself
+ * (in its own JVMTI environment, whose tags this library cannot read). The next tracker native
+ * in this thread consumes it: `made` (Unsafe.allocateInstance: the VM posted VMObjectAlloc for
+ * it first) and Object.<init> without a reservation (JNI NewObject) then report nothing; every
+ * other native clears it. An emulation with one environment reads its own tag there instead. */
+static __thread int shim_reported __attribute__((tls_model("initial-exec")));
 
 static inline struct local *local(void) {
     struct local *l = me;
@@ -264,6 +274,7 @@ static void reserve(JNIEnv *env, struct local *l, jclass k, jint hash) {
 /* onNewObject(Class, int): right after `new`. */
 static void JNICALL on_new_object(JNIEnv *env, jclass tracker, jobject k, jint hash) {
     (void)tracker;
+    shim_reported = 0;
     reserve(env, local(), k, hash);
 }
 
@@ -272,6 +283,8 @@ static void JNICALL on_init(JNIEnv *env, jclass tracker, jobject o, jclass k, ji
     (void)tracker;
     struct local *l = local();
     int d = l->depth;
+    int shims = shim_reported;
+    shim_reported = 0;
     if (__builtin_expect(d > 0 && l->reserved[d - 1].hash == hash, 1)) {
         l->depth = d - 1;
         (*jvmti)->SetTag(jvmti, o, l->reserved[d - 1].tag);
@@ -289,24 +302,32 @@ static void JNICALL on_init(JNIEnv *env, jclass tracker, jobject o, jclass k, ji
     /* Announced by no `new` (hidden classes, the VM's or JNI's allocations): reported now,
      * unless reported already (Unsafe.allocateInstance, below). */
     jlong t = 0;
+    if (shims) return;
     if ((*jvmti)->GetTag(jvmti, o, &t) == JVMTI_ERROR_NONE && t == 0) report(env, l, o, k, hash);
 }
 
 /* onNew(Object, Class, int): right after an array allocation. */
 static void JNICALL on_new(JNIEnv *env, jclass tracker, jobject a, jclass k, jint hash) {
     (void)tracker;
+    shim_reported = 0;
     report_array(env, local(), a, k, hash);
 }
 
 /* onMade(Object): Unsafe.allocateInstance has just made it. */
 static void JNICALL on_made(JNIEnv *env, jclass tracker, jobject o) {
     (void)tracker;
+    if (shim_reported) {
+        shim_reported = 0;
+        if (o) (*jvmti)->SetTag(jvmti, o, SHIM_TAG);
+        return;
+    }
     report_unknown(env, local(), o);
 }
 
 /* onReflectNew(Constructor): the VM is about to make an instance of its class. */
 static void JNICALL on_reflect_new(JNIEnv *env, jclass tracker, jobject ctor) {
     (void)tracker;
+    shim_reported = 0;
     jmethodID m = ctor ? (*env)->FromReflectedMethod(env, ctor) : NULL;
     jclass k = NULL;
     jint mods = 0, status = 0;
@@ -323,10 +344,11 @@ static void JNICALL on_reflect_new(JNIEnv *env, jclass tracker, jobject ctor) {
 
 static void JNICALL object_free(jvmtiEnv *j, jlong tag) {
     (void)j;
-    if (!(tag & CLASS_TAG)) send_free(tag);
+    if (!(tag & (CLASS_TAG | SHIM_TAG))) send_free(tag);
 }
 
 static void wrapper(JVMPI_Event *e) {
+    if (e->event_type == JVMPI_EVENT_OBJECT_ALLOC && e->u.obj_alloc.is_array == JVMPI_NORMAL_OBJECT) shim_reported = 1;
     if ((e->event_type & ~JVMPI_REQUESTED_EVENT) == JVMPI_EVENT_JVM_SHUT_DOWN) {
         /* The deaths the JVM still owes, posted now on this thread. */
         (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_OBJECT_FREE, NULL);
