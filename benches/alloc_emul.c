@@ -19,9 +19,11 @@
  * (the shim confirms the entry with one JNI IsSameObject: two classes may share a hash), no
  * check of the event's switch or of the thread, no re-entrancy guard for allocations of the
  * agent's own handler, reservations abandoned by a throwing constructor are matched by class
- * hash only. Everything the shim does besides the tracker's natives (its JVMTI VMObjectAlloc
- * and JNI allocation hooks, its CLASS_LOAD catch-up, its GC brackets for the deaths of the
- * objects it tagged) stays as in (c).
+ * hash only; the per-thread state is reached with initial-exec TLS (the shim, a Rust cdylib,
+ * pays a __tls_get_addr call per thread-local). Everything the shim does besides the tracker's
+ * natives (its JVMTI VMObjectAlloc and JNI allocation hooks, its CLASS_LOAD catch-up, its GC
+ * brackets for the deaths of the objects it tagged) stays as in (c); the objects it reports
+ * there are not reported again here (see shim_reported), so the agent's counts are (c)'s.
  *
  * How: this library is the JVMPI agent the shim loads (agent=liballoc_emul.so:<options>). Its
  * JVM_OnLoad (run by the shim at VMInit, on an attached thread) loads the real agent,
@@ -29,11 +31,12 @@
  * JavaVM and options: the agent takes the shim's JVMPI interface, sets NotifyEvent and enables
  * OBJECT_ALLOC and OBJECT_FREE, so the shim defines its tracker class, binds its natives and
  * instruments every class. Then this library binds the tracker's natives again, to its own
- * functions (JNI RegisterNatives; nothing has run them yet, and HotSpot would make compiled
- * callers of the old ones not entrant anyway), and takes a JVMTI environment of its own for
- * SetTag and ObjectFree. It wraps the agent's NotifyEvent only to see JVM_SHUT_DOWN: before the
- * agent prints its counts there, the ObjectFree events the JVM still owes are flushed (setting
- * the event's mode again), as the shim does for its own tags at VM death. */
+ * functions (JNI RegisterNatives; the shim's natives report nothing before its event gate opens,
+ * which comes after this, and no compiled code calls them yet), and takes a JVMTI environment of its own for
+ * SetTag and ObjectFree. It wraps the agent's NotifyEvent to see what the shim sends: its
+ * OBJECT_ALLOC of objects the VM or JNI made, and JVM_SHUT_DOWN, where, before the agent prints
+ * its counts, the ObjectFree events the JVM still owes are flushed (setting the event's mode
+ * again), as the shim does for its own tags at VM death. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <jni.h>
