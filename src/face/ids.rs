@@ -313,8 +313,10 @@ pub fn fresh_tag() -> jlong {
     (slot() << SHIFT) as jlong
 }
 
-/// A fresh tag for an object whose OBJECT_ALLOC is being sent.
-pub fn fresh_defined_tag() -> jlong {
+/// A fresh tag for an object whose OBJECT_ALLOC is being sent (the allocation room takes them
+/// from its own [`TagCache`]).
+#[cfg(test)]
+fn fresh_defined_tag() -> jlong {
     fresh_tag() | DEFINED
 }
 
@@ -328,6 +330,35 @@ pub fn bind(jni: &jvm::Jni, obj: jobject, tag: jlong) -> bool {
         index(jni, tag, obj);
     }
     true
+}
+
+/// A thread's own fresh tags, for a room that keeps its per-thread state in one place (the
+/// allocation room): taken [`BATCH`] slots at a time as [`fresh_tag`] takes them, those
+/// left unused given back when it is dropped.
+pub struct TagCache(Vec<u64>);
+
+impl TagCache {
+    pub const fn new() -> TagCache {
+        TagCache(Vec::new())
+    }
+    /// A fresh tag with the DEFINED bit (for an object whose OBJECT_ALLOC is being sent).
+    #[inline]
+    pub fn fresh_defined(&mut self) -> jlong {
+        let s = match self.0.pop() {
+            Some(s) => s,
+            None => {
+                take(BATCH, &mut self.0);
+                self.0.pop().unwrap_or(0)
+            }
+        };
+        ((s << SHIFT) as jlong) | DEFINED
+    }
+}
+
+impl Drop for TagCache {
+    fn drop(&mut self) {
+        give_back(&self.0);
+    }
 }
 
 /// Tags for a heap walk, which tags objects by the million inside a JVMTI callback: taken in

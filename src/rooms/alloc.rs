@@ -114,7 +114,8 @@ static STATE: AllocState = AllocState {
 };
 
 /// This thread's allocation state, in one thread-local (each thread-local of a shared library
-/// costs a `__tls_get_addr` call to reach; the allocation path is the hottest there is).
+/// costs a `__tls_get_addr` call to reach; the allocation path is the hottest there is), reached
+/// through the thread pointer once the thread has kept its address in the facade ([`local`]).
 struct Local {
     /// Set while this thread is inside an OBJECT_ALLOC delivery.
     reporting: Cell<bool>,
@@ -127,12 +128,22 @@ struct Local {
     /// The classes this thread allocated last, most recently used last. Comparing references
     /// is cheaper than reading a tag, and the shape kept here spares the shared table.
     classes: RefCell<Vec<Cached>>,
-    /// The classes the tracker's Java code named with their identity hash, at the hash modulo
-    /// [`DIRECT`] (allocated at the first).
+    /// The classes the tracker's Java code named with their identity hash: [`SETS`] sets of two
+    /// entries, the set at the hash modulo [`SETS`], the one used last first (allocated at the
+    /// first).
     direct: RefCell<Vec<Option<Cached>>>,
     /// Normal objects this thread's VMObjectAlloc or JNI reported, whose constructor may still
     /// run (newest last).
     vm_made: RefCell<Vec<Made>>,
+    /// This thread's fresh tags (the ids room's own per-thread cache is another thread-local).
+    tags: RefCell<ids::TagCache>,
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        // The thread's state goes: the facade must not lead to it any more.
+        jvm::set_room_here(std::ptr::null_mut());
+    }
 }
 
 thread_local! {
@@ -144,16 +155,52 @@ thread_local! {
             classes: RefCell::new(Vec::new()),
             direct: RefCell::new(Vec::new()),
             vm_made: RefCell::new(Vec::new()),
+            tags: RefCell::new(ids::TagCache::new()),
         }
     };
 }
 
+/// Runs `f` on this thread's [`Local`], found through the pointer the facade keeps for the
+/// thread ([`jvm::here_and_room`]: no `__tls_get_addr` when the thread holds a slot), kept
+/// there the first time (and after the thread-local went, the thread-local's own failure).
+#[inline(always)]
+fn local<R>(f: impl FnOnce(&Local) -> R) -> R {
+    let p = jvm::here_and_room().1 as *const Local;
+    if !p.is_null() {
+        // Only `local` stores a pointer there, the address of this thread's LOCAL, and LOCAL's
+        // destructor clears it before LOCAL goes.
+        // SAFETY: `p` points to this thread's live LOCAL; only shared references are made.
+        return f(unsafe { &*p });
+    }
+    local_keeping(f)
+}
+
+#[cold]
+#[inline(never)]
+fn local_keeping<R>(f: impl FnOnce(&Local) -> R) -> R {
+    LOCAL.with(|l| {
+        jvm::set_room_here(l as *const Local as *mut c_void);
+        f(l)
+    })
+}
+
+/// The current thread's flags ([`jvm::INTERNAL`], [`jvm::ANNOUNCED`]), read as [`local`] reads.
+#[inline(always)]
+fn flags() -> u8 {
+    jvm::here_and_room().0
+}
+
 fn reporting() -> bool {
-    LOCAL.with(|l| l.reporting.get())
+    local(|l| l.reporting.get())
 }
 
 fn set_reporting(on: bool) -> bool {
-    LOCAL.with(|l| l.reporting.replace(on))
+    local(|l| l.reporting.replace(on))
+}
+
+/// A fresh tag with the DEFINED bit, from this thread's cache.
+fn fresh_defined_tag() -> jlong {
+    local(|l| l.tags.borrow_mut().fresh_defined())
 }
 
 pub fn installed() -> bool {
@@ -328,7 +375,7 @@ fn report_with(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
     if obj.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() {
         return;
     }
-    if jvm::shim_internal() {
+    if flags() & jvm::INTERNAL != 0 {
         // Made by the shim's own JNI call (linking a class, reading a figure): not the
         // application's allocation. It stays untagged; RequestEvent can still describe it.
         return;
@@ -346,7 +393,7 @@ fn report_with(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
 fn defer(env: *mut JNIEnv, obj: jobject) {
     let g = jvm::Jni::of(env).new_global_ref(obj);
     if !g.is_null() {
-        LOCAL.with(|l| {
+        local(|l| {
             let mut v = l.deferred.take();
             v.push(g as usize);
             l.deferred.set(v);
@@ -356,7 +403,7 @@ fn defer(env: *mut JNIEnv, obj: jobject) {
 
 fn drain_deferred(env: *mut JNIEnv) {
     loop {
-        let v = LOCAL.with(|l| l.deferred.take());
+        let v = local(|l| l.deferred.take());
         if v.is_empty() {
             return;
         }
@@ -398,7 +445,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
             }
         }
     }
-    if !threads::announced_here() {
+    if flags() & jvm::ANNOUNCED == 0 {
         // A thread that attaches itself (JNI AttachCurrentThread: DestroyJavaVM, agents'
         // threads) runs its own java.lang.Thread's constructor before the agent has heard of
         // the thread. It is announced first, and its THREAD_START names that object, which is
@@ -426,7 +473,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
         }
     }
     // Tagged only now: a tag with the DEFINED bit always belongs to a reported object.
-    let tag = ids::fresh_defined_tag();
+    let tag = fresh_defined_tag();
     if !ids::bind(&jni, obj, tag) {
         return;
     }
@@ -555,10 +602,10 @@ pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Opt
 
 /// [`reserve`], with the class's identity hash when the caller knows it.
 fn reserve_with(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool, hash: Option<u32>) -> Option<jlong> {
-    if klass.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() || jvm::shim_internal() {
+    if klass.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() {
         return None;
     }
-    if reporting() || !threads::announced_here() {
+    if flags() & (jvm::INTERNAL | jvm::ANNOUNCED) != jvm::ANNOUNCED || reporting() {
         // Allocations of the agent's own OBJECT_ALLOC handler, and of a thread not announced
         // yet, are reported from `Object.<init>` (after the handler, after THREAD_START).
         return None;
@@ -576,8 +623,8 @@ fn reserve_with(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool, hash:
         return None;
     }
     let size = if shape.size > 0 { shape.size } else { instance_size(&jni, klass, ctag, hash)? };
-    let tag = ids::fresh_defined_tag();
-    LOCAL.with(|l| {
+    let tag = fresh_defined_tag();
+    local(|l| {
         let mut p = l.pending.borrow_mut();
         // Reservations of frames that are gone (shallower code is running now); the newest
         // are the deepest, so the search stops at the first that may still be alive.
@@ -659,8 +706,8 @@ fn init(env: *mut JNIEnv, obj: jobject, hint: Hint) {
     if obj.is_null() {
         return;
     }
-    let (any_pending, any_made) = LOCAL.with(|l| (!l.pending.borrow().is_empty(), !l.vm_made.borrow().is_empty()));
-    if (any_pending || any_made) && !reporting() && !jvm::shim_internal() {
+    let (any_pending, any_made) = local(|l| (!l.pending.borrow().is_empty(), !l.vm_made.borrow().is_empty()));
+    if (any_pending || any_made) && flags() & jvm::INTERNAL == 0 && !reporting() {
         let jni = jvm::Jni::of(env);
         let ctag = match hint {
             Some((klass, hash)) => class_tag(&jni, klass, Some(hash)),
@@ -675,7 +722,7 @@ fn init(env: *mut JNIEnv, obj: jobject, hint: Hint) {
             if any_made && was_vm_made(&jni, obj, ctag) {
                 return; // reported when the VM or JNI made it
             }
-            let hit = LOCAL.with(|l| {
+            let hit = local(|l| {
                 let mut p = l.pending.borrow_mut();
                 let i = p.iter().rposition(|e| e.ctag == ctag)?;
                 let above: Vec<Pending> = if i + 1 < p.len() { p.drain(i + 1..).collect() } else { Vec::new() };
@@ -707,7 +754,7 @@ pub fn jni_constructing(env: *mut JNIEnv, klass: jclass, sp: usize) -> Option<jl
 /// take (it threw, or the VM refused) is abandoned.
 pub fn jni_constructed(tag: Option<jlong>) {
     let Some(tag) = tag else { return };
-    let left = LOCAL.with(|l| {
+    let left = local(|l| {
         let mut p = l.pending.borrow_mut();
         let i = p.iter().position(|e| e.tag == tag)?;
         Some(p.drain(i..).collect::<Vec<_>>())
@@ -719,7 +766,7 @@ pub fn jni_constructed(tag: Option<jlong>) {
 /// constructed (an agent asking from its OBJECT_ALLOC handler): its description, as announced.
 pub fn pending_description(id: jobjectID) -> Option<ObjAlloc> {
     let tag = ids::to_tag(id);
-    LOCAL.with(|l| {
+    local(|l| {
         l.pending.borrow().iter().rev().find(|e| e.tag == tag).map(|e| ObjAlloc {
             arena_id: ARENA,
             class_id: e.class_id as jobjectID,
@@ -733,8 +780,10 @@ pub fn pending_description(id: jobjectID) -> Option<ObjAlloc> {
 // ---- per-thread caches on the allocation path ---------------------------------------------------
 
 const CACHED: usize = 4;
-/// Entries of a thread's direct-mapped class cache (indexed by the class's identity hash).
-const DIRECT: usize = 256;
+/// Sets of two entries of a thread's class cache indexed by the class's identity hash (256
+/// direct-mapped entries missed 4 % of javac's lookups, each miss a GetTag, a weak reference
+/// made and one dropped; 48 bytes an entry, 96 KiB for a thread that allocates).
+const SETS: usize = 1024;
 
 /// A class this thread allocated lately.
 struct Cached {
@@ -757,15 +806,15 @@ struct Made {
 /// JVMTI ThreadEnd, in the ending thread: its caches' weak references are given back (the
 /// thread-locals themselves go only after the thread has left the JVM, too late for JNI).
 pub fn on_thread_end(env: *mut JNIEnv) {
-    LOCAL.with(|l| std::mem::take(&mut *l.pending.borrow_mut())).into_iter().for_each(abandon);
+    local(|l| std::mem::take(&mut *l.pending.borrow_mut())).into_iter().for_each(abandon);
     let jni = jvm::Jni::of(env);
-    for c in LOCAL.with(|l| std::mem::take(&mut *l.classes.borrow_mut())) {
+    for c in local(|l| std::mem::take(&mut *l.classes.borrow_mut())) {
         jni.delete_weak(c.weak as jobject);
     }
-    for c in LOCAL.with(|l| std::mem::take(&mut *l.direct.borrow_mut())).into_iter().flatten() {
+    for c in local(|l| std::mem::take(&mut *l.direct.borrow_mut())).into_iter().flatten() {
         jni.delete_weak(c.weak as jobject);
     }
-    for m in LOCAL.with(|l| std::mem::take(&mut *l.vm_made.borrow_mut())) {
+    for m in local(|l| std::mem::take(&mut *l.vm_made.borrow_mut())) {
         jni.delete_weak(m.weak as jobject);
     }
 }
@@ -780,11 +829,15 @@ fn class_tag(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<jlong> 
 /// class used last (in a loop that allocates one class, one comparison), and the class found
 /// moves there.
 fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlong, Option<Shape>)> {
-    let hit = LOCAL.with(|l| match hash {
+    let hit = local(|l| match hash {
         Some(h) => {
-            let d = l.direct.borrow();
-            let e = d.get(h as usize % DIRECT)?.as_ref()?;
-            (e.hash == h && jni.is_same(e.weak as jobject, klass)).then_some((e.ctag, e.shape))
+            let mut d = l.direct.borrow_mut();
+            let i = h as usize % SETS * 2;
+            let set = d.get_mut(i..i + 2)?;
+            let w = set.iter().position(|e| e.as_ref().is_some_and(|e| e.hash == h && jni.is_same(e.weak as jobject, klass)))?;
+            // The entry used last first (a hit in the second moves it there).
+            set.swap(0, w);
+            set[0].as_ref().map(|e| (e.ctag, e.shape))
         }
         None => {
             let mut c = l.classes.borrow_mut();
@@ -803,13 +856,16 @@ fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlo
     let tag = ids::indexed_tag_of(klass).ok()?;
     let w = jni.new_weak(klass);
     if !w.is_null() {
-        LOCAL.with(|l| match hash {
+        local(|l| match hash {
             Some(h) => {
                 let mut d = l.direct.borrow_mut();
                 if d.is_empty() {
-                    d.resize_with(DIRECT, || None);
+                    d.resize_with(SETS * 2, || None);
                 }
-                let old = d[h as usize % DIRECT].replace(Cached { weak: w as usize, hash: h, ctag: tag, shape: None });
+                // The new entry first, the one used last second, the other one out.
+                let i = h as usize % SETS * 2;
+                let old = d[i + 1].take();
+                d[i + 1] = d[i].replace(Cached { weak: w as usize, hash: h, ctag: tag, shape: None });
                 if let Some(old) = old {
                     jni.delete_weak(old.weak as jobject);
                 }
@@ -833,10 +889,11 @@ fn cache_shape(ctag: jlong, s: Shape, hash: Option<u32>) {
     if s.is_array == JVMPI_NORMAL_OBJECT && s.size <= 0 {
         return;
     }
-    LOCAL.with(|l| {
+    local(|l| {
         if let Some(h) = hash {
-            if let Some(Some(e)) = l.direct.borrow_mut().get_mut(h as usize % DIRECT) {
-                if e.ctag == ctag {
+            let i = h as usize % SETS * 2;
+            if let Some(set) = l.direct.borrow_mut().get_mut(i..i + 2) {
+                for e in set.iter_mut().flatten().filter(|e| e.ctag == ctag) {
                     e.shape = Some(s);
                 }
             }
@@ -852,7 +909,7 @@ fn remember_vm_made(jni: &jvm::Jni, obj: jobject, ctag: jlong) {
     if w.is_null() {
         return;
     }
-    LOCAL.with(|l| {
+    local(|l| {
         let mut v = l.vm_made.borrow_mut();
         if v.len() == CACHED {
             jni.delete_weak(v.remove(0).weak as jobject);
@@ -864,7 +921,7 @@ fn remember_vm_made(jni: &jvm::Jni, obj: jobject, ctag: jlong) {
 /// Whether `obj` (of the class tagged `ctag`) is one the VM or JNI reported on this thread
 /// (and forgets it). Objects of other classes are not compared.
 fn was_vm_made(jni: &jvm::Jni, obj: jobject, ctag: jlong) -> bool {
-    LOCAL.with(|l| {
+    local(|l| {
         let mut v = l.vm_made.borrow_mut();
         match v.iter().position(|m| m.ctag == ctag && jni.is_same(m.weak as jobject, obj)) {
             Some(i) => {

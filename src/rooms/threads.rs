@@ -589,12 +589,6 @@ fn release_suspended() {
     }
 }
 
-/// Whether the current thread has been announced to the agent (or registered, when the agent
-/// does not want THREAD_START) since it started or since its THREAD_END.
-pub fn announced_here() -> bool {
-    jvm::here() & jvm::ANNOUNCED != 0
-}
-
 /// Before an event is sent in the current thread: the thread must be registered (so that its
 /// thread-local storage works) and, if the agent wants THREAD_START, announced — once, and
 /// again after its THREAD_END if its JNIEnv is reused.

@@ -424,6 +424,9 @@ struct Here {
     temporary: std::cell::Cell<bool>,
     /// Its JNIEnv, once [`current_jni_kept`] found it (null: not kept).
     env: std::cell::Cell<*mut JNIEnv>,
+    /// An opaque pointer a room keeps for the thread (the allocation room's per-thread state,
+    /// see [`set_room_here`]); null until set.
+    room: std::cell::Cell<*mut c_void>,
 }
 
 thread_local! {
@@ -433,6 +436,7 @@ thread_local! {
             counter: std::cell::Cell::new(std::ptr::null()),
             temporary: std::cell::Cell::new(false),
             env: std::cell::Cell::new(std::ptr::null_mut()),
+            room: std::cell::Cell::new(std::ptr::null_mut()),
         }
     };
 }
@@ -447,25 +451,51 @@ thread_local! {
 /// thread-local as before (and claims a free slot then).
 #[inline(always)]
 pub fn here_and_counter() -> (u8, Option<&'static AtomicUsize>) {
+    let h = here_ptr();
+    // `h` is this thread's HERE (see `here_ptr`). Only `&'static` counters are ever stored in
+    // a HERE (see `set_counter_here`).
+    // SAFETY: `h` points to this thread's HERE, alive as long as the thread.
+    unsafe { ((*h).flags.get(), (*h).counter.get().as_ref()) }
+}
+
+/// The current thread's flags and the pointer its room keeps here ([`set_room_here`]; null
+/// until set): the allocation path's one read of its per-thread state, without
+/// `__tls_get_addr` when the thread holds a slot of [`CLAIMS`] (as [`here_and_counter`]).
+#[inline(always)]
+pub fn here_and_room() -> (u8, *mut c_void) {
+    let h = here_ptr();
+    // SAFETY: `h` points to this thread's HERE, alive as long as the thread (see `here_ptr`).
+    unsafe { ((*h).flags.get(), (*h).room.get()) }
+}
+
+/// Keeps an opaque pointer for the current thread (the allocation room's per-thread state),
+/// read back by [`here_and_room`]. The room clears it before what it points to goes away.
+pub fn set_room_here(p: *mut c_void) {
+    HERE.with(|h| h.room.set(p));
+}
+
+/// The address of the current thread's [`Here`], through the thread pointer (one register
+/// read) and the thread's slot of [`CLAIMS`]; a thread whose slot another thread holds, or which
+/// has not claimed one yet, reads its thread-local (and claims a free slot then). `Here` has no
+/// destructor: the address is valid as long as the thread runs.
+#[inline(always)]
+fn here_ptr() -> *const Here {
     let tp = thread_pointer();
     let claim = &CLAIMS[claim_slot(tp)];
     if tp != 0 && claim.key.load(Ordering::Relaxed) == tp {
-        let h = claim.here.load(Ordering::Relaxed);
         // The key is this thread's pointer, so this thread claimed the slot (only a thread
         // stores its own pointer there, and it clears it before it ends; no live thread shares
-        // it), and `here` is this thread's HERE, stored by it after the claim. Only `&'static`
-        // counters are ever stored in a HERE (see `set_counter_here`).
-        // SAFETY: `h` points to this thread's HERE, alive as long as the thread.
-        return unsafe { ((*h).flags.get(), (*h).counter.get().as_ref()) };
+        // it), and `here` is this thread's HERE, stored by it after the claim.
+        return claim.here.load(Ordering::Relaxed);
     }
-    here_and_counter_claiming(tp)
+    here_ptr_claiming(tp)
 }
 
-/// [`here_and_counter`] through the thread-local, claiming a free slot for the thread if it has
-/// none yet.
+/// [`here_ptr`] through the thread-local, claiming a free slot for the thread if it has none
+/// yet.
 #[cold]
 #[inline(never)]
-fn here_and_counter_claiming(tp: usize) -> (u8, Option<&'static AtomicUsize>) {
+fn here_ptr_claiming(tp: usize) -> *const Here {
     if tp != 0 {
         // Not while the thread's thread-locals are being destroyed (try_with fails then).
         let _ = CLAIMED.try_with(|mine| {
@@ -482,11 +512,7 @@ fn here_and_counter_claiming(tp: usize) -> (u8, Option<&'static AtomicUsize>) {
             }
         });
     }
-    HERE.with(|h| {
-        let c = h.counter.get();
-        // SAFETY: only `&'static` counters are ever stored (see `set_counter_here`).
-        (h.flags.get(), unsafe { c.as_ref() })
-    })
+    HERE.with(|h| h as *const Here)
 }
 
 /// A slot of [`CLAIMS`]: the thread pointer of the thread that holds it (0: free) and that
@@ -990,6 +1016,17 @@ mod tests {
                 set_announced_here(false);
                 assert_eq!(here_and_counter().0 & ANNOUNCED, 0);
                 set_announced_here(true);
+                // The room's pointer: this thread's own, through the slot as through the
+                // thread-local, never the thread before's.
+                assert!(here_and_room().1.is_null(), "a room pointer left by an ended thread");
+                let mine = Box::into_raw(Box::new(7u32));
+                set_room_here(mine as *mut c_void);
+                assert_eq!(here_and_room(), (ANNOUNCED, mine as *mut c_void));
+                assert_eq!(here_ptr_claiming(0), here_ptr(), "the slot leads to the thread-local");
+                set_room_here(std::ptr::null_mut());
+                // SAFETY: made by Box::into_raw above, no longer kept anywhere.
+                drop(unsafe { Box::from_raw(mine) });
+                set_room_here(1 as *mut c_void);
                 tp
             })
             .join()
