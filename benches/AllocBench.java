@@ -33,6 +33,8 @@ public class AllocBench {
         long arrays = 0, scratches = 0, sum = 0;
         long c0 = mx.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
+        // One loop per workload, each written out: a test inside the loop would change the code C2
+        // makes of the others (the idle line compares that code's size).
         if (escape) {
             for (int i = 0; i < n; i++) {
                 Object o;
