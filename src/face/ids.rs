@@ -207,20 +207,12 @@ fn give_back(slots: &[u64]) {
     }
 }
 
-/// A thread's cached slots, given back when the thread ends.
-struct Cache(Vec<u64>);
-impl Drop for Cache {
-    fn drop(&mut self) {
-        give_back(&self.0);
-    }
-}
-
 thread_local! {
     /// The ids room's only per-thread state, kept apart because it has a destructor (its slots
     /// go back when the thread ends): a thread-local with a destructor is registered on first
     /// use and is gone while the thread ends, where [`slot`] falls back to taking one slot.
     /// Taken and refilled by [`slot`].
-    static CACHE: RefCell<Cache> = const { RefCell::new(Cache(Vec::new())) };
+    static CACHE: RefCell<TagBlock> = const { RefCell::new(TagBlock::per_thread()) };
 }
 
 /// Entries of [`RECENT`].
@@ -292,14 +284,7 @@ pub fn recent_id(h: jobject) -> Option<jobjectID> {
 
 fn slot() -> u64 {
     CACHE
-        .try_with(|c| {
-            let mut c = c.borrow_mut();
-            if let Some(s) = c.0.pop() {
-                return s;
-            }
-            take(BATCH, &mut c.0);
-            c.0.pop().unwrap_or(0)
-        })
+        .try_with(|c| c.borrow_mut().next_slot())
         .unwrap_or_else(|_| {
             let mut v = Vec::with_capacity(1);
             take(1, &mut v);
@@ -314,7 +299,7 @@ pub fn fresh_tag() -> jlong {
 }
 
 /// A fresh tag for an object whose OBJECT_ALLOC is being sent (the allocation room takes them
-/// from its own [`TagCache`]).
+/// from its own [`TagBlock`]).
 #[cfg(test)]
 fn fresh_defined_tag() -> jlong {
     fresh_tag() | DEFINED
@@ -332,49 +317,35 @@ pub fn bind(jni: &jvm::Jni, obj: jobject, tag: jlong) -> bool {
     true
 }
 
-/// A thread's own fresh tags, for a room that keeps its per-thread state in one place (the
-/// allocation room): taken [`BATCH`] slots at a time as [`fresh_tag`] takes them, those
-/// left unused given back when it is dropped.
-pub struct TagCache(Vec<u64>);
-
-impl TagCache {
-    pub const fn new() -> TagCache {
-        TagCache(Vec::new())
-    }
-    /// A fresh tag with the DEFINED bit (for an object whose OBJECT_ALLOC is being sent).
-    #[inline]
-    pub fn fresh_defined(&mut self) -> jlong {
-        let s = match self.0.pop() {
-            Some(s) => s,
-            None => {
-                take(BATCH, &mut self.0);
-                self.0.pop().unwrap_or(0)
-            }
-        };
-        ((s << SHIFT) as jlong) | DEFINED
-    }
+/// Fresh slots taken `refill` at a time (as [`slot`] takes them), those left unused given
+/// back when dropped: a thread's own cache ([`per_thread`](TagBlock::per_thread): the ids
+/// room's, and the allocation room's, which keeps its per-thread state in one place) or a heap
+/// walk's, which tags objects by the million inside a JVMTI callback ([`new`](TagBlock::new)).
+pub struct TagBlock {
+    slots: Vec<u64>,
+    refill: usize,
 }
-
-impl Drop for TagCache {
-    fn drop(&mut self) {
-        give_back(&self.0);
-    }
-}
-
-/// Tags for a heap walk, which tags objects by the million inside a JVMTI callback: taken in
-/// blocks; those left unused go back when the block is dropped.
-pub struct TagBlock(Vec<u64>);
 
 impl TagBlock {
+    /// For a heap walk: [`BLOCK`] slots at a time.
     pub const fn new() -> TagBlock {
-        TagBlock(Vec::new())
+        TagBlock { slots: Vec::new(), refill: BLOCK }
+    }
+    /// For one thread: [`BATCH`] slots at a time.
+    pub const fn per_thread() -> TagBlock {
+        TagBlock { slots: Vec::new(), refill: BATCH }
     }
     #[inline]
-    pub fn next(&mut self) -> jlong {
-        if self.0.is_empty() {
-            take(BLOCK, &mut self.0);
+    fn next_slot(&mut self) -> u64 {
+        if self.slots.is_empty() {
+            take(self.refill, &mut self.slots);
         }
-        (self.0.pop().unwrap_or(0) << SHIFT) as jlong
+        self.slots.pop().unwrap_or(0)
+    }
+    /// A fresh tag.
+    #[inline]
+    pub fn next(&mut self) -> jlong {
+        (self.next_slot() << SHIFT) as jlong
     }
 }
 
@@ -386,7 +357,7 @@ impl Default for TagBlock {
 
 impl Drop for TagBlock {
     fn drop(&mut self) {
-        give_back(&self.0);
+        give_back(&self.slots);
     }
 }
 

@@ -136,7 +136,7 @@ struct Local {
     /// run (newest last).
     vm_made: RefCell<Vec<Made>>,
     /// This thread's fresh tags (the ids room's own per-thread cache is another thread-local).
-    tags: RefCell<ids::TagCache>,
+    tags: RefCell<ids::TagBlock>,
 }
 
 impl Drop for Local {
@@ -155,7 +155,7 @@ thread_local! {
             classes: RefCell::new(Vec::new()),
             direct: RefCell::new(Vec::new()),
             vm_made: RefCell::new(Vec::new()),
-            tags: RefCell::new(ids::TagCache::new()),
+            tags: RefCell::new(ids::TagBlock::per_thread()),
         }
     };
 }
@@ -200,7 +200,7 @@ fn set_reporting(on: bool) -> bool {
 
 /// A fresh tag with the DEFINED bit, from this thread's cache.
 fn fresh_defined_tag() -> jlong {
-    local(|l| l.tags.borrow_mut().fresh_defined())
+    local(|l| l.tags.borrow_mut().next()) | ids::DEFINED
 }
 
 pub fn installed() -> bool {

@@ -140,11 +140,10 @@ impl Checked<'_> {
         self.k.pages.set(pages);
     }
 
-    /// One copy of `len` bytes to or from the agent's memory at `remote` (`write`: to it):
-    /// `checked_copy` (the kernel's checked copy, returning what it copied or -1) unless the
-    /// memory is known accessible, else `direct` (a plain copy). False if not all of it could
-    /// be copied.
-    fn copy(&self, remote: usize, len: usize, write: bool, checked_copy: impl FnOnce() -> isize, direct: impl FnOnce()) -> bool {
+    /// One copy of `len` bytes between the caller's buffer at `local` and the agent's memory at
+    /// `remote` (`write`: to it): the kernel's checked copy unless the memory is known
+    /// accessible, else a plain copy. False if not all of it could be copied.
+    fn copy(&self, remote: usize, local: *mut u8, len: usize, write: bool) -> bool {
         if len == 0 {
             return true;
         }
@@ -152,7 +151,16 @@ impl Checked<'_> {
             return false;
         }
         if !DIRECT.load(Relaxed) && !self.known(remote, len, write) {
-            let n = checked_copy();
+            let l = libc::iovec { iov_base: local as *mut _, iov_len: len };
+            let r = libc::iovec { iov_base: remote as *mut _, iov_len: len };
+            // SAFETY: `l` is the caller's own buffer of that length; the kernel checks `r`.
+            let n = unsafe {
+                if write {
+                    libc::process_vm_writev(libc::getpid(), &l, 1, &r, 1, 0)
+                } else {
+                    libc::process_vm_readv(libc::getpid(), &l, 1, &r, 1, 0)
+                }
+            };
             if n >= 0 {
                 if n as usize == len {
                     self.remember(remote, len, write);
@@ -165,36 +173,26 @@ impl Checked<'_> {
             }
         }
         // Known accessible (see `known`), or the checked copy is not available here.
-        direct();
+        // SAFETY: `remote` known accessible (or the agent's contract); `local` the caller's buffer.
+        unsafe {
+            if write {
+                std::ptr::copy_nonoverlapping(local as *const u8, remote as *mut u8, len)
+            } else {
+                std::ptr::copy_nonoverlapping(remote as *const u8, local, len)
+            }
+        }
         true
     }
 
     /// Copies `out.len()` bytes from `src` into `out`; false if any of them is not readable.
     pub fn read_bytes(&self, src: *const u8, out: &mut [u8]) -> bool {
-        let (dst, len) = (out.as_mut_ptr(), out.len());
-        let checked_copy = || {
-            let local = libc::iovec { iov_base: dst as *mut _, iov_len: len };
-            let remote = libc::iovec { iov_base: src as *mut _, iov_len: len };
-            // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
-            unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) }
-        };
-        // SAFETY: `direct` runs when `src` is known readable, or the agent's contract says so.
-        let direct = || unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
-        self.copy(src as usize, len, false, checked_copy, direct)
+        self.copy(src as usize, out.as_mut_ptr(), out.len(), false)
     }
 
     /// Copies `data` to `dst`; false (nothing or part written) if `dst` is not writable.
     pub fn write_bytes(&self, dst: *mut u8, data: &[u8]) -> bool {
-        let (src, len) = (data.as_ptr(), data.len());
-        let checked_copy = || {
-            let local = libc::iovec { iov_base: src as *mut _, iov_len: len };
-            let remote = libc::iovec { iov_base: dst as *mut _, iov_len: len };
-            // SAFETY: `local` is our own buffer of that length; the kernel checks `remote`.
-            unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) }
-        };
-        // SAFETY: `direct` runs when `dst` is known writable, or the agent's contract says so.
-        let direct = || unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
-        self.copy(dst as usize, len, true, checked_copy, direct)
+        // Only read from: the kernel's and the plain copy's source when `write` is set.
+        self.copy(dst as usize, data.as_ptr() as *mut u8, data.len(), true)
     }
 
     /// Reads a `T` (a plain C struct or number) from `src`; None if it is not readable.
