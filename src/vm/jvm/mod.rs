@@ -73,6 +73,10 @@ struct JvmState {
     early_ready: AtomicBool,
     /// The JVM's own `JavaVM*` and invoke functions, kept once by [`connect`].
     real_vm: OnceLock<RealVm>,
+    /// An environment that never tags anything, for heap counts ([`heap::count_heap`]): JVMTI
+    /// looks up each visited object in the walking environment's tag map, which in the main
+    /// environment holds every object the shim named. Made by the first count.
+    count_env: OnceLock<Env>,
     /// The JNI function interception (`doors::jni`), handed down at start-up by `doors::entry`
     /// ([`set_jni_hooks`]): the facade installs it when a room asks, and a direct call would run
     /// up from vm to doors.
@@ -92,6 +96,7 @@ static STATE: JvmState = JvmState {
     early_env: OnceLock::new(),
     early_ready: AtomicBool::new(false),
     real_vm: OnceLock::new(),
+    count_env: OnceLock::new(),
     jni_hooks: OnceLock::new(),
     wanted: [const { AtomicU32::new(0) }; 100],
     event_switch: Mutex::new(()),
