@@ -3,10 +3,9 @@
 //! Since JDK 16 the JVM posts ObjectFree after the collection, so the deaths of one collection
 //! wait for the next GC bracket — millions of them in an allocation-heavy program. They are the
 //! only memory of the shim that grows with the number of objects, so they are stored compactly.
-//! A tag is a multiple of 8; `tag >> 3` is its key (the object's slot, with the defined flag
-//! above the slot's low 27 bits: see `ids`). Keys are grouped in spans of 65,536; a span
+//! A tag is a multiple of 8; `tag >> 3` is its slot. Slots are grouped in spans of 65,536; a span
 //! holds 2-byte offsets while few of its slots have died, and switches to a bitmap (8 KiB, one
-//! bit per key) when many have. Objects allocated together tend to die together, so most
+//! bit per slot) when many have. Objects allocated together tend to die together, so most
 //! deaths end up as single bits.
 
 use jvmti_bindings::sys::jni::jlong;

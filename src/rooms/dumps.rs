@@ -308,7 +308,7 @@ impl ClassTable {
     }
     #[inline]
     fn idx(&self, tag: jlong) -> Option<usize> {
-        let slot = &self.cache[(tag as u64 >> 3) as usize & (CLASS_CACHE - 1)];
+        let slot = &self.cache[(tag as u64 >> 4) as usize & (CLASS_CACHE - 1)];
         let (t, i) = slot.get();
         if t == tag && tag != 0 {
             return Some(i as usize);

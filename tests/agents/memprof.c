@@ -82,8 +82,8 @@ static void parse_dump(JVMPI_Event *e) {
     dump_ok = p == end;
 }
 
-/* ---- reuse mode: bits by id >> 3 (IDs are multiples of 8 below 2^31) ---- */
-#define SLOTS (1u << 28)
+/* ---- reuse mode: bits by id >> 4 ---- */
+#define SLOTS (1u << 27)
 static unsigned char *live_bits, *seen_bits;
 static long allocs, frees, dups, reused, large, badfree;
 static uintptr_t max_id;
@@ -96,7 +96,7 @@ static void on_alloc(jobjectID id) {
     uintptr_t v = (uintptr_t)id;
     uintptr_t m;
     while ((m = max_id) < v && !__sync_bool_compare_and_swap(&max_id, m, v)) {}
-    uintptr_t s = v >> 3;
+    uintptr_t s = v >> 4;
     if (s >= SLOTS) { __sync_add_and_fetch(&large, 1); return; }
     if (bit_set(live_bits, s)) __sync_add_and_fetch(&dups, 1);
     if (bit_set(seen_bits, s)) __sync_add_and_fetch(&reused, 1);
@@ -104,7 +104,7 @@ static void on_alloc(jobjectID id) {
 
 static void on_free(jobjectID id) {
     __sync_add_and_fetch(&frees, 1);
-    uintptr_t s = (uintptr_t)id >> 3;
+    uintptr_t s = (uintptr_t)id >> 4;
     if (s >= SLOTS) return;
     if (!bit_clear(live_bits, s)) __sync_add_and_fetch(&badfree, 1);
 }
