@@ -1030,3 +1030,27 @@ fn announce_arena(env: *mut JNIEnv) {
 pub fn on_vm_object_alloc(env: *mut JNIEnv, obj: jobject) {
     report(env, obj, Source::VmOrJni);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_class_cache_entry_keeps_its_hash_and_every_shape() {
+        assert_eq!(std::mem::size_of::<Entry>(), 32);
+        assert_eq!(std::mem::size_of::<Set>(), 64);
+        assert_eq!(std::mem::align_of::<Set>(), 64);
+        let h: u32 = 0x7fff_fc00 | 0x2a5;
+        let mut e = Entry { weak: 1, ctag: 8, class_id: 0, size: 0, key: (h & !LOW) | (KIND_NONE << 1) };
+        assert!(e.shape().is_none());
+        let kinds = [JVMPI_NORMAL_OBJECT, JVMPI_CLASS, JVMPI_BOOLEAN, JVMPI_CHAR, JVMPI_FLOAT, JVMPI_DOUBLE, JVMPI_BYTE, JVMPI_SHORT, JVMPI_INT, JVMPI_LONG];
+        for kind in kinds {
+            for nested in [0i16, 1] {
+                e.set_shape(Shape { class_id: 0x1234_5678_9abc, size: 24 + kind, is_array: kind as i16, nested });
+                let s = e.shape().expect("complete");
+                assert_eq!((s.class_id, s.size, s.is_array(), s.nested), (0x1234_5678_9abc, 24 + kind, kind, nested));
+                assert_eq!(e.key & !LOW, h & !LOW, "the hash's bits above the set index stay");
+            }
+        }
+    }
+}
