@@ -70,17 +70,31 @@ pub fn array_kind(sig: &str) -> Option<jint> {
 pub const TRACKER: &str = "JvmpiShimTracker";
 
 
-/// What an allocation event needs to know about a class, computed once per class.
+/// What an allocation event needs to know about a class, computed once per class. Plain
+/// words, no `bool` or `Option` inside: it is copied on every allocation, and bytes packed
+/// around a flag were copied with overlapping loads that stalled on the stores before them
+/// (`perf annotate`: a third of `shape_of`'s samples).
 #[derive(Clone, Copy)]
+#[repr(C)]
 struct Shape {
-    is_array: jint,
     /// The ID for `obj_alloc.class_id` (the element class for object arrays; NULL for
     /// primitive arrays).
     class_id: usize,
     /// Instance size of a normal object (the same for every instance); 0 for arrays.
     size: jint,
-    /// An array whose elements are arrays (their sub-arrays may be fresh).
-    nested: bool,
+    is_array: i16,
+    /// An array whose elements are arrays (their sub-arrays may be fresh): 1, else 0.
+    nested: i16,
+}
+
+impl Shape {
+    /// Complete: an instance size known, or an array class (whose size is each array's own).
+    fn complete(&self) -> bool {
+        self.is_array as jint != JVMPI_NORMAL_OBJECT || self.size > 0
+    }
+    fn is_array(&self) -> jint {
+        self.is_array as jint
+    }
 }
 
 /// The allocation room's state, shared by every thread: one `static`, each field what it holds
@@ -131,7 +145,7 @@ struct Local {
     /// The classes the tracker's Java code named with their identity hash: [`SETS`] sets of two
     /// entries, the set at the hash modulo [`SETS`], the one used last first (allocated at the
     /// first).
-    direct: RefCell<Vec<Option<Cached>>>,
+    direct: RefCell<Vec<Set>>,
     /// Normal objects this thread's VMObjectAlloc or JNI reported, whose constructor may still
     /// run (newest last).
     vm_made: RefCell<Vec<Made>>,
@@ -433,7 +447,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
         log::debug!("an allocation could not be described; not reported");
         return;
     };
-    if shape.is_array == JVMPI_NORMAL_OBJECT {
+    if shape.is_array() == JVMPI_NORMAL_OBJECT {
         match source {
             Source::VmOrJni => remember_vm_made(&jni, obj, ctag),
             // A bytecode allocation is new: only a normal object the VM or JNI made (and
@@ -481,7 +495,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
         shape.size
     } else {
         let s = jvm::object_size(obj).map_or(0, |s| s.min(jint::MAX as i64) as jint);
-        if shape.is_array == JVMPI_NORMAL_OBJECT {
+        if shape.is_array() == JVMPI_NORMAL_OBJECT {
             // Every instance of a class has the same size: measure it once.
             if let Some(mut e) = STATE.shapes.get_mut(&ctag) {
                 e.size = s;
@@ -494,7 +508,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
     ev.u.obj_alloc = ObjAlloc {
         arena_id: ARENA,
         class_id: shape.class_id as jobjectID,
-        is_array: shape.is_array,
+        is_array: shape.is_array(),
         size,
         obj_id: ids::to_id(tag),
     };
@@ -502,13 +516,13 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
         announce_arena(env);
         send(&mut ev);
     };
-    if source == Source::Bytecode && shape.is_array == JVMPI_NORMAL_OBJECT {
+    if source == Source::Bytecode && shape.is_array() == JVMPI_NORMAL_OBJECT {
         // Seen in Object.<init>: traces taken now begin at the method that ran `new`.
         calltrace::at_object_init(deliver);
     } else {
         deliver();
     }
-    if shape.nested {
+    if shape.nested != 0 {
         // Sub-arrays made together with their outer array (multianewarray).
         for e in jni.array_elements(obj) {
             if !e.is_null() {
@@ -522,7 +536,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
 fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlong, Shape)> {
     let (ctag, cached) = cached_class(jni, klass, hash)?;
     if let Some(s) = cached.or_else(|| STATE.shapes.get(&ctag).map(|s| *s)) {
-        if s.is_array == JVMPI_NORMAL_OBJECT {
+        if s.is_array() == JVMPI_NORMAL_OBJECT {
             // The class must have been announced before its first instance (CLASS_LOAD may
             // have been enabled since the shape was cached).
             let _ = classes::ensure_announced_tagged(env, klass, ctag);
@@ -535,18 +549,18 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) 
     let sig = jvm::class_signature(klass).ok()?;
     let shape = match array_kind(&sig) {
         None => Shape {
-            is_array: JVMPI_NORMAL_OBJECT,
+            is_array: JVMPI_NORMAL_OBJECT as i16,
             class_id: classes::ensure_announced_tagged(env, klass, ctag).ok()? as usize,
             size: 0,
-            nested: false,
+            nested: 0,
         },
         Some(JVMPI_CLASS) => {
             let elem = jni.component_type(klass)?;
             let id = classes::ensure_announced(env, elem).ok()? as usize;
             jni.delete_local_ref(elem);
-            Shape { is_array: JVMPI_CLASS, class_id: id, size: 0, nested: sig.starts_with("[[") }
+            Shape { is_array: JVMPI_CLASS as i16, class_id: id, size: 0, nested: sig.starts_with("[[") as i16 }
         }
-        Some(prim) => Shape { is_array: prim, class_id: 0, size: 0, nested: false },
+        Some(prim) => Shape { is_array: prim as i16, class_id: 0, size: 0, nested: 0 },
     };
     STATE.shapes.insert(ctag, shape);
     cache_shape(ctag, shape, hash);
@@ -619,7 +633,7 @@ fn reserve_with(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool, hash:
     }
     let jni = jvm::Jni::of(env);
     let (ctag, shape) = shape_of(env, &jni, klass, hash)?;
-    if shape.is_array != JVMPI_NORMAL_OBJECT {
+    if shape.is_array() != JVMPI_NORMAL_OBJECT {
         return None;
     }
     let size = if shape.size > 0 { shape.size } else { instance_size(&jni, klass, ctag, hash)? };
@@ -782,19 +796,59 @@ pub fn pending_description(id: jobjectID) -> Option<ObjAlloc> {
 const CACHED: usize = 4;
 /// Sets of two entries of a thread's class cache indexed by the class's identity hash (256
 /// direct-mapped entries missed 4 % of javac's lookups, each miss a GetTag, a weak reference
-/// made and one dropped; 48 bytes an entry, 96 KiB for a thread that allocates).
+/// made and one dropped; 32 bytes an entry, a set one cache line, 64 KiB for a thread that
+/// allocates).
 const SETS: usize = 1024;
 
-/// A class this thread allocated lately.
+/// A class this thread allocated lately (the short list, for callers without the identity hash).
 struct Cached {
     /// A weak reference to the class.
     weak: usize,
-    /// Its identity hash (in the direct-mapped cache).
-    hash: u32,
     ctag: jlong,
     /// Its shape once complete (an instance size known, or an array class).
     shape: Option<Shape>,
 }
+
+/// The bits of an identity hash that pick the set (`SETS` is a power of two), and so need not be
+/// kept in the entry: [`Entry::key`] keeps the shape's kind there.
+const SET_BITS: u32 = SETS.trailing_zeros();
+const LOW: u32 = (1 << SET_BITS) - 1;
+/// In [`Entry::key`]: the shape is not complete yet (no JVMPI `is_array` value is this big).
+const KIND_NONE: u32 = 0xF;
+
+/// An entry of the class cache indexed by identity hash: 32 bytes, so that a set of two is
+/// one cache line (the first load of an entry was the hottest instruction of the lookup, a
+/// memory miss, when a set took two lines).
+#[derive(Clone, Copy, Default)]
+#[repr(C)]
+struct Entry {
+    /// A weak reference to the class; 0: the entry is empty.
+    weak: usize,
+    ctag: jlong,
+    /// The shape's class ID and size (when `key` says it is complete).
+    class_id: usize,
+    size: jint,
+    /// The identity hash's bits above [`LOW`], and in [`LOW`]'s bits the shape's `is_array`
+    /// ([`KIND_NONE`]: not complete yet) shifted by one and its `nested` flag in bit 0.
+    key: u32,
+}
+
+impl Entry {
+    fn shape(&self) -> Option<Shape> {
+        let kind = (self.key & LOW) >> 1;
+        (kind != KIND_NONE).then_some(Shape { class_id: self.class_id, size: self.size, is_array: kind as i16, nested: (self.key & 1) as i16 })
+    }
+    fn set_shape(&mut self, s: Shape) {
+        self.class_id = s.class_id;
+        self.size = s.size;
+        self.key = (self.key & !LOW) | ((s.is_array as u32 & KIND_NONE) << 1) | (s.nested as u32 & 1);
+    }
+}
+
+/// A set of the class cache: the entry used last first.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Set([Entry; 2]);
 
 /// A normal object the VM or JNI made and reported in this thread.
 struct Made {
@@ -811,8 +865,10 @@ pub fn on_thread_end(env: *mut JNIEnv) {
     for c in local(|l| std::mem::take(&mut *l.classes.borrow_mut())) {
         jni.delete_weak(c.weak as jobject);
     }
-    for c in local(|l| std::mem::take(&mut *l.direct.borrow_mut())).into_iter().flatten() {
-        jni.delete_weak(c.weak as jobject);
+    for set in local(|l| std::mem::take(&mut *l.direct.borrow_mut())) {
+        for e in set.0.iter().filter(|e| e.weak != 0) {
+            jni.delete_weak(e.weak as jobject);
+        }
     }
     for m in local(|l| std::mem::take(&mut *l.vm_made.borrow_mut())) {
         jni.delete_weak(m.weak as jobject);
@@ -832,12 +888,14 @@ fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlo
     let hit = local(|l| match hash {
         Some(h) => {
             let mut d = l.direct.borrow_mut();
-            let i = h as usize % SETS * 2;
-            let set = d.get_mut(i..i + 2)?;
-            let w = set.iter().position(|e| e.as_ref().is_some_and(|e| e.hash == h && jni.is_same(e.weak as jobject, klass)))?;
+            let set = &mut d.get_mut(h as usize % SETS)?.0;
+            let hi = h & !LOW;
+            let w = (0..2).find(|&w| set[w].weak != 0 && set[w].key & !LOW == hi && jni.is_same(set[w].weak as jobject, klass))?;
             // The entry used last first (a hit in the second moves it there).
-            set.swap(0, w);
-            set[0].as_ref().map(|e| (e.ctag, e.shape))
+            if w != 0 {
+                set.swap(0, w);
+            }
+            Some((set[0].ctag, set[0].shape()))
         }
         None => {
             let mut c = l.classes.borrow_mut();
@@ -860,13 +918,14 @@ fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlo
             Some(h) => {
                 let mut d = l.direct.borrow_mut();
                 if d.is_empty() {
-                    d.resize_with(SETS * 2, || None);
+                    d.resize(SETS, Set::default());
                 }
                 // The new entry first, the one used last second, the other one out.
-                let i = h as usize % SETS * 2;
-                let old = d[i + 1].take();
-                d[i + 1] = d[i].replace(Cached { weak: w as usize, hash: h, ctag: tag, shape: None });
-                if let Some(old) = old {
+                let set = &mut d[h as usize % SETS].0;
+                let first = set[0];
+                let old = std::mem::replace(&mut set[1], first);
+                set[0] = Entry { weak: w as usize, ctag: tag, class_id: 0, size: 0, key: (h & !LOW) | (KIND_NONE << 1) };
+                if old.weak != 0 {
                     jni.delete_weak(old.weak as jobject);
                 }
             }
@@ -876,7 +935,7 @@ fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlo
                     let old = c.remove(0);
                     jni.delete_weak(old.weak as jobject);
                 }
-                c.push(Cached { weak: w as usize, hash: 0, ctag: tag, shape: None });
+                c.push(Cached { weak: w as usize, ctag: tag, shape: None });
             }
         });
     }
@@ -886,15 +945,14 @@ fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlo
 /// Keeps a complete shape (instance size known, or an array) in this thread's cache entries of
 /// its class.
 fn cache_shape(ctag: jlong, s: Shape, hash: Option<u32>) {
-    if s.is_array == JVMPI_NORMAL_OBJECT && s.size <= 0 {
+    if !s.complete() {
         return;
     }
     local(|l| {
         if let Some(h) = hash {
-            let i = h as usize % SETS * 2;
-            if let Some(set) = l.direct.borrow_mut().get_mut(i..i + 2) {
-                for e in set.iter_mut().flatten().filter(|e| e.ctag == ctag) {
-                    e.shape = Some(s);
+            if let Some(set) = l.direct.borrow_mut().get_mut(h as usize % SETS) {
+                for e in set.0.iter_mut().filter(|e| e.weak != 0 && e.ctag == ctag) {
+                    e.set_shape(s);
                 }
             }
         }
@@ -971,4 +1029,28 @@ fn announce_arena(env: *mut JNIEnv) {
 /// JVMTI VMObjectAlloc: an object the VM made without bytecode.
 pub fn on_vm_object_alloc(env: *mut JNIEnv, obj: jobject) {
     report(env, obj, Source::VmOrJni);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_class_cache_entry_keeps_its_hash_and_every_shape() {
+        assert_eq!(std::mem::size_of::<Entry>(), 32);
+        assert_eq!(std::mem::size_of::<Set>(), 64);
+        assert_eq!(std::mem::align_of::<Set>(), 64);
+        let h: u32 = 0x7fff_fc00 | 0x2a5;
+        let mut e = Entry { weak: 1, ctag: 8, class_id: 0, size: 0, key: (h & !LOW) | (KIND_NONE << 1) };
+        assert!(e.shape().is_none());
+        let kinds = [JVMPI_NORMAL_OBJECT, JVMPI_CLASS, JVMPI_BOOLEAN, JVMPI_CHAR, JVMPI_FLOAT, JVMPI_DOUBLE, JVMPI_BYTE, JVMPI_SHORT, JVMPI_INT, JVMPI_LONG];
+        for kind in kinds {
+            for nested in [0i16, 1] {
+                e.set_shape(Shape { class_id: 0x1234_5678_9abc, size: 24 + kind, is_array: kind as i16, nested });
+                let s = e.shape().expect("complete");
+                assert_eq!((s.class_id, s.size, s.is_array(), s.nested), (0x1234_5678_9abc, 24 + kind, kind, nested));
+                assert_eq!(e.key & !LOW, h & !LOW, "the hash's bits above the set index stay");
+            }
+        }
+    }
 }
