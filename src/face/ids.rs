@@ -367,6 +367,36 @@ impl Drop for TagBlock {
     }
 }
 
+/// Bits of the tags ever used as a key of a table of classes (bit `(tag >> 3)` modulo
+/// [`MARK_BITS`]; never cleared): the class descriptions and announcements of `classes`, the
+/// shapes of `alloc` and `objects`. A GC bracket asks those tables about every death, and a
+/// death whose bit is clear is no class of theirs without the lookups (each a SipHash and a
+/// shard lock: half of the GC events thread's samples in javac, where millions of objects die
+/// and a few thousand classes are known).
+const MARK_BITS: usize = 1 << 17;
+static CLASS_MARKS: [AtomicU64; MARK_BITS / 64] = [const { AtomicU64::new(0) }; MARK_BITS / 64];
+
+fn mark_bit(tag: jlong) -> (usize, u64) {
+    let k = (tag as u64 >> 3) as usize % MARK_BITS;
+    (k / 64, 1 << (k % 64))
+}
+
+/// Marks `tag` as possibly a key of a table of classes, before it is entered in one.
+pub fn mark_class(tag: jlong) {
+    let (i, b) = mark_bit(tag);
+    if CLASS_MARKS[i].load(Relaxed) & b == 0 {
+        CLASS_MARKS[i].fetch_or(b, SeqCst);
+    }
+}
+
+/// Whether `tag` may be a key of a table of classes (false: it is not). The class was marked
+/// when it was entered, while it was alive; its death reaches the GC bracket only after the
+/// collection that found it dead.
+pub fn may_be_class(tag: jlong) -> bool {
+    let (i, b) = mark_bit(tag);
+    CLASS_MARKS[i].load(SeqCst) & b != 0
+}
+
 /// Whether `tag` is one the shim could have given out.
 pub fn plausible(tag: jlong) -> bool {
     tag > 0 && tag % 8 == 0 && ((tag as u64) >> SHIFT) < STATE.high.load(Relaxed)

@@ -562,7 +562,7 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) 
         }
         Some(prim) => Shape { is_array: prim as i16, class_id: 0, size: 0, nested: 0 },
     };
-    STATE.shapes.insert(ctag, shape);
+    keep_shape(ctag, shape);
     cache_shape(ctag, shape, hash);
     Some((ctag, shape))
 }
@@ -994,6 +994,21 @@ fn was_vm_made(jni: &jvm::Jni, obj: jobject, ctag: jlong) -> bool {
 /// A tagged object died: if it was a class, its cached shape goes too.
 pub fn forget_class(ctag: jlong) {
     STATE.shapes.remove(&ctag);
+}
+
+/// Keeps the shape of the class with tag `ctag`, marked first as a class key for the GC room.
+fn keep_shape(ctag: jlong, shape: Shape) {
+    ids::mark_class(ctag);
+    STATE.shapes.insert(ctag, shape);
+}
+
+/// Whether a shape is kept for class tag `ctag`, and keeps one (tests of the GC room).
+#[cfg(test)]
+pub fn test_shape(ctag: jlong, keep: bool) -> bool {
+    if keep {
+        keep_shape(ctag, Shape { class_id: 0, size: 16, is_array: 0, nested: 0 });
+    }
+    STATE.shapes.contains_key(&ctag)
 }
 
 /// Sends an OBJECT_ALLOC made in this thread. When only one agent listens and this thread is

@@ -19,7 +19,7 @@ use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::{c_char, CStr};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -97,35 +97,6 @@ thread_local! {
             unloading: std::cell::RefCell::new(None),
         }
     };
-}
-
-/// Bits of the tags ever entered in `STATE.announced` or `STATE.described` (bit `(tag >> 3)`
-/// modulo [`MARK_BITS`]; never cleared): a GC bracket asks both tables about every death, and
-/// a death whose bit is clear is no class of theirs without the two lookups (each a SipHash and
-/// a shard lock: half of the GC events thread's samples in javac, where millions of objects
-/// die and a few thousand classes are known).
-const MARK_BITS: usize = 1 << 17;
-static CLASS_MARKS: [AtomicU64; MARK_BITS / 64] = [const { AtomicU64::new(0) }; MARK_BITS / 64];
-
-fn mark_bit(tag: jlong) -> (usize, u64) {
-    let k = (tag as u64 >> 3) as usize % MARK_BITS;
-    (k / 64, 1 << (k % 64))
-}
-
-/// Marks `tag` as possibly a class of the tables, before it is entered in one.
-fn mark_class(tag: jlong) {
-    let (i, b) = mark_bit(tag);
-    if CLASS_MARKS[i].load(Relaxed) & b == 0 {
-        CLASS_MARKS[i].fetch_or(b, SeqCst);
-    }
-}
-
-/// Whether `tag` may be in `STATE.announced` or `STATE.described` (false: it is not). The
-/// class was marked when it was entered, while it was alive; its death reaches the GC bracket
-/// only after the collection that found it dead.
-fn may_be_class(tag: jlong) -> bool {
-    let (i, b) = mark_bit(tag);
-    CLASS_MARKS[i].load(SeqCst) & b != 0
 }
 
 /// Whether every agent that wants CLASS_LOAD now has heard of class `tag`. A class another
@@ -273,7 +244,7 @@ impl Described {
         }
         let d = Arc::new(Described::read(&jni, k, sig)?);
         let mut stale = None;
-        mark_class(tag);
+        ids::mark_class(tag);
         let kept = match STATE.described.entry(tag) {
             dashmap::mapref::entry::Entry::Occupied(mut o) => {
                 if o.get().class != 0 && jni.is_same(o.get().class as jobject, k) {
@@ -340,7 +311,7 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
     if !requested {
         // Claim: for each agent, only the thread that claims the class sends its CLASS_LOAD.
         let want = events::listeners(JVMPI_EVENT_CLASS_LOAD);
-        mark_class(tag);
+        ids::mark_class(tag);
         let told = STATE.announced
             .entry(tag)
             .or_insert_with(|| ClassRec { methods, told: AtomicU32::new(0), sent: AtomicU32::new(0) })
@@ -570,7 +541,7 @@ pub fn request(id: jobjectID) -> Result<(), String> {
 /// class, it is forgotten (so that its tag, once reused, names nothing of it). Returns whether
 /// it was one.
 pub fn forget(tag: jlong) -> bool {
-    if !may_be_class(tag) {
+    if !ids::may_be_class(tag) {
         return false;
     }
     let described = STATE.described.remove(&tag).map(|(_, d)| d);
@@ -603,7 +574,7 @@ pub fn forget(tag: jlong) -> bool {
 /// delivered. As in HotSpot 1.5, the CLASS_UNLOAD handler may still request the class's
 /// CLASS_LOAD: it is answered from the description, with NULL method IDs.
 pub fn unloaded(env: *mut JNIEnv, tag: jlong) -> bool {
-    if !may_be_class(tag) {
+    if !ids::may_be_class(tag) {
         return false;
     }
     let described = STATE.described.remove(&tag).map(|(_, d)| d);

@@ -100,10 +100,7 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
         let dead = deaths::take();
         let mut done = Released::new(env);
         for tag in dead.into_tags() {
-            if classes::forget(tag) {
-                alloc::forget_class(tag);
-                objects::forget_class(tag);
-            } else {
+            if !forget_class(tag, |t| classes::forget(t)) {
                 objects::forget_requested(tag);
             }
             done.push(tag);
@@ -133,10 +130,8 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
     let dead = deaths::take();
     let mut done = Released::new(env);
     for tag in dead.into_tags() {
-        if classes::unloaded(env, tag) {
-            alloc::forget_class(tag);
-                objects::forget_class(tag);
-        } else if (ids::is_defined(tag) || objects::forget_requested(tag)) && events::enabled(JVMPI_EVENT_OBJECT_FREE) {
+        let class = forget_class(tag, |t| classes::unloaded(env, t));
+        if !class && (ids::is_defined(tag) || objects::forget_requested(tag)) && events::enabled(JVMPI_EVENT_OBJECT_FREE) {
             let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_FREE, env);
             ev.u.obj_free = ObjFree { obj_id: ids::to_id(tag) };
             events::send(&mut ev);
@@ -151,6 +146,21 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
         ev.u.gc_info = GcInfo { used_objects: objects, used_object_space: bytes, total_object_space: total.max(bytes) };
         events::send(&mut ev);
     }
+}
+
+/// A dead object that may have been a class ([`ids::may_be_class`]): `classes` deals with it
+/// (`unload`: its CLASS_UNLOAD, or its silent removal), then the shapes that `alloc` and
+/// `objects` keep by class tag go, whether `classes` knew the class or not (with CLASS_LOAD off
+/// it may not have), so that a class that gets the tag later finds none of them. Returns
+/// whether `classes` knew it as a class.
+fn forget_class(tag: jlong, unload: impl FnOnce(jlong) -> bool) -> bool {
+    if !ids::may_be_class(tag) {
+        return false;
+    }
+    let was = unload(tag);
+    alloc::forget_class(tag);
+    objects::forget_class(tag);
+    was
 }
 
 /// Dead objects' tags whose deaths have been dealt with, given back to `ids` in batches.
@@ -337,5 +347,28 @@ pub fn enable_gc() {
     if STATE.gc_disabled.fetch_sub(1, SeqCst) <= 0 {
         STATE.gc_disabled.fetch_add(1, SeqCst);
         log::warn!("EnableGC without a matching DisableGC; ignored");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A class that `classes` never knew (CLASS_LOAD off) dies: the shapes `alloc` and
+    /// `objects` kept by its tag go all the same, so a class that gets the tag once it is reused
+    /// is not given the dead class's size and kind. Other deaths touch neither table.
+    #[test]
+    fn a_dead_class_unknown_to_classes_loses_its_shapes() {
+        let (class, other) = (0x5_0000 as jlong, 0x5_0010 as jlong);
+        assert!(alloc::test_shape(class, true) && objects::test_shape(class, true));
+        assert!(!forget_class(other, |_| panic!("not a class key: no lookup")));
+        assert!(alloc::test_shape(class, false) && objects::test_shape(class, false));
+        let mut asked = false;
+        assert!(!forget_class(class, |_| {
+            asked = true;
+            false
+        }));
+        assert!(asked, "classes is asked first");
+        assert!(!alloc::test_shape(class, false) && !objects::test_shape(class, false));
     }
 }

@@ -85,8 +85,23 @@ fn shape(env: *mut jvmti_bindings::sys::jni::JNIEnv, ctag: jlong) -> Result<(jin
     })();
     jni.delete_local_ref(klass);
     let s = r?;
-    STATE.shapes.insert(ctag, s);
+    keep_shape(ctag, s);
     Ok(s)
+}
+
+/// Keeps the shape of the class with tag `ctag`, marked first as a class key for the GC room.
+fn keep_shape(ctag: jlong, s: (jint, jlong)) {
+    ids::mark_class(ctag);
+    STATE.shapes.insert(ctag, s);
+}
+
+/// Whether a shape is kept for class tag `ctag`, and keeps one (tests of the GC room).
+#[cfg(test)]
+pub fn test_shape(ctag: jlong, keep: bool) -> bool {
+    if keep {
+        keep_shape(ctag, (0, 0));
+    }
+    STATE.shapes.contains_key(&ctag)
 }
 
 /// A class died: its shape goes.
