@@ -63,6 +63,7 @@
 //! | [`bci`](vm::bci)                             | the class-file rewriting layer (bytecode instrumentation) |
 //! | [`logger`](vm::logger)                       | one-line messages on stderr; `guard`: no panic unwinds into the JVM or the agent |
 //! | [`cputime`](vm::cputime)                     | the calling thread's CPU time, mostly without a system call |
+//! | [`idhash`](vm::idhash)                       | concurrent maps keyed by the shim's own integers (tags, addresses), hashed cheaply |
 //! | [`safemem`](vm::safemem)                     | agent pointers read and written without faulting (garbage → JVMPI_FAIL) |
 
 pub(crate) mod doors;
@@ -84,6 +85,6 @@ pub(crate) use face::{events, ids, table};
 pub(crate) use rooms::{
     alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader, methods, monitors, natives, objects, options, report, reset, threads,
 };
-pub(crate) use vm::{jvm, logger, safemem};
+pub(crate) use vm::{idhash, jvm, logger, safemem};
 
 pub(crate) use vm::logger::{guard, lock};

@@ -15,11 +15,11 @@
 //!   code as compilers emit it). A constructor frame belongs to the chain when its caller is a
 //!   constructor stopped at a `super(…)`/`this(…)` call (`lines::is_chaining_call`).
 
+use crate::idhash::{IdMap, IdSet};
 use crate::abi::{JVMPI_CallFrame, JVMPI_CallTrace, JVMPI_EVENT_CLASS_LOAD, LINE_NATIVE};
 use jvmti_bindings::sys::jvmti::jvmtiFrameInfo;
 use crate::{bci, jvm};
 use crate::{classes, lines, threads};
-use dashmap::{DashMap, DashSet};
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID, JNIEnv};
 use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
@@ -44,7 +44,7 @@ enum Kind {
 struct CalltraceState {
     /// Methods whose frames no trace shows (the allocation tracker's and the method hooks'),
     /// added by [`hide`] as each tracker class is defined.
-    hidden: LazyLock<DashSet<usize>>,
+    hidden: LazyLock<IdSet<usize>>,
     /// `java.lang.Object.<init>` (0: not known yet), set by [`set_object_init`] when the
     /// allocation tracker is defined.
     object_init: AtomicUsize,
@@ -56,18 +56,18 @@ struct CalltraceState {
     wrapping: AtomicBool,
     /// What each method met since `wrapping` was set is to traces, entered by [`kind`] for all
     /// the methods of a class at once.
-    kinds: LazyLock<DashMap<usize, Kind>>,
+    kinds: LazyLock<IdMap<usize, Kind>>,
     /// Changes of what traces hide (methods hidden, natives wrapped), counted by [`hide`] and
     /// [`natives_wrapped`]: part of [`generation`].
     hiding: AtomicU32,
 }
 
 static STATE: CalltraceState = CalltraceState {
-    hidden: LazyLock::new(DashSet::new),
+    hidden: LazyLock::new(IdSet::default),
     object_init: AtomicUsize::new(0),
     init_hook: AtomicUsize::new(0),
     wrapping: AtomicBool::new(false),
-    kinds: LazyLock::new(DashMap::new),
+    kinds: LazyLock::new(IdMap::default),
     hiding: AtomicU32::new(0),
 };
 

@@ -13,9 +13,10 @@
 //! `STATE.methods` knows every method ID the shim has handed out or listed, so that an ID that comes
 //! back from an agent can be checked before JVMTI sees it.
 
+use dashmap::DashMap;
+use crate::idhash::IdMap;
 use crate::abi::*;
 use crate::{events, ids, jvm, lines};
-use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::{c_char, CStr};
@@ -35,16 +36,16 @@ struct ClassRec {
 struct ClassesState {
     /// Tag → the class the agents have been told about (or are being told, claimed by one
     /// thread per agent in [`announce_tagged`]) and its method IDs; taken out by [`unloaded`].
-    announced: LazyLock<DashMap<jlong, ClassRec>>,
+    announced: LazyLock<IdMap<jlong, ClassRec>>,
     /// jmethodID → tag of its class (0 when not known yet): written by each CLASS_LOAD,
     /// [`note_method`] and the scan of [`known_method`]; emptied of a class's methods at its unload.
-    methods: LazyLock<DashMap<usize, jlong>>,
+    methods: LazyLock<IdMap<usize, jlong>>,
     /// Every string a CLASS_LOAD has pointed to, interned by [`intern`] and never freed (a
     /// `Box<CStr>`'s bytes do not move when the map grows).
     strings: LazyLock<DashMap<Box<CStr>, ()>>,
     /// The descriptions of the classes described so far, by tag: built by [`Described::of`],
     /// taken out by [`unloaded`] (or moved to `untold`).
-    described: LazyLock<DashMap<jlong, Arc<Described>>>,
+    described: LazyLock<IdMap<jlong, Arc<Described>>>,
     /// Classes loaded (JVMTI ClassLoad) while CLASS_LOAD is on, not announced yet: global
     /// references and when they were loaded (added by [`on_class_load`], taken by
     /// [`flush_pending`]). Almost all are prepared moments later and announced at their
@@ -60,20 +61,20 @@ struct ClassesState {
     /// Method IDs the JVM hands out that no CLASS_LOAD lists, each mapped by [`listed`] to the
     /// one its class lists (IDs that need no mapping map to themselves, so each ID costs JVMTI
     /// calls once).
-    listed: LazyLock<DashMap<usize, usize>>,
+    listed: LazyLock<IdMap<usize, usize>>,
     /// The number of loaded classes at the last scan of [`known_method`] (one scan per change).
     scanned_at: AtomicUsize,
 }
 
 static STATE: ClassesState = ClassesState {
-    announced: LazyLock::new(DashMap::new),
-    methods: LazyLock::new(DashMap::new),
+    announced: LazyLock::new(IdMap::default),
+    methods: LazyLock::new(IdMap::default),
     strings: LazyLock::new(DashMap::new),
-    described: LazyLock::new(DashMap::new),
+    described: LazyLock::new(IdMap::default),
     pending: Mutex::new(Vec::new()),
     linker: OnceLock::new(),
     untold: Mutex::new(Vec::new()),
-    listed: LazyLock::new(DashMap::new),
+    listed: LazyLock::new(IdMap::default),
     scanned_at: AtomicUsize::new(usize::MAX),
 };
 

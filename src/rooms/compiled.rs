@@ -18,9 +18,9 @@
 //! a method reported twice while enabling (by the live event and by `GenerateEvents`) is sent
 //! once, and so that an unload goes only to code the agent heard of.
 
+use crate::idhash::IdMap;
 use crate::abi::*;
 use crate::{classes, events, jvm};
-use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -28,7 +28,7 @@ use std::sync::LazyLock;
 
 /// The compiled room's state: the code announced to the agent, code address → method (entered
 /// by [`on_load`], taken out by [`on_unload`]).
-static CODE: LazyLock<DashMap<usize, usize>> = LazyLock::new(DashMap::new);
+static CODE: LazyLock<IdMap<usize, usize>> = LazyLock::new(IdMap::default);
 
 thread_local! {
     /// This thread is inside `GenerateEvents`: code already announced is not announced again.

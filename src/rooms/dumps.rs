@@ -56,9 +56,9 @@
 //! classes (field layouts, cached between dumps), the static values of classes, the traces, and
 //! the lengths of object arrays seen but not yet visited by the walk. Nothing else per object.
 
+use crate::idhash::IdMap;
 use crate::abi::*;
 use crate::{calltrace, classes, events, ids, jvm, threads};
-use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, jvalue, JNIEnv};
 use jvmti_bindings::sys::jvmti::{self, jvmtiHeapReferenceInfo, jvmtiHeapReferenceKind, jvmtiPrimitiveType};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -160,7 +160,7 @@ struct ClassLayout {
 struct DumpsState {
     /// The layouts of the classes dumped so far, by class tag (computed once by [`layout`],
     /// outside of any heap walk).
-    layouts: LazyLock<DashMap<jlong, Arc<ClassLayout>>>,
+    layouts: LazyLock<IdMap<jlong, Arc<ClassLayout>>>,
     /// The size of the last heap dump (written by each heap dump): the next one's buffer
     /// starts at that size.
     last_size: std::sync::atomic::AtomicUsize,
@@ -170,7 +170,7 @@ struct DumpsState {
 }
 
 static STATE: DumpsState = DumpsState {
-    layouts: LazyLock::new(DashMap::new),
+    layouts: LazyLock::new(IdMap::default),
     last_size: std::sync::atomic::AtomicUsize::new(0),
     said_no_owned: std::sync::atomic::AtomicBool::new(false),
 };

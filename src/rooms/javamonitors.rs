@@ -25,9 +25,9 @@
 //! - `Thread.sleep` (HotSpot 1.5: WAIT/WAITED with a NULL object): JVMTI reports no event for a
 //!   sleep on any JDK, so none is sent.
 
+use crate::idhash::IdMap;
 use crate::abi::*;
 use crate::{events, ids, jvm, threads};
-use dashmap::DashMap;
 use std::sync::atomic::{AtomicU8, Ordering::SeqCst};
 use std::sync::{Arc, LazyLock};
 use jvmti_bindings::sys::jni::{jlong, jobject, JNIEnv};
@@ -59,7 +59,7 @@ struct Owed {
 /// The Java monitors room's state, shared by every thread: the exits owed, by owner JNIEnv
 /// (entered by the blocked thread at its MonitorContendedEnter, taken out by whoever sends or
 /// gives up the exit, and by the owner before its THREAD_END).
-static BY_OWNER: LazyLock<DashMap<usize, Vec<Arc<Owed>>>> = LazyLock::new(DashMap::new);
+static BY_OWNER: LazyLock<IdMap<usize, Vec<Arc<Owed>>>> = LazyLock::new(IdMap::default);
 
 fn forget(o: &Arc<Owed>) {
     if let Some(mut v) = BY_OWNER.get_mut(&o.owner) {

@@ -16,9 +16,9 @@
 //! -3 for a native method; -2 ("compiled") is never needed because JVMTI always knows the
 //! bytecode index.
 
+use crate::idhash::IdMap;
 use crate::abi::{LINE_NATIVE, LINE_UNKNOWN};
 use crate::jvm;
-use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
 use jvmti_bindings::sys::jvmti::{self, jvmtiError};
 use std::sync::atomic::{AtomicU32, Ordering::Acquire, Ordering::Release};
@@ -34,10 +34,10 @@ type Chain = Option<Arc<[u32]>>;
 struct LinesState {
     /// Line tables by `jmethodID`: entered by [`table`] on first need, taken out by
     /// [`invalidate`] (class unloaded or redefined).
-    cache: LazyLock<DashMap<usize, Table>>,
+    cache: LazyLock<IdMap<usize, Table>>,
     /// Constructors' chaining-call offsets by `jmethodID`: entered by [`chain`] on first need,
     /// taken out by [`invalidate`].
-    chains: LazyLock<DashMap<usize, Chain>>,
+    chains: LazyLock<IdMap<usize, Chain>>,
     /// Redefinitions are seen through the shim's class-file hook, switched on with the cache
     /// (by the first [`table`] or [`chain`] to miss).
     watch: Once,
@@ -47,8 +47,8 @@ struct LinesState {
 }
 
 static STATE: LinesState = LinesState {
-    cache: LazyLock::new(DashMap::new),
-    chains: LazyLock::new(DashMap::new),
+    cache: LazyLock::new(IdMap::default),
+    chains: LazyLock::new(IdMap::default),
     watch: Once::new(),
     generation: AtomicU32::new(0),
 };

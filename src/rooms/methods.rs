@@ -58,9 +58,9 @@
 //! same hot path (one native call per instruction; `scripts/bench-instructions.sh` compares it
 //! with the JNI floor).
 
+use crate::idhash::IdMap;
 use crate::abi::*;
 use crate::{alloc, bci, calltrace, classes, events, ids, jvm};
-use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jmethodID, jobject, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;
@@ -106,7 +106,7 @@ struct MethodsState {
     /// Held while a chunk of `slots` is made.
     grow: Mutex<()>,
     /// Keys of each lookupswitch, by (method number, original offset), written as classes are rewritten.
-    lookups: LazyLock<DashMap<(u32, u32), Vec<i32>>>,
+    lookups: LazyLock<IdMap<(u32, u32), Vec<i32>>>,
     /// The JVM binds renamed natives (`SetNativeMethodPrefix` succeeded): native methods may be wrapped.
     prefixed: AtomicBool,
     /// Some class got wrappers: from then on the class-file hook stays on (every retransformation of such a class must add the same wrappers again: it cannot remove methods).
@@ -130,7 +130,7 @@ static STATE: MethodsState = MethodsState {
     slots: [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNK],
     next: AtomicUsize::new(0),
     grow: Mutex::new(()),
-    lookups: LazyLock::new(DashMap::new),
+    lookups: LazyLock::new(IdMap::default),
     prefixed: AtomicBool::new(false),
     wrapping: AtomicBool::new(false),
     deferred: AtomicBool::new(false),

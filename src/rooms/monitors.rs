@@ -15,7 +15,7 @@
 
 use crate::abi::*;
 use crate::{events, jvm};
-use dashmap::DashMap;
+use crate::idhash::IdMap;
 use jvmti_bindings::sys::jni::jlong;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
@@ -95,27 +95,10 @@ pub fn snapshot() -> Vec<RawMonitorState> {
     v
 }
 
-/// Handles are the monitors' addresses (distinct, aligned): a multiplicative hash is enough,
-/// and far cheaper than SipHash on a path agents take around every event.
-#[derive(Default)]
-struct HandleHasher(u64);
-impl std::hash::Hasher for HandleHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.0 = (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
-    }
-}
 /// A monitor's memory is never freed (RawMonitorDestroy only forgets the handle): a thread still
 /// inside a destroyed monitor leaves it normally, no handle is ever reused, and a lookup needs no
 /// reference count.
-type Handles = DashMap<usize, &'static RawMon, std::hash::BuildHasherDefault<HandleHasher>>;
+type Handles = IdMap<usize, &'static RawMon>;
 
 /// The raw monitors room's state, shared by every thread.
 struct MonitorsState {

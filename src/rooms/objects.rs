@@ -6,9 +6,9 @@
 //! `java.lang.Class`, and the class object of `java.lang.Class` is described with
 //! `class_id = NULL`, as HotSpot 1.5 did.
 
+use crate::idhash::{IdMap, IdSet};
 use crate::abi::*;
 use crate::{classes, events, ids, jvm};
-use dashmap::{DashMap, DashSet};
 use jvmti_bindings::sys::jni::{jint, jlong, jobject};
 use std::sync::LazyLock;
 
@@ -50,14 +50,14 @@ struct ObjectsState {
     /// Objects defined to the agent by a requested OBJECT_ALLOC whose tag predates it (they get
     /// OBJECT_FREE like tracked ones), when their tag is outside the `ids` table (a bit there):
     /// entered by [`request`], taken out by [`forget_requested`] as their deaths are dealt with.
-    requested: LazyLock<DashSet<jlong>>,
+    requested: LazyLock<IdSet<jlong>>,
     /// What a class says about its instances in OBJECT_ALLOC: (`is_array`, tag of the class
     /// that `class_id` names, 0 for none), per class tag. Entered by [`shape`] on first need,
     /// taken out by [`forget_class`] when the class dies.
-    shapes: LazyLock<DashMap<jlong, (jint, jlong)>>,
+    shapes: LazyLock<IdMap<jlong, (jint, jlong)>>,
 }
 
-static STATE: ObjectsState = ObjectsState { requested: LazyLock::new(DashSet::new), shapes: LazyLock::new(DashMap::new) };
+static STATE: ObjectsState = ObjectsState { requested: LazyLock::new(IdSet::default), shapes: LazyLock::new(IdMap::default) };
 
 /// Whether `tag` was defined by a requested OBJECT_ALLOC (and forgets it).
 pub fn forget_requested(tag: jlong) -> bool {

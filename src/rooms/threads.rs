@@ -31,10 +31,10 @@
 //! suspended: after the VMDeath callback JVMTI can resume nothing, and the exiting thread
 //! itself may be one of them.
 
+use crate::idhash::IdMap;
 use crate::abi::*;
 use crate::face::table::MAX_AGENTS;
 use crate::{events, ids, jvm, table};
-use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;
@@ -88,13 +88,13 @@ struct ThreadsState {
     /// JNIEnv → the record of the live thread: entered by [`register`] (ThreadStart, the
     /// catch-up, a thread's first event), taken out at its THREAD_END, when its JNIEnv is
     /// reused, or by [`retire_if_new`].
-    threads: LazyLock<DashMap<usize, Arc<ThreadRec>>>,
+    threads: LazyLock<IdMap<usize, Arc<ThreadRec>>>,
     /// Thread object tag → JNIEnv: written with `threads`.
-    by_tag: LazyLock<DashMap<jlong, usize>>,
+    by_tag: LazyLock<IdMap<jlong, usize>>,
     /// Records of threads that ended lately (put in by THREAD_END, kept ten seconds): a sampler
     /// that still names one gets HotSpot's quiet answer for a thread that is gone, not a
     /// warning, and its ResumeThread still reaches it.
-    ended: LazyLock<DashMap<usize, (Instant, Arc<ThreadRec>)>>,
+    ended: LazyLock<IdMap<usize, (Instant, Arc<ThreadRec>)>>,
     /// Tags of the `java.lang.Thread`s of the shim's own threads ("JVMPI GC events", "JVMPI
     /// reset request", the resumer), added by [`mark_own`]: never entered in `threads`, never
     /// announced.
@@ -121,9 +121,9 @@ struct ThreadsState {
 }
 
 static STATE: ThreadsState = ThreadsState {
-    threads: LazyLock::new(DashMap::new),
-    by_tag: LazyLock::new(DashMap::new),
-    ended: LazyLock::new(DashMap::new),
+    threads: LazyLock::new(IdMap::default),
+    by_tag: LazyLock::new(IdMap::default),
+    ended: LazyLock::new(IdMap::default),
     own_tags: Mutex::new(Vec::new()),
     graveyard: Mutex::new(Vec::new()),
     owed: Mutex::new(Vec::new()),

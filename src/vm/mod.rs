@@ -5,6 +5,7 @@
 
 pub mod bci;
 pub mod cputime;
+pub mod idhash;
 pub mod jvm;
 pub mod logger;
 pub mod safemem;
