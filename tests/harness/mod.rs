@@ -781,11 +781,13 @@ fn run_with_env(jdk: &Jdk, args: &[String], tag: &str, timeout: Duration, env: &
     let err_t = reader(Box::new(child.stderr.take().unwrap()));
 
     let mut timed_out = false;
+    let mut stacks = String::new();
     let status = loop {
         match child.try_wait().expect("waiting for the JVM") {
             Some(st) => break st,
             None if start.elapsed() >= timeout => {
                 timed_out = true;
+                stacks = dump_native_stacks(child.id(), &log_path);
                 let _ = child.kill();
                 break child.wait().expect("waiting for the killed JVM");
             }
@@ -811,11 +813,30 @@ fn run_with_env(jdk: &Jdk, args: &[String], tag: &str, timeout: Duration, env: &
     };
     if timed_out {
         panic!(
-            "JVM (JDK {}) timed out after {:?} and was killed\n{}",
+            "JVM (JDK {}) timed out after {:?} and was killed ({stacks})\n{}",
             jdk.feature,
             timeout,
             run.describe()
         );
     }
     run
+}
+
+/// Every native thread's stack of a JVM that did not end in time, written beside its log by
+/// `gdb` (when the machine has it) before the JVM is killed: a hang is then diagnosable from
+/// the one run that showed it. Returns where the stacks are, or why there are none.
+fn dump_native_stacks(pid: u32, log_path: &Path) -> String {
+    let file = log_path.with_extension("stacks.txt");
+    let out = Command::new("timeout")
+        .args(["90", "gdb", "-batch", "-nx", "-p", &pid.to_string(), "-ex", "thread apply all bt"])
+        .stdin(Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() && !o.stdout.is_empty() => match fs::write(&file, &o.stdout) {
+            Ok(()) => format!("native stacks: {}", file.display()),
+            Err(e) => format!("no native stacks: {}: {e}", file.display()),
+        },
+        Ok(o) => format!("no native stacks: gdb: {}", String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("failed")),
+        Err(e) => format!("no native stacks: {e}"),
+    }
 }
