@@ -370,9 +370,10 @@ impl Drop for TagBlock {
 /// Bits of the tags ever used as a key of a table of classes (bit `(tag >> 3)` modulo
 /// [`MARK_BITS`]; never cleared): the class descriptions and announcements of `classes`, the
 /// shapes of `alloc` and `objects`. A GC bracket asks those tables about every death, and a
-/// death whose bit is clear is no class of theirs without the lookups (each a SipHash and a
-/// shard lock: half of the GC events thread's samples in javac, where millions of objects die
-/// and a few thousand classes are known).
+/// death whose bit is clear is no class of theirs without the lookups (each a hash and a shard
+/// lock: half of the GC events thread's samples in javac, where millions of objects die and a
+/// few thousand classes are known). The GC room asks it (`gc::forget_class`) before it asks the
+/// tables.
 const MARK_BITS: usize = 1 << 17;
 static CLASS_MARKS: [AtomicU64; MARK_BITS / 64] = [const { AtomicU64::new(0) }; MARK_BITS / 64];
 

@@ -38,9 +38,9 @@
 //! sees it; the second path to see the same object finds the tag and stays silent, so each
 //! object is reported once.
 
-use crate::idhash::IdMap;
 use crate::abi::*;
 use crate::{bci, calltrace, classes, events, ids, jvm, threads};
+use crate::idhash::IdMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::cell::{Cell, RefCell};
@@ -110,7 +110,7 @@ struct AllocState {
     arena_sent: AtomicBool,
     /// Class tag → what its allocation events need: entered by [`shape_of`] at the class's first
     /// allocation, its instance size filled in by the first one measured, taken out by
-    /// [`forget_class`] when the GC room finds the class unloaded.
+    /// [`forget_class`] when the GC room finds the class dead.
     shapes: LazyLock<IdMap<jlong, Shape>>,
     /// Whether the JVM registers finalizable objects at allocation
     /// (`-XX:-RegisterFinalizersAtInit`): read from the command line and the option variables

@@ -15,8 +15,8 @@
 //!   code as compilers emit it). A constructor frame belongs to the chain when its caller is a
 //!   constructor stopped at a `super(…)`/`this(…)` call (`lines::is_chaining_call`).
 
-use crate::idhash::{IdMap, IdSet};
 use crate::abi::{JVMPI_CallFrame, JVMPI_CallTrace, JVMPI_EVENT_CLASS_LOAD, LINE_NATIVE};
+use crate::idhash::{IdMap, IdSet};
 use jvmti_bindings::sys::jvmti::jvmtiFrameInfo;
 use crate::{bci, jvm};
 use crate::{classes, lines, threads};

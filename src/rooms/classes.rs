@@ -13,10 +13,10 @@
 //! `STATE.methods` knows every method ID the shim has handed out or listed, so that an ID that comes
 //! back from an agent can be checked before JVMTI sees it.
 
-use dashmap::DashMap;
-use crate::idhash::IdMap;
 use crate::abi::*;
 use crate::{events, ids, jvm, lines};
+use crate::idhash::IdMap;
+use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::{c_char, CStr};
@@ -542,9 +542,6 @@ pub fn request(id: jobjectID) -> Result<(), String> {
 /// class, it is forgotten (so that its tag, once reused, names nothing of it). Returns whether
 /// it was one.
 pub fn forget(tag: jlong) -> bool {
-    if !ids::may_be_class(tag) {
-        return false;
-    }
     let described = STATE.described.remove(&tag).map(|(_, d)| d);
     let announced = STATE.announced.remove(&tag).map(|(_, r)| r);
     if described.is_none() && announced.is_none() {
@@ -575,9 +572,6 @@ pub fn forget(tag: jlong) -> bool {
 /// delivered. As in HotSpot 1.5, the CLASS_UNLOAD handler may still request the class's
 /// CLASS_LOAD: it is answered from the description, with NULL method IDs.
 pub fn unloaded(env: *mut JNIEnv, tag: jlong) -> bool {
-    if !ids::may_be_class(tag) {
-        return false;
-    }
     let described = STATE.described.remove(&tag).map(|(_, d)| d);
     let announced = STATE.announced.remove(&tag).map(|(_, r)| r);
     if described.is_none() && announced.is_none() {

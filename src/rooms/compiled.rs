@@ -18,9 +18,9 @@
 //! a method reported twice while enabling (by the live event and by `GenerateEvents`) is sent
 //! once, and so that an unload goes only to code the agent heard of.
 
-use crate::idhash::IdMap;
 use crate::abi::*;
 use crate::{classes, events, jvm};
+use crate::idhash::IdMap;
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
 use std::cell::Cell;
 use std::ffi::c_void;

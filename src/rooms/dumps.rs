@@ -56,9 +56,9 @@
 //! classes (field layouts, cached between dumps), the static values of classes, the traces, and
 //! the lengths of object arrays seen but not yet visited by the walk. Nothing else per object.
 
-use crate::idhash::IdMap;
 use crate::abi::*;
 use crate::{calltrace, classes, events, ids, jvm, threads};
+use crate::idhash::IdMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, jvalue, JNIEnv};
 use jvmti_bindings::sys::jvmti::{self, jvmtiHeapReferenceInfo, jvmtiHeapReferenceKind, jvmtiPrimitiveType};
 use std::hash::{BuildHasherDefault, Hasher};

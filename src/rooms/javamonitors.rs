@@ -25,9 +25,9 @@
 //! - `Thread.sleep` (HotSpot 1.5: WAIT/WAITED with a NULL object): JVMTI reports no event for a
 //!   sleep on any JDK, so none is sent.
 
-use crate::idhash::IdMap;
 use crate::abi::*;
 use crate::{events, ids, jvm, threads};
+use crate::idhash::IdMap;
 use std::sync::atomic::{AtomicU8, Ordering::SeqCst};
 use std::sync::{Arc, LazyLock};
 use jvmti_bindings::sys::jni::{jlong, jobject, JNIEnv};

@@ -16,9 +16,9 @@
 //! -3 for a native method; -2 ("compiled") is never needed because JVMTI always knows the
 //! bytecode index.
 
-use crate::idhash::IdMap;
 use crate::abi::{LINE_NATIVE, LINE_UNKNOWN};
 use crate::jvm;
+use crate::idhash::IdMap;
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
 use jvmti_bindings::sys::jvmti::{self, jvmtiError};
 use std::sync::atomic::{AtomicU32, Ordering::Acquire, Ordering::Release};

@@ -58,9 +58,9 @@
 //! same hot path (one native call per instruction; `scripts/bench-instructions.sh` compares it
 //! with the JNI floor).
 
-use crate::idhash::IdMap;
 use crate::abi::*;
 use crate::{alloc, bci, calltrace, classes, events, ids, jvm};
+use crate::idhash::IdMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jmethodID, jobject, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;

@@ -6,9 +6,9 @@
 //! `java.lang.Class`, and the class object of `java.lang.Class` is described with
 //! `class_id = NULL`, as HotSpot 1.5 did.
 
-use crate::idhash::{IdMap, IdSet};
 use crate::abi::*;
 use crate::{classes, events, ids, jvm};
+use crate::idhash::{IdMap, IdSet};
 use jvmti_bindings::sys::jni::{jint, jlong, jobject};
 use std::sync::LazyLock;
 

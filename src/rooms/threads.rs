@@ -31,10 +31,10 @@
 //! suspended: after the VMDeath callback JVMTI can resume nothing, and the exiting thread
 //! itself may be one of them.
 
-use crate::idhash::IdMap;
 use crate::abi::*;
 use crate::face::table::MAX_AGENTS;
 use crate::{events, ids, jvm, table};
+use crate::idhash::IdMap;
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;

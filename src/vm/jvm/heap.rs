@@ -53,20 +53,10 @@ pub fn each_tagged_object(jni: &Jni, mut f: impl FnMut(jlong, jobject)) -> Resul
         0
     }
     let _one = exclusive();
-    let real = STATE.real_vm.get().copied().ok_or(jvmtiError::INVALID_ENVIRONMENT)?;
     let main = env()?;
-    let mut p: *mut c_void = std::ptr::null_mut();
-    // SAFETY: the JVM's own GetEnv with its own JavaVM and a valid out-pointer.
-    if unsafe { (real.get_env)(real.vm as *mut JavaVM, &mut p, jvmti::JVMTI_VERSION_1_2) } != jni::JNI_OK || p.is_null() {
-        return Err(jvmtiError::INVALID_ENVIRONMENT);
-    }
-    // It is disposed of below and used by this call only.
-    // SAFETY: `p` is a jvmtiEnv* just returned by GetEnv.
-    let b = unsafe { Jvmti::from_raw(p as *mut jvmti::jvmtiEnv) };
+    // Used by this call only, and disposed of below.
+    let b = tagging_env()?;
     let r = (|| {
-        let mut c = jvmti::jvmtiCapabilities::default();
-        c.set_can_tag_objects(true);
-        b.add_capabilities(&c)?;
         let cb = jvmti::jvmtiHeapCallbacks { heap_iteration_callback: Some(mark), ..Default::default() };
         let mut marked: jlong = 0;
         // SAFETY: the callback touches only the tag slot JVMTI hands it and the counter.
@@ -127,27 +117,35 @@ fn counting_env() -> Result<&'static Jvmti> {
     if let Some(e) = STATE.count_env.get() {
         return Ok(&e.0);
     }
-    let made = (|| {
-        let real = STATE.real_vm.get().copied().ok_or(jvmtiError::INVALID_ENVIRONMENT)?;
-        let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: the JVM's own GetEnv with its own JavaVM and a valid out-pointer.
-        if unsafe { (real.get_env)(real.vm as *mut JavaVM, &mut p, jvmti::JVMTI_VERSION_1_2) } != jni::JNI_OK || p.is_null() {
-            return Err(jvmtiError::INVALID_ENVIRONMENT);
-        }
-        // SAFETY: `p` is a jvmtiEnv* just returned by GetEnv; it is never disposed of.
-        let e = unsafe { Jvmti::from_raw(p as *mut jvmti::jvmtiEnv) };
-        let mut c = jvmti::jvmtiCapabilities::default();
-        c.set_can_tag_objects(true);
-        e.add_capabilities(&c)?;
-        Ok(e)
-    })();
-    match made {
+    // Never disposed of.
+    match tagging_env() {
         Ok(e) => Ok(&STATE.count_env.get_or_init(|| Env(e)).0),
         Err(e) => {
             log::debug!("no environment of its own for heap counts ({}): counting in the main one", err_name(e));
             env()
         }
     }
+}
+
+/// A new JVMTI environment of the shim's own with only `can_tag_objects`: no callbacks, no
+/// events, an empty tag map. The caller disposes of it or keeps it.
+fn tagging_env() -> Result<Jvmti> {
+    let real = STATE.real_vm.get().copied().ok_or(jvmtiError::INVALID_ENVIRONMENT)?;
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: the JVM's own GetEnv with its own JavaVM and a valid out-pointer.
+    if unsafe { (real.get_env)(real.vm as *mut JavaVM, &mut p, jvmti::JVMTI_VERSION_1_2) } != jni::JNI_OK || p.is_null() {
+        return Err(jvmtiError::INVALID_ENVIRONMENT);
+    }
+    // SAFETY: `p` is a jvmtiEnv* just returned by GetEnv.
+    let e = unsafe { Jvmti::from_raw(p as *mut jvmti::jvmtiEnv) };
+    let mut c = jvmti::jvmtiCapabilities::default();
+    c.set_can_tag_objects(true);
+    if let Err(err) = e.add_capabilities(&c) {
+        // SAFETY: the environment was just made here and nothing else knows it.
+        let _ = unsafe { e.dispose_environment() };
+        return Err(err);
+    }
+    Ok(e)
 }
 
 pub fn force_gc() -> Result<()> {
