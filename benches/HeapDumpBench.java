@@ -2,7 +2,8 @@
  *  byte[8] and Strings), then dumps the heap with `jcmd <pid> GC.heap_dump`, and then runs the
  *  steps of the comma-separated list in args[3] (default "shim,shim"): `shim` is the shim's
  *  level-2 HEAP_DUMP (a native of the JVMPI benchmark agent, benches/dump_jvmpi.c), `f1` to
- *  `f6` the plain-JVMTI floor walks (natives of benches/dump_floor_jvmti.c). */
+ *  `f6` the plain-JVMTI floor walks (natives of benches/dump_floor_jvmti.c); `sleep<ms>` waits
+ *  (for a profiler to attach after jcmd's dump). */
 public class HeapDumpBench {
     static final class Node { int id; long stamp; Node next; Object payload; }
 
@@ -48,6 +49,7 @@ public class HeapDumpBench {
         new java.io.File(file).delete();
         for (String step : (args.length > 3 ? args[3] : "shim,shim").split(",")) {
             if (step.equals("shim")) shimDump();
+            else if (step.startsWith("sleep")) Thread.sleep(Long.parseLong(step.substring(5)));
             else floorDump(Integer.parseInt(step.substring(1)));
         }
         System.out.println("objects: " + (2L * n) + " " + prev.id);

@@ -7,10 +7,12 @@
  * cpu_ms is the CPU time of the whole process over the same span (the walk runs in the VM
  * thread, the rest in the calling thread; the others wait at the safepoint): on a machine shared
  * with other work it says more than the wall time.
+ * With DUMP_OUT=<prefix> in the environment, each dump's bytes are written to <prefix>.<n>.
  * Prints: shim: rc=<rc> ms=<ms> cpu_ms=<ms> bytes=<dump size> rss_before_kb=<kb> peak_kb=<kb> growth_kb=<kb> */
 #include <jni.h>
 #include <jvmpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -39,6 +41,18 @@ static void notify(JVMPI_Event *e) {
     cpu_ms = (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6;
     peak = status_kb("VmHWM:");
     bytes = (long)(e->u.heap_dump.end - e->u.heap_dump.begin);
+    /* DUMP_OUT=<prefix>: each dump's bytes to <prefix>.<n> (to compare two builds' dumps). */
+    static int n;
+    const char *p = getenv("DUMP_OUT");
+    if (p) {
+        char name[4096];
+        snprintf(name, sizeof name, "%s.%d", p, n++);
+        FILE *f = fopen(name, "wb");
+        if (f) {
+            fwrite(e->u.heap_dump.begin, 1, (size_t)bytes, f);
+            fclose(f);
+        }
+    }
 }
 
 JNIEXPORT void JNICALL Java_HeapDumpBench_shimDump(JNIEnv *env, jclass c) {

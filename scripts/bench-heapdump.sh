@@ -39,7 +39,9 @@
 # shim library to measure, default target/release/libjvmpi_shim.so, built first), PROCESSES (the
 # processes of a round, each the comma-separated walks it runs after jcmd; default
 # "shim,shim f3,f3"; e.g. "shim,shim f3,f3 f1,f1 f2,f2 f4,f4 f5,f5 f6,f6" for all of them, or
-# "shim,shim,f3,f3" for the old single process).
+# "shim,shim,f3,f3" for the old single process). SHIM_B: a second shim library (e.g. an older build),
+# measured in the groups prefixed "B:" (e.g. PROCESSES="shim,shim B:shim,shim f3,f3 f6,f6"), whose
+# shim walks are reported as shimB, side by side with the others in every round.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/bench-common.sh
@@ -59,7 +61,8 @@ field() { { grep -o "\(^\| \)$1=[0-9.-]*" <<<"$2" || true; } | head -1 | cut -d=
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b }'; }
 # range LIST: "min-max" of the values, or "-" when there are none.
 range() { if [ -z "${1// /}" ]; then echo -; else printf '%s\n' $1 | sort -g | sed -n '1h;${x;G;s/\n/-/;p}'; fi; }
-walks="shim f1 f2 f3 f4 f5 f6"
+walks="shim shimB f1 f2 f3 f4 f5 f6"
+shim_b=$(readlink -f "${SHIM_B:-$shim}")
 for feature in "${jdks[@]}"; do
     bench_java "$feature"
     home=$(dirname "$(dirname "$java")")
@@ -71,17 +74,20 @@ for feature in "${jdks[@]}"; do
         declare -A cur=()
         for ((g = 0; g < ${#groups[@]}; g++)); do
             steps=${groups[(r + g) % ${#groups[@]}]}
-            o=$("$home/bin/java" -agentpath:"$shim"=agent="$(readlink -f "$out/libdump_jvmpi.so")" \
+            lib=$shim b=
+            if [ "${steps#B:}" != "$steps" ]; then lib=$shim_b b=B steps=${steps#B:}; fi
+            o=$("$home/bin/java" -agentpath:"$lib"=agent="$(readlink -f "$out/libdump_jvmpi.so")" \
                 -agentpath:"$(readlink -f "$out/libdump_floor_jvmti.so")" $heap -cp "$out/classes" HeapDumpBench \
                 "$n" "$home/bin/jcmd" "$(readlink -f "$out")/bench.hprof" "$steps" 2>&1) || true
             pj=$(grep '^jcmd:' <<<"$o" || true); [ -n "$pj" ] && jl=$pj
             l=$({ grep '^shim:' <<<"$o" || true; } | sed -n 1p); [ -n "$l" ] && sl=$l
-            printf '  round %d, %s: %s\n' "$r" "$steps" "${pj:-no jcmd line}"
+            printf '  round %d, %s%s: %s; load %s\n' "$r" "${b:+B:}" "$steps" "${pj:-no jcmd line}" "$(cut -d' ' -f1 /proc/loadavg)"
             grep '^shim:\|^floor:' <<<"$o" | sed 's/^/           /' || echo "$o" | tail -5 | sed 's/^/           ! /'
+            [ -n "$b" ] && o=$(sed 's/^shim:/shimB:/' <<<"$o")
             add jcmd.ms "$(field ms "$pj")"; add jcmd.cpu "$(field cpu_ms "$pj")"
             for who in $walks; do
                 for pass in 1 2; do
-                    if [ $who = shim ]; then pat='^shim:'; else pat="^floor: $who "; fi
+                    case $who in shim*) pat="^$who:" ;; *) pat="^floor: $who " ;; esac
                     l=$({ grep "$pat" <<<"$o" || true; } | sed -n "${pass}p")
                     [ -n "$l" ] || continue
                     add "$who$pass.ms" "$(field ms "$l")"; add "$who$pass.cpu" "$(field cpu_ms "$l")"
@@ -91,7 +97,7 @@ for feature in "${jdks[@]}"; do
         done
         # This round's ratios (CPU), its walks side by side in time.
         for pass in 1 2; do
-            for pair in shim:f3 f3:f5 shim:f6; do
+            for pair in shim:f3 f3:f5 shim:f6 shim:shimB shimB:f3 shimB:f6 f6:f3; do
                 a=${pair%:*} b=${pair#*:}
                 x=$(ratio "${cur[$a$pass]:-}" "${cur[$b$pass]:-}"); [ -n "$x" ] && rr[$a/$b$pass]="${rr[$a/$b$pass]:-} $x"
             done
@@ -100,6 +106,9 @@ for feature in "${jdks[@]}"; do
     done
     m() { median ${v[$1]:-}; }
     echo "  rounds' CPU ratios: shim/f3 first pass ${rr[shim/f31]:-}, second ${rr[shim/f32]:-}; f3/f5 first ${rr[f3/f51]:-}; shim/f6 first ${rr[shim/f61]:-}, second ${rr[shim/f62]:-}"
+    for pair in shim/shimB shimB/f3 shimB/f6 f6/f3; do
+        [ -n "${rr[${pair}1]:-}" ] && echo "  rounds' CPU ratios $pair: first pass ${rr[${pair}1]} (range $(range "${rr[${pair}1]}"), median $(median ${rr[${pair}1]})), second ${rr[${pair}2]:-} (range $(range "${rr[${pair}2]:-}"), median $(median ${rr[${pair}2]:-}))"
+    done
     awk -v jdk="$feature" -v jb="$(field bytes "$jl")" -v sb="$(field bytes "$sl")" -v g="$(field growth_kb "$sl")" \
         -v s1="$(range "${rr[shim/f31]:-}")" -v s2="$(range "${rr[shim/f32]:-}")" -v runs="$runs" \
         -v m1="$(median ${rr[shim/f31]:-})" -v m2="$(median ${rr[shim/f32]:-})" -v list="$(
@@ -109,7 +118,7 @@ for feature in "${jdks[@]}"; do
         j = x["jcmd.ms"]; jc = x["jcmd.cpu"]
         printf "  medians (ms, first / second pass; ratio to jcmd by wall time, and by CPU time):\n"
         printf "  %-46s %6.0f        wall, %6.0f        CPU  (%.1f MiB HPROF)\n", "jcmd GC.heap_dump", j, jc, jb / 1048576
-        row("shim HEAP_DUMP level 2", "shim"); row("f1 FollowReferences, tags only", "f1"); row("f2 IterateThroughHeap, tags only", "f2")
+        row("shim HEAP_DUMP level 2", "shim"); row("shimB (SHIM_B) HEAP_DUMP level 2", "shimB"); row("f1 FollowReferences, tags only", "f1"); row("f2 IterateThroughHeap, tags only", "f2")
         row("f3 FollowReferences + value callbacks", "f3"); row("f4 IterateThroughHeap + value callbacks", "f4")
         row("f5 f3 without tagging", "f5"); row("f6 f3 writing a dump-sized buffer", "f6")
         if (x["f11.cpu"] > 0 && x["f41.cpu"] > 0)

@@ -565,12 +565,23 @@ fn index(jni: &jvm::Jni, tag: jlong, obj: jobject) {
 /// `tag`: its class (tag) and size. Valid for the object's life (neither ever changes).
 #[inline]
 pub fn note(tag: jlong, class_tag: jlong, size: jlong) {
+    note_in_walk(tag, class_tag, size);
+    noting();
+}
+
+/// [`note`] for a heap walk, which calls [`noting`] once before it instead of once per object.
+#[inline]
+pub fn note_in_walk(tag: jlong, class_tag: jlong, size: jlong) {
     if class_tag <= 0 || (class_tag as u64) >> 3 >= 1 << 30 {
         return;
     }
     let Some((c, i)) = entry(tag, true) else { return };
     let v = DESC_SET | ((class_tag as u64 >> 3) << 32) | size.clamp(0, u32::MAX as jlong) as u64;
     c.desc[i].store(v, Relaxed);
+}
+
+/// Says that objects have been (or are about to be) described by [`note_in_walk`].
+pub fn noting() {
     STATE.noted.store(true, Relaxed);
 }
 

@@ -86,6 +86,11 @@ use std::ffi::c_void;
 use std::sync::{Arc, LazyLock};
 
 const W: usize = std::mem::size_of::<usize>();
+/// The head of an INSTANCE_DUMP (type, object, class, size) or OBJ_ARRAY_DUMP (type, object,
+/// length, element class) record.
+const HEAD: usize = 1 + 2 * W + 4;
+/// Value areas up to this size are zeroed with one store.
+const SMALL_AREA: usize = 32;
 /// Deepest stack read for frame numbers and traces.
 const MAX_FRAMES: jint = 4096;
 
@@ -273,7 +278,6 @@ struct ClassEntry {
     layout: Arc<ClassLayout>,
     /// Global reference (released after the dump).
     class: jobject,
-    is_instance: bool,
     sup: jlong,
     loader: jlong,
     signers: jlong,
@@ -291,15 +295,86 @@ const CLASS_CACHE: usize = 1024;
 struct ClassTable {
     list: Vec<ClassEntry>,
     index: HashMap<jlong, u32>,
-    cache: Vec<std::cell::Cell<(jlong, u32)>>,
+    /// (class tag, its index, its `Hot::work`).
+    cache: Vec<std::cell::Cell<(jlong, u32, u32)>>,
+    /// By index in `list`, what the walk reads per callback (made by [`ClassTable::prepare`]):
+    /// small and contiguous, so that it stays in the cache, unlike the entries.
+    hot: Vec<Hot>,
+    /// The instance field offsets of every class at the dump's level, one run per class
+    /// (`Hot::start`, `Hot::len`), by `total - 1 - index` (see [`Fields`]); `u32::MAX`: not written.
+    offs: Vec<u32>,
 }
+
+/// What the walk needs of a class per callback.
+#[derive(Clone, Copy, Default)]
+struct Hot {
+    /// Its instance field offsets: `offs[start..start + len]`.
+    start: u32,
+    len: u32,
+    /// JVMTI's field count for the class (see [`Fields::total`]).
+    total: i32,
+    /// What a reference to one of its instances must record: [`WORK_SIZE`], [`WORK_LENGTH`] or 0.
+    work: u8,
+    /// [`KIND_INSTANCE`], [`KIND_OBJ_ARRAY`] or [`KIND_PRIM_ARRAY`] (the layout's `Kind`).
+    kind: u8,
+    /// A primitive array's element type (JVMPI).
+    ty: u8,
+    /// An instance's value area at the dump's level.
+    size: u32,
+    /// An object array's element class.
+    element: jlong,
+}
+
+const KIND_INSTANCE: u8 = 0;
+const KIND_OBJ_ARRAY: u8 = 1;
+const KIND_PRIM_ARRAY: u8 = 2;
+
+/// An instance class whose instance size is not known yet (the first reference to one of its
+/// instances gives it).
+const WORK_SIZE: u8 = 1;
+/// An object array class: the length of each array is taken from the first reference to it.
+const WORK_LENGTH: u8 = 2;
 
 impl ClassTable {
     fn with_capacity(n: usize) -> ClassTable {
         ClassTable {
             list: Vec::with_capacity(n),
             index: HashMap::with_capacity_and_hasher(n, Default::default()),
-            cache: vec![std::cell::Cell::new((0, 0)); CLASS_CACHE],
+            cache: vec![std::cell::Cell::new((0, 0, 0)); CLASS_CACHE],
+            hot: Vec::new(),
+            offs: Vec::new(),
+        }
+    }
+    /// Makes `hot` and `offs` for a dump at `level` (once the table is complete).
+    fn prepare(&mut self, level: jint) {
+        self.hot.clear();
+        self.offs.clear();
+        for c in &self.cache {
+            c.set((0, 0, 0));
+        }
+        for c in &self.list {
+            let start = self.offs.len() as u32;
+            let mut h = Hot { start, ..Default::default() };
+            match &c.layout.kind {
+                Kind::Instance { instance, .. } => {
+                    self.offs.extend(instance.slots.iter().map(|s| if level == JVMPI_DUMP_LEVEL_2 { s.off2 } else { s.off1 }));
+                    h.len = instance.slots.len() as u32;
+                    h.total = instance.total;
+                    h.work = if c.instance_size == 0 { WORK_SIZE } else { 0 };
+                    h.kind = KIND_INSTANCE;
+                    h.size = instance.size(level);
+                }
+                &Kind::ObjArray { element } => {
+                    h.work = WORK_LENGTH;
+                    h.kind = KIND_OBJ_ARRAY;
+                    h.element = element;
+                }
+                &Kind::PrimArray { ty } => {
+                    h.kind = KIND_PRIM_ARRAY;
+                    h.ty = ty;
+                }
+            }
+            self.hot.push(h);
         }
     }
     fn insert(&mut self, e: ClassEntry) {
@@ -307,15 +382,35 @@ impl ClassTable {
         self.list.push(e);
     }
     #[inline]
-    fn idx(&self, tag: jlong) -> Option<usize> {
-        let slot = &self.cache[(tag as u64 >> 4) as usize & (CLASS_CACHE - 1)];
-        let (t, i) = slot.get();
+    fn cache_slot(&self, tag: jlong) -> &std::cell::Cell<(jlong, u32, u32)> {
+        &self.cache[(tag as u64 >> 4) as usize & (CLASS_CACHE - 1)]
+    }
+    /// The class's index in `list`, and its `Hot::work` (0 before [`ClassTable::prepare`]).
+    #[inline]
+    fn idx_work(&self, tag: jlong) -> Option<(usize, u8)> {
+        let slot = self.cache_slot(tag);
+        let (t, i, w) = slot.get();
         if t == tag && tag != 0 {
-            return Some(i as usize);
+            return Some((i as usize, w as u8));
         }
         let i = *self.index.get(&tag)?;
-        slot.set((tag, i));
-        Some(i as usize)
+        let w = self.hot.get(i as usize).map_or(0, |h| h.work);
+        slot.set((tag, i, w as u32));
+        Some((i as usize, w))
+    }
+    #[inline]
+    fn idx(&self, tag: jlong) -> Option<usize> {
+        self.idx_work(tag).map(|(i, _)| i)
+    }
+    /// Class `tag` (at index `i`) needs nothing more from references to its instances.
+    fn work_done(&mut self, tag: jlong, i: usize) {
+        if let Some(h) = self.hot.get_mut(i) {
+            h.work = 0;
+        }
+        let slot = self.cache_slot(tag);
+        if slot.get().0 == tag {
+            slot.set((tag, i as u32, 0));
+        }
     }
     #[inline]
     fn get(&self, tag: jlong) -> Option<&ClassEntry> {
@@ -349,6 +444,8 @@ struct State {
     cur: (jlong, usize),
     /// The index in `classes` of the class of the record being filled (usize::MAX: none).
     cur_class: usize,
+    /// The instance field offsets of that class, if it is an instance class (`classes.hot`'s).
+    cur_hot: Hot,
     /// A primitive array record whose length is written when its values come: (where its
     /// length is, element type).
     cur_prim: Option<(usize, u8)>,
@@ -381,6 +478,33 @@ impl State {
     fn put_id(&mut self, at: usize, tag: jlong) {
         if let Some(b) = self.out.get_mut(at..at + W) {
             b.copy_from_slice(&(tag as usize).to_ne_bytes());
+        }
+    }
+    /// Appends a record's head and `n` zero bytes (its value area); returns where the value
+    /// area starts. One capacity check, and no call for a small value area.
+    #[inline]
+    fn record(&mut self, head: &[u8; HEAD], n: usize) -> usize {
+        self.out.reserve(HEAD + n.max(SMALL_AREA));
+        let at = self.out.len();
+        // SAFETY: `reserve` made room for HEAD + max(n, SMALL_AREA) bytes from `at`; every byte
+        // of [at, at + HEAD + n) is written before the length covers it.
+        unsafe {
+            let p = self.out.as_mut_ptr().add(at);
+            std::ptr::copy_nonoverlapping(head.as_ptr(), p, HEAD);
+            if n <= SMALL_AREA {
+                std::ptr::write_unaligned(p.add(HEAD) as *mut [u64; SMALL_AREA / 8], [0; SMALL_AREA / 8]);
+            } else {
+                std::ptr::write_bytes(p.add(HEAD), 0, n);
+            }
+            self.out.set_len(at + HEAD + n);
+        }
+        at + HEAD
+    }
+    /// `N` bytes at `at` (inside the record being filled).
+    #[inline]
+    fn put<const N: usize>(&mut self, at: usize, b: [u8; N]) {
+        if let Some(d) = self.out.get_mut(at..at + N) {
+            d.copy_from_slice(&b);
         }
     }
     fn zeros(&mut self, n: usize) -> usize {
@@ -452,6 +576,7 @@ impl State {
     fn begin(&mut self, obj: jlong, class_tag: jlong) {
         self.cur = (obj, usize::MAX);
         self.cur_class = usize::MAX;
+        self.cur_hot = Hot::default();
         self.cur_prim = None;
         if class_tag == self.class_class {
             if !self.mirrors.is_empty() {
@@ -467,36 +592,42 @@ impl State {
         };
         self.cur_class = ci;
         let level = self.level;
-        match &self.classes.list[ci].layout.kind {
-            Kind::Instance { instance, .. } => {
+        // The class's `hot` entry, not its layout: a few classes' entries stay in the cache, the
+        // layouts behind their pointers do not.
+        let Some(&hot) = self.classes.hot.get(ci) else { return };
+        match hot.kind {
+            KIND_INSTANCE => {
                 if level == JVMPI_DUMP_LEVEL_0 {
                     self.u1(JVMPI_NORMAL_OBJECT as u8);
                     self.id(obj);
                     return;
                 }
-                let n = instance.size(level);
-                self.u1(GC_INSTANCE_DUMP);
-                self.id(obj);
-                self.id(class_tag);
-                self.u4(n);
-                let at = self.zeros(n as usize);
-                self.cur.1 = at;
+                let n = hot.size;
+                self.cur_hot = hot;
+                let mut head = [0u8; HEAD];
+                head[0] = GC_INSTANCE_DUMP;
+                head[1..1 + W].copy_from_slice(&(obj as usize).to_ne_bytes());
+                head[1 + W..1 + 2 * W].copy_from_slice(&(class_tag as usize).to_ne_bytes());
+                head[1 + 2 * W..].copy_from_slice(&n.to_be_bytes());
+                self.cur.1 = self.record(&head, n as usize);
             }
-            &Kind::ObjArray { element } => {
+            KIND_OBJ_ARRAY => {
+                let element = hot.element;
                 if level == JVMPI_DUMP_LEVEL_0 {
                     self.u1(JVMPI_CLASS as u8);
                     self.id(obj);
                     return;
                 }
                 let len = self.lengths.remove(&obj).unwrap_or(0).max(0);
-                self.u1(GC_OBJ_ARRAY_DUMP);
-                self.id(obj);
-                self.u4(len as u32);
-                self.id(element);
-                let at = self.zeros(len as usize * W);
-                self.cur.1 = at;
+                let mut head = [0u8; HEAD];
+                head[0] = GC_OBJ_ARRAY_DUMP;
+                head[1..1 + W].copy_from_slice(&(obj as usize).to_ne_bytes());
+                head[1 + W..5 + W].copy_from_slice(&(len as u32).to_be_bytes());
+                head[5 + W..].copy_from_slice(&(element as usize).to_ne_bytes());
+                self.cur.1 = self.record(&head, len as usize * W);
             }
-            &Kind::PrimArray { ty } => {
+            _ => {
+                let ty = hot.ty;
                 if level == JVMPI_DUMP_LEVEL_0 {
                     self.u1(ty);
                     self.id(obj);
@@ -526,18 +657,12 @@ impl State {
         referrer: Option<jlong>,
         length: jint,
     ) {
-        // What a requested OBJECT_ALLOC of this object will say (see `ids`).
-        ids::note(tag, class_tag, size);
         if class_tag == self.class_class && !self.single && !self.classes.contains(tag) {
             self.mirrors.insert(tag);
         }
-        if let Some(c) = self.classes.get_mut(class_tag) {
-            if c.is_instance {
-                if c.instance_size == 0 && size > 0 {
-                    c.instance_size = size as u32;
-                }
-            } else if length >= 0 && !self.single && matches!(c.layout.kind, Kind::ObjArray { .. }) {
-                self.lengths.entry(tag).or_insert(length);
+        if let Some((ci, work)) = self.classes.idx_work(class_tag) {
+            if work != 0 {
+                self.referee_work(ci, work, class_tag, tag, size, length);
             }
         }
         let Some(r) = referrer else {
@@ -571,13 +696,32 @@ impl State {
         }
     }
 
+    /// What a reference to an instance of class `ci` records once: its class's instance size
+    /// (from the first), or an object array's length (until its record is written).
+    #[cold]
+    fn referee_work(&mut self, ci: usize, work: u8, class_tag: jlong, tag: jlong, size: jlong, length: jint) {
+        if work == WORK_SIZE {
+            if size > 0 {
+                if let Some(c) = self.classes.list.get_mut(ci) {
+                    c.instance_size = size as u32;
+                }
+                self.classes.work_done(class_tag, ci);
+            }
+        } else if work == WORK_LENGTH && length >= 0 && !self.single {
+            self.lengths.entry(tag).or_insert(length);
+        }
+    }
+
     /// Where field `index` of the record being filled goes in its value area.
     #[inline]
     fn instance_slot(&self, index: jint) -> Option<u32> {
-        let c = self.classes.list.get(self.cur_class)?;
-        let Kind::Instance { instance, .. } = &c.layout.kind else { return None };
-        let s = instance.slot(index)?;
-        let off = if self.level == JVMPI_DUMP_LEVEL_2 { s.off2 } else { s.off1 };
+        let h = &self.cur_hot;
+        // Negative when `index` is past the class's fields: as u32, beyond `len`.
+        let rev = h.total.wrapping_sub(1).wrapping_sub(index) as u32;
+        if rev >= h.len {
+            return None;
+        }
+        let off = *self.classes.offs.get((h.start + rev) as usize)?;
         (off != u32::MAX).then_some(off)
     }
 
@@ -614,9 +758,9 @@ impl State {
         if self.level != JVMPI_DUMP_LEVEL_2 {
             return;
         }
-        let (buf, n) = prim_bytes(v, ty);
-        let bytes = &buf[..n];
         if kind == jvmti::JVMTI_HEAP_REFERENCE_STATIC_FIELD {
+            let (buf, n) = prim_bytes(v, ty);
+            let bytes = &buf[..n];
             let Some(c) = self.classes.get_mut(obj) else { return };
             let Kind::Instance { statics, .. } = &c.layout.kind else { return };
             let Some(s) = statics.slot(index) else { return };
@@ -637,8 +781,18 @@ impl State {
         }
         if let Some(off) = self.instance_slot(index) {
             let at = self.cur.1 + off as usize;
-            if let Some(b) = self.out.get_mut(at..at + bytes.len()) {
-                b.copy_from_slice(bytes);
+            // SAFETY: `ty` says which member of the union JVMTI filled.
+            unsafe {
+                match ty {
+                    jvmti::JVMTI_PRIMITIVE_TYPE_BOOLEAN => self.put(at, [v.z]),
+                    jvmti::JVMTI_PRIMITIVE_TYPE_BYTE => self.put(at, [v.b as u8]),
+                    jvmti::JVMTI_PRIMITIVE_TYPE_CHAR => self.put(at, v.c.to_be_bytes()),
+                    jvmti::JVMTI_PRIMITIVE_TYPE_SHORT => self.put(at, v.s.to_be_bytes()),
+                    jvmti::JVMTI_PRIMITIVE_TYPE_INT => self.put(at, v.i.to_be_bytes()),
+                    jvmti::JVMTI_PRIMITIVE_TYPE_FLOAT => self.put(at, v.f.to_bits().to_be_bytes()),
+                    jvmti::JVMTI_PRIMITIVE_TYPE_LONG => self.put(at, v.j.to_be_bytes()),
+                    _ => self.put(at, v.d.to_bits().to_be_bytes()),
+                }
             }
         }
     }
@@ -773,15 +927,22 @@ fn prim_bytes(v: jvalue, ty: jvmtiPrimitiveType) -> ([u8; 8], usize) {
 
 #[inline]
 fn tag_here(st: &mut State, p: *mut jlong) -> jlong {
+    tag_fresh(st, p).0
+}
+
+/// The object's tag, tagging it if it has none: (tag, whether this walk tagged it).
+#[inline]
+fn tag_fresh(st: &mut State, p: *mut jlong) -> (jlong, bool) {
     if p.is_null() {
-        return 0;
+        return (0, false);
     }
     // SAFETY: JVMTI passes a valid tag slot for the duration of the callback.
     unsafe {
         if *p == 0 {
             *p = st.fresh_tag();
+            return (*p, true);
         }
-        *p
+        (*p, false)
     }
 }
 
@@ -798,8 +959,18 @@ unsafe extern "system" fn on_reference(
 ) -> jint {
     // SAFETY: `ud` is the State owned by `walk`, alive and used by this thread only.
     let st = unsafe { &mut *(ud as *mut State) };
-    let tag = tag_here(st, tag_ptr);
+    let (tag, fresh) = tag_fresh(st, tag_ptr);
     let referrer = (!referrer_tag_ptr.is_null()).then(|| tag_here(st, referrer_tag_ptr));
+    // What a requested OBJECT_ALLOC of this object will say (see `ids`): written for the
+    // objects this walk tags, at their first report, and for the objects allocation tracking
+    // tagged (defined), at every report. An object a walk tagged before keeps what that walk
+    // wrote (neither its class nor its size ever changes, and the entry goes with its slot);
+    // the few others tagged before (IDs the agent asked for) are described by their first
+    // request. Writing it for every reference was a store to a cold line per reference, a
+    // tenth of the shim's own time in the walk.
+    if fresh || tag & ids::DEFINED != 0 {
+        ids::note_in_walk(tag, class_tag, size);
+    }
     st.reference(kind, info, class_tag, referrer_class_tag, size, tag, referrer, length);
     if st.single { 0 } else { jvmti::JVMTI_VISIT_OBJECTS }
 }
@@ -882,12 +1053,10 @@ fn class_entry(jni: &jvm::Jni, k: jclass) -> Option<ClassEntry> {
         return None;
     }
     let layout = layout(jni, k, tag)?;
-    let is_instance = matches!(layout.kind, Kind::Instance { .. });
     Some(ClassEntry {
         tag,
         layout,
         class: jni.new_global_ref(k),
-        is_instance,
         sup: 0,
         loader: 0,
         signers: 0,
@@ -1031,7 +1200,10 @@ fn walk(st: &mut State, initial: jobject) -> Result<(), String> {
     }
     cb.array_primitive_value_callback = Some(on_array_values);
     // SAFETY: the callbacks above only touch tags and `st`, which outlives the synchronous walk.
-    unsafe { jvm::follow_references(initial, &cb, st as *mut State as *mut c_void) }.map_err(jvm::err_name)
+    let r = unsafe { jvm::follow_references(initial, &cb, st as *mut State as *mut c_void) };
+    // The walk described the objects it met (`ids::note_in_walk`).
+    ids::noting();
+    r.map_err(jvm::err_name)
 }
 
 /// The state of a heap dump (`single`: None), or of the OBJECT_DUMP of one object.
@@ -1041,6 +1213,8 @@ fn new_state(jni: &jvm::Jni, level: jint, single: Option<jobject>) -> Result<Sta
         Some(obj) => object_classes(jni, obj)?,
     };
     let single = single.is_some();
+    let mut classes = classes;
+    classes.prepare(level);
     Ok(State {
         level,
         single,
@@ -1052,6 +1226,7 @@ fn new_state(jni: &jvm::Jni, level: jint, single: Option<jobject>) -> Result<Sta
         lengths: HashMap::default(),
         cur: (0, usize::MAX),
         cur_class: usize::MAX,
+        cur_hot: Hot::default(),
         cur_prim: None,
         tags: ids::TagBlock::new(),
         threads: HashMap::default(),
