@@ -35,7 +35,8 @@
 //!   iteration in a second JVMTI environment, one listing), so a run of requests pays about one
 //!   heap iteration in all. When misses keep coming for objects allocation tracking tagged,
 //!   allocation starts indexing the objects it tags ([`bind`]), so that such agents stay O(1).
-//! * a heap walk also records, per slot, the object's class tag and size ([`note`]): what a
+//! * a heap walk also records, per slot, the object's class tag and size ([`note_in_walk`], for
+//!   the objects it tags and the defined ones; an object keeps it for its life): what a
 //!   requested OBJECT_ALLOC needs, without finding the object at all.
 //!
 //! Entries go when the slot is released. The index and the descriptions take 16 bytes per slot
@@ -99,7 +100,7 @@ struct IdsState {
     /// Misses since the last rebuild on slots a heap walk described, counted by [`object_of`]
     /// (reset by [`rebuild`]).
     described_misses: AtomicU64,
-    /// A heap walk has described objects since the last rebuild: set by [`note`], cleared by
+    /// A heap walk has described objects since the last rebuild: set by [`note`] and [`noting`], cleared by
     /// [`rebuild`].
     noted: AtomicBool,
     /// Allocation tracking indexes what it tags (agents that resolve tracked objects): set once
@@ -569,7 +570,7 @@ pub fn note(tag: jlong, class_tag: jlong, size: jlong) {
     noting();
 }
 
-/// [`note`] for a heap walk, which calls [`noting`] once before it instead of once per object.
+/// [`note`] for a heap walk, which calls [`noting`] once when it is done instead of once per object.
 #[inline]
 pub fn note_in_walk(tag: jlong, class_tag: jlong, size: jlong) {
     if class_tag <= 0 || (class_tag as u64) >> 3 >= 1 << 30 {
@@ -580,7 +581,7 @@ pub fn note_in_walk(tag: jlong, class_tag: jlong, size: jlong) {
     c.desc[i].store(v, Relaxed);
 }
 
-/// Says that objects have been (or are about to be) described by [`note_in_walk`].
+/// Says that a heap walk has described objects with [`note_in_walk`].
 pub fn noting() {
     STATE.noted.store(true, Relaxed);
 }

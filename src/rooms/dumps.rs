@@ -18,13 +18,16 @@
 //! records from `IterateThroughHeap` and only the references from `FollowReferences` costs
 //! both walks, and the reference walk alone costs nearly as much as the one walk with values.
 //! Nearly all of the walk's time is JVMTI's own (a tag-map lookup for referrer and referee of
-//! every reference); the callbacks look classes up through a direct-mapped cache, keep the
-//! class of the record being filled, and take tags from blocks reserved for the walk.
+//! every reference); the callbacks look classes up through a direct-mapped cache, read a small
+//! per-class entry (kind, sizes, field offsets at the dump's level) rather than the layout behind
+//! it, keep the class of the record being filled, and take tags from blocks reserved for the walk.
 //!
 //! IDs: an object's ID is its tag; objects first seen in the walk are tagged there (plain
 //! tags, no "defined" bit: they get no OBJECT_FREE unless the agent requests their
-//! OBJECT_ALLOC). The walk also records each object's class and size with `ids::note`, so that
-//! a requested OBJECT_ALLOC for any object of the dump is answered without finding the object. Classes and threads named in the dump are announced (CLASS_LOAD,
+//! OBJECT_ALLOC). The walk also records the class and size of each object it tags (and of each
+//! defined one) with `ids::note_in_walk`, so that a requested OBJECT_ALLOC for an object of the
+//! dump is answered without finding the object (an object tagged by an earlier walk keeps what
+//! that walk recorded). Classes and threads named in the dump are announced (CLASS_LOAD,
 //! THREAD_START, if enabled) before the event is sent; any other object ID in it can be
 //! resolved with `RequestEvent(JVMPI_EVENT_OBJECT_ALLOC)` while the object lives.
 //!
