@@ -204,6 +204,19 @@ fn take(n: usize, into: &mut Vec<u64>) {
     into.extend((first..first + n as u64).rev());
 }
 
+/// `n` new slots as a run (first, end), when [`take`] would hand out new ones (reuse has not
+/// begun); None when it would reuse given-back slots.
+fn take_run(n: usize) -> Option<(u64, u64)> {
+    if STATE.high.load(Relaxed) >= reuse_after() {
+        return None;
+    }
+    let first = STATE.high.fetch_add(n as u64, Relaxed);
+    if first + n as u64 > SMALL_SLOTS && !STATE.warned_large.swap(true, Relaxed) {
+        log::warn!("more than 2^27 object IDs in use at once: IDs from now on may exceed 2^31 (still unique)");
+    }
+    Some((first, first + n as u64))
+}
+
 fn give_back(slots: &[u64]) {
     if slots.is_empty() {
         return;
@@ -329,24 +342,40 @@ pub fn bind(jni: &jvm::Jni, obj: jobject, tag: jlong) -> bool {
 /// room's, and the allocation room's, which keeps its per-thread state in one place) or a heap
 /// walk's, which tags objects by the million inside a JVMTI callback ([`new`](TagBlock::new)).
 pub struct TagBlock {
+    /// Slots given back before and taken again (used from the end).
     slots: Vec<u64>,
+    /// New slots, lowest first: `run.0..run.1` (a run needs no memory to read per tag).
+    run: (u64, u64),
     refill: usize,
 }
 
 impl TagBlock {
     /// For a heap walk: [`BLOCK`] slots at a time.
     pub const fn new() -> TagBlock {
-        TagBlock { slots: Vec::new(), refill: BLOCK }
+        TagBlock { slots: Vec::new(), run: (0, 0), refill: BLOCK }
     }
     /// For one thread: [`BATCH`] slots at a time.
     pub const fn per_thread() -> TagBlock {
-        TagBlock { slots: Vec::new(), refill: BATCH }
+        TagBlock { slots: Vec::new(), run: (0, 0), refill: BATCH }
     }
     #[inline]
     fn next_slot(&mut self) -> u64 {
-        if self.slots.is_empty() {
-            take(self.refill, &mut self.slots);
+        if self.run.0 < self.run.1 {
+            self.run.0 += 1;
+            return self.run.0 - 1;
         }
+        if let Some(s) = self.slots.pop() {
+            return s;
+        }
+        self.refill()
+    }
+    #[cold]
+    fn refill(&mut self) -> u64 {
+        if let Some(r) = take_run(self.refill) {
+            self.run = (r.0 + 1, r.1);
+            return r.0;
+        }
+        take(self.refill, &mut self.slots);
         self.slots.pop().unwrap_or(0)
     }
     /// A fresh tag.
@@ -365,6 +394,7 @@ impl Default for TagBlock {
 impl Drop for TagBlock {
     fn drop(&mut self) {
         give_back(&self.slots);
+        give_back(&(self.run.0..self.run.1).collect::<Vec<u64>>());
     }
 }
 

@@ -447,8 +447,9 @@ struct State {
     cur: (jlong, usize),
     /// The index in `classes` of the class of the record being filled (usize::MAX: none).
     cur_class: usize,
-    /// The instance field offsets of that class, if it is an instance class (`classes.hot`'s).
-    cur_hot: Hot,
+    /// The instance field offsets of that class, if it is an instance class: its `Hot`'s
+    /// (start, len, total); len 0 for none.
+    cur_offs: (u32, u32, i32),
     /// A primitive array record whose length is written when its values come: (where its
     /// length is, element type).
     cur_prim: Option<(usize, u8)>,
@@ -579,7 +580,7 @@ impl State {
     fn begin(&mut self, obj: jlong, class_tag: jlong) {
         self.cur = (obj, usize::MAX);
         self.cur_class = usize::MAX;
-        self.cur_hot = Hot::default();
+        self.cur_offs.1 = 0;
         self.cur_prim = None;
         if class_tag == self.class_class {
             if !self.mirrors.is_empty() {
@@ -606,7 +607,7 @@ impl State {
                     return;
                 }
                 let n = hot.size;
-                self.cur_hot = hot;
+                self.cur_offs = (hot.start, hot.len, hot.total);
                 let mut head = [0u8; HEAD];
                 head[0] = GC_INSTANCE_DUMP;
                 head[1..1 + W].copy_from_slice(&(obj as usize).to_ne_bytes());
@@ -718,13 +719,13 @@ impl State {
     /// Where field `index` of the record being filled goes in its value area.
     #[inline]
     fn instance_slot(&self, index: jint) -> Option<u32> {
-        let h = &self.cur_hot;
+        let (start, len, total) = self.cur_offs;
         // Negative when `index` is past the class's fields: as u32, beyond `len`.
-        let rev = h.total.wrapping_sub(1).wrapping_sub(index) as u32;
-        if rev >= h.len {
+        let rev = total.wrapping_sub(1).wrapping_sub(index) as u32;
+        if rev >= len {
             return None;
         }
-        let off = *self.classes.offs.get((h.start + rev) as usize)?;
+        let off = *self.classes.offs.get((start + rev) as usize)?;
         (off != u32::MAX).then_some(off)
     }
 
@@ -1229,7 +1230,7 @@ fn new_state(jni: &jvm::Jni, level: jint, single: Option<jobject>) -> Result<Sta
         lengths: HashMap::default(),
         cur: (0, usize::MAX),
         cur_class: usize::MAX,
-        cur_hot: Hot::default(),
+        cur_offs: (0, 0, 0),
         cur_prim: None,
         tags: ids::TagBlock::new(),
         threads: HashMap::default(),
