@@ -788,4 +788,21 @@ mod tests {
         assert!(mark_requested(t) && take_requested(t) && !take_requested(t));
     }
 
+    /// A heap walk's block hands out new slots lowest first, one after the other, whether it
+    /// holds them as a run or (once reuse has begun) as a vector, and takes a new block when one
+    /// is used up.
+    #[test]
+    fn a_walk_block_hands_out_new_slots_in_order() {
+        let mut b = TagBlock::new();
+        let tags: Vec<jlong> = (0..BLOCK + 3).map(|_| b.next()).collect();
+        assert!(tags.iter().all(|&t| plausible(t) && t & DEFINED == 0));
+        for w in tags[..BLOCK].windows(2) {
+            assert_eq!(w[1], w[0] + (1 << SHIFT));
+        }
+        let mut sorted = tags.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), tags.len(), "a slot handed out twice");
+    }
+
 }
