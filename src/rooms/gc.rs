@@ -270,14 +270,24 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
             Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_millis(1)),
         }
     };
-    // The JVM posts the deaths it still owes (on this thread).
-    if let Err(e) = jvm::flush_object_frees() {
-        log::debug!("flushing ObjectFree at VM death: {}", jvm::err_name(e));
+    // The JVM posts the deaths it still owes (on this thread). Not if the event switch stays
+    // held (by a thread suspended inside a JVMTI call): VM death waits for it for a while only.
+    let switch_deadline = std::time::Instant::now() + SWITCH_WAIT;
+    match jvm::flush_object_frees(|| std::time::Instant::now() >= switch_deadline || patience.exhausted()) {
+        Ok(true) => {}
+        Ok(false) => log::info!(
+            "VM death: the JVMTI event switch is held by another thread (suspended in a JVMTI call?); deaths the JVM still owes are not flushed"
+        ),
+        Err(e) => log::debug!("flushing ObjectFree at VM death: {}", jvm::err_name(e)),
     }
     if !deaths::is_empty() {
         bracket(env, one);
     }
 }
+
+/// How long VM death waits for the JVMTI event switch: its holder makes one short JVMTI call
+/// under it, so a longer hold is a thread stopped in that call (see `jvm::flush_object_frees`).
+const SWITCH_WAIT: Duration = Duration::from_secs(2);
 
 /// The current thread leaves the JVM from inside an event handler (ProfilerExit): a bracket it
 /// is delivering will not be finished, and VM death must not wait for it.
