@@ -275,13 +275,15 @@ fn threads_suspended_at_shutdown_do_not_hold_up_the_exit() {
 /// shim's event switch held. VM death, which flushes the ObjectFree events the JVM owes under
 /// that switch, waited for it for ever before JVM_SHUT_DOWN, so the shim never resumed the
 /// thread; the exit now goes on without the flush and the shim resumes the thread after
-/// JVM_SHUT_DOWN.
+/// JVM_SHUT_DOWN. The agent's JVM_SHUT_DOWN handler disables an event meanwhile, which needs
+/// the same switch: it waits 2 s at most and the event is disabled for the agent.
 #[test]
 fn a_thread_suspended_inside_enable_event_does_not_hold_up_the_exit() {
     for_each_jdk(|jdk| {
         let r = stress(jdk, "sampler=2,hold-switch", &[], &["ms=500", "end=exit"]);
         exits_with(&r, 3);
         assert!(r.log.contains("HOLD calling EnableEvent state=2"), "the holder was not suspended first\n{}", brief(&r));
+        assert!(r.log.contains("HOLD disabled at shutdown r=0"), "DisableEvent in JVM_SHUT_DOWN\n{}", brief(&r));
     });
 }
 

@@ -47,7 +47,8 @@
  *   hold-switch      a CreateSystemThread thread, suspended by the sampler while it waits in
  *                    the agent's own code, then calls EnableEvent(MONITOR_CONTENDED_ENTER): it
  *                    stops inside that call, at its first entry into the VM, and the agent
- *                    never resumes it (the shim resumes it after JVM_SHUT_DOWN)
+ *                    never resumes it (the shim resumes it after JVM_SHUT_DOWN); the
+ *                    JVM_SHUT_DOWN handler disables OBJECT_ALLOC, as agents did
  *
  * At JVM_SHUT_DOWN it writes its summary holding the raw monitor of its GC handlers, as an agent
  * that dumps its data consistently does.
@@ -686,6 +687,12 @@ static void notify(JVMPI_Event *e) {
             st(&freeze, 1);
             for (waited = 0; ld(&freeze) == 1 && waited < 1000; waited++) sleep_us(1000);
             sleep_us(20 * 1000);
+        }
+        if (opt_hold) {
+            /* As agents did: events off at the end (the holder is still stopped inside its
+             * EnableEvent, under the switch this needs). */
+            jint r = jvmpi->DisableEvent(JVMPI_EVENT_OBJECT_ALLOC, NULL);
+            logf_("HOLD disabled at shutdown r=%d", (int)r);
         }
         /* Like a real agent writing its data out: under the lock its GC handlers hold. */
         if (!opt_notify_null) jvmpi->RawMonitorEnter(gc_lock);

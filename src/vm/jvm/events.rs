@@ -94,9 +94,31 @@ fn switch_or_give_up(mut give_up: impl FnMut() -> bool) -> Option<std::sync::Mut
     }
 }
 
+/// The JVM is going away ([`set_exiting`]): [`want`] and [`unwant`] wait for the event switch
+/// for 2 s only (see [`switch_or_give_up`]).
+static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// VM death has begun (or ProfilerExit is taking the JVM down).
+pub fn set_exiting() {
+    EXITING.store(true, Ordering::SeqCst);
+}
+
+/// The event switch for [`want`] and [`unwant`]: waited for, or once the JVM is exiting tried
+/// for 2 s (None: still held).
+fn switch() -> Option<std::sync::MutexGuard<'static, ()>> {
+    if !EXITING.load(Ordering::SeqCst) {
+        return Some(crate::lock(&STATE.event_switch));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    switch_or_give_up(|| std::time::Instant::now() >= deadline)
+}
+
 /// Asks for a JVMTI event; the JVM is told to send it when the first asker arrives.
 pub fn want(ev: jvmtiEvent) -> Result<()> {
-    let _g = crate::lock(&STATE.event_switch);
+    let Some(_g) = switch() else {
+        log::info!("JVMTI event {ev} not switched on: the event switch is held up as the JVM exits");
+        return Err(jvmtiError::WRONG_PHASE);
+    };
     let n = &STATE.wanted[ev as usize];
     if n.load(Ordering::Relaxed) == 0 {
         set_mode(ev, true)?;
@@ -107,7 +129,10 @@ pub fn want(ev: jvmtiEvent) -> Result<()> {
 
 /// Gives a JVMTI event back; the JVM stops sending it when the last asker leaves.
 pub fn unwant(ev: jvmtiEvent) {
-    let _g = crate::lock(&STATE.event_switch);
+    let Some(_g) = switch() else {
+        log::info!("JVMTI event {ev} left on: the event switch is held up as the JVM exits");
+        return;
+    };
     let n = &STATE.wanted[ev as usize];
     if n.load(Ordering::Relaxed) == 0 {
         return;
@@ -127,6 +152,7 @@ pub fn unwant(ev: jvmtiEvent) {
 /// The switch is tried for 2 s at most (see [`switch_or_give_up`]): past that the events stay
 /// on, and the GC room, which the caller stops next, starts no bracket anyway.
 pub fn silence_for_exit() {
+    set_exiting();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
     let Some(_g) = switch_or_give_up(|| std::time::Instant::now() >= deadline) else {
         log::info!("ProfilerExit: the JVMTI event switch is held by another thread (suspended in a JVMTI call?); collection events left on");
