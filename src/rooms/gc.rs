@@ -239,8 +239,8 @@ pub fn start(env: *mut JNIEnv) -> Result<(), String> {
 
 /// At VM death, before the gate closes: deaths the JVM has not reported yet (JDK 16+ posts them
 /// late) are reported in a last bracket, so every tracked object that died gets its
-/// OBJECT_FREE and every unloaded class its CLASS_UNLOAD. On JDK 20+ the flush that makes the
-/// JVM post them waits until the Service Thread is not posting (see the body).
+/// OBJECT_FREE and every unloaded class its CLASS_UNLOAD. On JDK 20+ there is no flush (it can
+/// hang HotSpot, see the body): the deaths the Service Thread posts until it is quiet.
 ///
 /// A bracket under way is waited for with VM death's `patience` (while it delivers events). There is no last bracket when the JVM
 /// is ending from inside one (ProfilerExit or System.exit in a GC_START..GC_FINISH handler, on
@@ -272,26 +272,23 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
         }
     };
     if jvm::jdk_feature().is_some_and(|f| f >= FLUSH_WAITS_FROM_JDK) {
-        // JDK 20+: a flush that finds the Service Thread posting deaths waits for it inside the
-        // VM without a safepoint check; a safepoint requested meanwhile (a collection the
-        // program's threads cause: they go on running during VM death) then waits for this
-        // thread, and the Service Thread, back from the shim's ObjectFree callback, waits for
-        // that safepoint — the JVM hangs (JDK 25, 1 exit in 150 with the agent's sampler
-        // suspending threads without pause; the HotSpot wait of docs/reliability.md's Runtime.halt hang). So
-        // the flush comes once the Service Thread is done: no death for a while and no
-        // collection meanwhile (1 s at most; then it comes anyway).
-        let deadline = std::time::Instant::now() + Duration::from_secs(1);
-        loop {
-            let collections = STATE.finished.load(SeqCst);
-            let quiet = deaths::wait_until_quiet(DEATHS_QUIET, deadline.saturating_duration_since(std::time::Instant::now()));
-            if quiet && STATE.finished.load(SeqCst) == collections {
-                break;
-            }
-            if std::time::Instant::now() >= deadline {
-                log::info!("VM death: collections and deaths kept coming for 1 s; the JVM's deaths owed are flushed now");
-                break;
-            }
+        // JDK 20+: no flush. A flush that finds the Service Thread posting deaths waits for it
+        // inside the VM without a safepoint check; a safepoint requested meanwhile (a
+        // collection the program's threads cause: they go on running during VM death) then
+        // waits for this thread, and the Service Thread, back from the shim's ObjectFree
+        // callback, waits for that safepoint — the JVM hangs (JDK 25: 1 exit in 150 with the
+        // agent's sampler never sleeping; HotSpot's wait of docs/reliability.md's Runtime.halt
+        // hang). Waiting for quiet first did not avoid it under load. The Service Thread posts
+        // the deaths of each collection soon after it, on its own: what it posts until no
+        // death has come for a while (1 s at most) goes in the last bracket; deaths it has not
+        // posted by then are not reported.
+        if !deaths::wait_until_quiet(DEATHS_QUIET, Duration::from_secs(1)) {
+            log::info!("VM death: deaths kept coming for 1 s; the last bracket reports those received so far");
         }
+        if !deaths::is_empty() {
+            bracket(env, one);
+        }
+        return;
     }
     // The JVM posts the deaths it still owes (on this thread). Not if the event switch stays
     // held (by a thread suspended inside a JVMTI call): VM death waits for it for a while only.
@@ -309,12 +306,13 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
 }
 
 /// From this JDK on, JVMTI's flush of the ObjectFree events owed waits for the Service Thread
-/// posting them without a safepoint check (`JvmtiTagMap::flush_object_free_events`).
+/// posting them without a safepoint check (`JvmtiTagMap::flush_object_free_events`): the last
+/// bracket does not flush.
 const FLUSH_WAITS_FROM_JDK: u32 = 20;
 
-/// How long without a death (and without a collection) VM death takes for "the Service Thread
-/// has posted what it owed" (JDK 20+).
-const DEATHS_QUIET: Duration = Duration::from_millis(30);
+/// How long without a death VM death takes for "the Service Thread has posted what it owed"
+/// (JDK 20+).
+const DEATHS_QUIET: Duration = Duration::from_millis(50);
 
 /// How long VM death waits for the JVMTI event switch: its holder makes one short JVMTI call
 /// under it, so a longer hold is a thread stopped in that call (see `jvm::flush_object_frees`).
