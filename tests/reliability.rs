@@ -6,7 +6,8 @@
 //!
 //! * a stress run keeps every JVMPI promise the agent checks;
 //! * threads suspended around their THREAD_END are resumed and the JVM exits, and so are threads
-//!   an agent suspends during JVM_SHUT_DOWN and resumes only after it;
+//!   an agent suspends during JVM_SHUT_DOWN and resumes only after it, and a thread suspended
+//!   inside EnableEvent (in the JVMTI call the shim makes under its event switch) and never resumed;
 //! * shutdown races end the JVM with the right code and JVM_SHUT_DOWN last: System.exit,
 //!   Runtime.halt, ProfilerExit from an allocation event, from GC_START, from JVM_SHUT_DOWN, from
 //!   another thread (attached or not) while a GC bracket is open, and from GC_START while the
@@ -69,7 +70,7 @@ fn brief(r: &Run) -> String {
         .log_lines
         .iter()
         .map(String::as_str)
-        .filter(|l| ["VIOLATION", "SUMMARY", "EXIT", "SHUT_DOWN", "ATEXIT", "SAMPLER", "INIT_DONE", "ONLOAD", "ENABLE"]
+        .filter(|l| ["VIOLATION", "SUMMARY", "EXIT", "SHUT_DOWN", "ATEXIT", "SAMPLER", "INIT_DONE", "ONLOAD", "ENABLE", "HOLD"]
             .iter()
             .any(|p| l.starts_with(p)))
         .take(60)
@@ -265,6 +266,24 @@ fn threads_suspended_at_shutdown_do_not_hold_up_the_exit() {
             // with the program's code, in time.
             assert!(r.elapsed < std::time::Duration::from_secs(30), "{}", brief(&r));
         }
+    });
+}
+
+/// A thread the agent suspends while it runs the agent's own code, and never resumes, then
+/// calls EnableEvent: it stops inside the JVMTI call the shim makes to switch the event on (on
+/// JDK 17+ a suspended thread runs native code until its next entry into the VM), with the
+/// shim's event switch held. VM death, which flushes the ObjectFree events the JVM owes under
+/// that switch, waited for it for ever before JVM_SHUT_DOWN, so the shim never resumed the
+/// thread; the exit now goes on without the flush and the shim resumes the thread after
+/// JVM_SHUT_DOWN. The agent's JVM_SHUT_DOWN handler disables an event meanwhile, which needs
+/// the same switch: it waits 2 s at most and the event is disabled for the agent.
+#[test]
+fn a_thread_suspended_inside_enable_event_does_not_hold_up_the_exit() {
+    for_each_jdk(|jdk| {
+        let r = stress(jdk, "sampler=2,hold-switch", &[], &["ms=500", "end=exit"]);
+        exits_with(&r, 3);
+        assert!(r.log.contains("HOLD calling EnableEvent state=2"), "the holder was not suspended first\n{}", brief(&r));
+        assert!(r.log.contains("HOLD disabled at shutdown r=0"), "DisableEvent in JVM_SHUT_DOWN\n{}", brief(&r));
     });
 }
 

@@ -238,9 +238,12 @@ impl Described {
     /// The class's description: the one already built, or a new one.
     fn of(env: *mut JNIEnv, k: jclass, tag: jlong, sig: &str) -> Result<Arc<Described>, String> {
         let jni = jvm::Jni::of(env);
-        if let Some(d) = STATE.described.get(&tag).map(|d| d.clone()) {
+        // Every JNI call here is made with no guard of the table held (IsSameObject enters the
+        // VM, where an agent's SuspendThread stops the thread: the shard would stay locked).
+        let seen = STATE.described.get(&tag).map(|d| d.clone());
+        if let Some(d) = &seen {
             if d.class != 0 && jni.is_same(d.class as jobject, k) {
-                return Ok(d);
+                return Ok(d.clone());
             }
         }
         let d = Arc::new(Described::read(&jni, k, sig)?);
@@ -248,14 +251,16 @@ impl Described {
         ids::mark_class(tag);
         let kept = match STATE.described.entry(tag) {
             dashmap::mapref::entry::Entry::Occupied(mut o) => {
-                if o.get().class != 0 && jni.is_same(o.get().class as jobject, k) {
-                    // Another thread described it meanwhile: one description per class.
-                    stale = Some(d);
-                    o.get().clone()
-                } else {
-                    // A description left by a class that died unreported, whose tag this one has.
+                if seen.as_ref().is_some_and(|s| Arc::ptr_eq(s, o.get())) || o.get().class == 0 {
+                    // The description seen above, of another class (one that died unreported,
+                    // whose tag this one has): replaced.
                     stale = Some(o.insert(d.clone()));
                     d
+                } else {
+                    // Another thread described it meanwhile (a tag names one live object, so
+                    // its description is of this class): one description per class.
+                    stale = Some(d);
+                    o.get().clone()
                 }
             }
             dashmap::mapref::entry::Entry::Vacant(v) => v.insert(d).clone(),

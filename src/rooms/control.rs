@@ -36,6 +36,26 @@ struct ControlState {
 
 static STATE: ControlState = ControlState { switch: Mutex::new(()), explained: AtomicU64::new(0) };
 
+/// The switch, for EnableEvent and DisableEvent. Its holder makes JVMTI calls under it (the
+/// JVMTI events wanted), where an agent's SuspendThread may stop it until the agent resumes it;
+/// once VM death has begun (an agent's JVM_SHUT_DOWN handler disabling its events) it is tried
+/// for 2 s only, as the thread stopped there may be resumed only after JVM_SHUT_DOWN. None
+/// when it stays held.
+fn switch_lock() -> Option<std::sync::MutexGuard<'static, ()>> {
+    if !events::shutting_down() {
+        return Some(crate::lock(&STATE.switch));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        match STATE.switch.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if std::time::Instant::now() >= deadline => return None,
+            Err(std::sync::TryLockError::WouldBlock) => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    }
+}
+
 /// Logs `why` for `event` at info level, the first time only.
 fn explain_once(what: &str, event: jint, answer: &str, why: &str) {
     let bit = if (0..64).contains(&event) { 1u64 << event } else { 0 };
@@ -71,7 +91,13 @@ fn enable_inner(a: usize, event: jint, _arg: *mut c_void) -> jint {
         }
         Support::Emulated(needs) => {
             {
-                let _g = crate::lock(&STATE.switch);
+                let Some(_g) = switch_lock() else {
+                    log::info!(
+                        "EnableEvent({}) during VM death: another EnableEvent/DisableEvent is held up (a thread suspended in it?); JVMPI_FAIL",
+                        event_table::name(event)
+                    );
+                    return JVMPI_FAIL;
+                };
                 if events::enabled_for(a, event) {
                     return JVMPI_SUCCESS;
                 }
@@ -120,7 +146,15 @@ pub fn disable(a: usize, event: jint, _arg: *mut c_void) -> jint {
             JVMPI_SUCCESS
         }
         Support::Emulated(needs) => {
-            let _g = crate::lock(&STATE.switch);
+            let Some(_g) = switch_lock() else {
+                // VM death: no more events reach the agent anyway; what JVMTI sends stays on.
+                log::info!(
+                    "DisableEvent({}) during VM death: another EnableEvent/DisableEvent is held up (a thread suspended in it?); disabled for the agent only",
+                    event_table::name(event)
+                );
+                events::set_enabled(a, event, false);
+                return JVMPI_SUCCESS;
+            };
             if events::enabled_for(a, event) {
                 events::set_enabled(a, event, false);
                 if !events::enabled(event) {

@@ -109,13 +109,39 @@ struct DeathsState {
     /// The most bytes the waiting deaths ever took (sampled every 4096 deaths), raised by
     /// [`on_object_free`], read by [`queue_peak`].
     peak_bytes: AtomicUsize,
+    /// Deaths received so far (counted by [`on_object_free`], under the queue's lock), for
+    /// [`wait_until_quiet`].
+    received: AtomicUsize,
 }
 
 static STATE: DeathsState = DeathsState {
     dead_tags: Mutex::new(DeadQueue::new()),
     peak_queued: AtomicUsize::new(0),
     peak_bytes: AtomicUsize::new(0),
+    received: AtomicUsize::new(0),
 };
+
+/// Waits until no death has come in for `quiet` (checked every 10 ms), `most` at most: the JVM
+/// posting deaths it owes (the Service Thread, after a collection, on JDK 16+) has done so.
+/// Returns whether it got quiet.
+pub fn wait_until_quiet(quiet: std::time::Duration, most: std::time::Duration) -> bool {
+    let step = std::time::Duration::from_millis(10);
+    let start = std::time::Instant::now();
+    let mut seen = STATE.received.load(Relaxed);
+    let mut since = std::time::Instant::now();
+    while since.elapsed() < quiet {
+        if start.elapsed() >= most {
+            return false;
+        }
+        std::thread::sleep(step);
+        let now = STATE.received.load(Relaxed);
+        if now != seen {
+            seen = now;
+            since = std::time::Instant::now();
+        }
+    }
+    true
+}
 
 /// (most deaths ever queued, their bytes) — the report's memory figure.
 pub fn queue_peak() -> (usize, usize) {
@@ -126,6 +152,7 @@ pub fn queue_peak() -> (usize, usize) {
 pub fn on_object_free(tag: jlong) {
     let mut q = crate::lock(&STATE.dead_tags);
     q.push(tag);
+    STATE.received.store(STATE.received.load(Relaxed).wrapping_add(1), Relaxed);
     if q.len() & 0xFFF == 0 && q.bytes() > STATE.peak_bytes.load(Relaxed) {
         STATE.peak_bytes.store(q.bytes(), Relaxed);
     }

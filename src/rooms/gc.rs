@@ -239,7 +239,8 @@ pub fn start(env: *mut JNIEnv) -> Result<(), String> {
 
 /// At VM death, before the gate closes: deaths the JVM has not reported yet (JDK 16+ posts them
 /// late) are reported in a last bracket, so every tracked object that died gets its
-/// OBJECT_FREE and every unloaded class its CLASS_UNLOAD.
+/// OBJECT_FREE and every unloaded class its CLASS_UNLOAD. On JDK 20+ there is no flush (it can
+/// hang HotSpot, see the body): the deaths the Service Thread posts until it is quiet.
 ///
 /// A bracket under way is waited for with VM death's `patience` (while it delivers events). There is no last bracket when the JVM
 /// is ending from inside one (ProfilerExit or System.exit in a GC_START..GC_FINISH handler, on
@@ -270,14 +271,52 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
             Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_millis(1)),
         }
     };
-    // The JVM posts the deaths it still owes (on this thread).
-    if let Err(e) = jvm::flush_object_frees() {
-        log::debug!("flushing ObjectFree at VM death: {}", jvm::err_name(e));
+    if jvm::jdk_feature().is_some_and(|f| f >= FLUSH_WAITS_FROM_JDK) {
+        // JDK 20+: no flush. A flush that finds the Service Thread posting deaths waits for it
+        // inside the VM without a safepoint check; a safepoint requested meanwhile (a
+        // collection the program's threads cause: they go on running during VM death) then
+        // waits for this thread, and the Service Thread, back from the shim's ObjectFree
+        // callback, waits for that safepoint — the JVM hangs (JDK 25: 1 exit in 150 with the
+        // agent's sampler never sleeping; HotSpot's wait of docs/reliability.md's Runtime.halt
+        // hang). Waiting for quiet first did not avoid it under load. The Service Thread posts
+        // the deaths of each collection soon after it, on its own: what it posts until no
+        // death has come for a while (1 s at most) goes in the last bracket; deaths it has not
+        // posted by then are not reported.
+        if !deaths::wait_until_quiet(DEATHS_QUIET, Duration::from_secs(1)) {
+            log::info!("VM death: deaths kept coming for 1 s; the last bracket reports those received so far");
+        }
+        if !deaths::is_empty() {
+            bracket(env, one);
+        }
+        return;
+    }
+    // The JVM posts the deaths it still owes (on this thread). Not if the event switch stays
+    // held (by a thread suspended inside a JVMTI call): VM death waits for it for a while only.
+    let switch_deadline = std::time::Instant::now() + SWITCH_WAIT;
+    match jvm::flush_object_frees(|| std::time::Instant::now() >= switch_deadline || patience.exhausted()) {
+        Ok(true) => {}
+        Ok(false) => log::info!(
+            "VM death: the JVMTI event switch is held by another thread (suspended in a JVMTI call?); deaths the JVM still owes are not flushed"
+        ),
+        Err(e) => log::debug!("flushing ObjectFree at VM death: {}", jvm::err_name(e)),
     }
     if !deaths::is_empty() {
         bracket(env, one);
     }
 }
+
+/// From this JDK on, JVMTI's flush of the ObjectFree events owed waits for the Service Thread
+/// posting them without a safepoint check (`JvmtiTagMap::flush_object_free_events`): the last
+/// bracket does not flush.
+const FLUSH_WAITS_FROM_JDK: u32 = 20;
+
+/// How long without a death VM death takes for "the Service Thread has posted what it owed"
+/// (JDK 20+).
+const DEATHS_QUIET: Duration = Duration::from_millis(50);
+
+/// How long VM death waits for the JVMTI event switch: its holder makes one short JVMTI call
+/// under it, so a longer hold is a thread stopped in that call (see `jvm::flush_object_frees`).
+const SWITCH_WAIT: Duration = Duration::from_secs(2);
 
 /// The current thread leaves the JVM from inside an event handler (ProfilerExit): a bracket it
 /// is delivering will not be finished, and VM death must not wait for it.

@@ -141,6 +141,9 @@ pub fn vm_death(env: *mut JNIEnv) {
         return;
     }
     let mut patience = events::Patience::new();
+    // From now on the shim's waits for its JVMTI event switch are bounded (a thread an agent
+    // suspended inside a JVMTI call made under it may be resumed only after JVM_SHUT_DOWN).
+    jvm::set_exiting();
     // The dying thread has had its THREAD_END already (JDK 11+ posts ThreadEnd first); it sends
     // what follows (classes owed, the last bracket, JVM_SHUT_DOWN), so it is announced again
     // while the gate is open, and the agent finds its thread and thread-local storage.

@@ -21,8 +21,8 @@ use crate::jvm;
 use crate::idhash::IdMap;
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
 use jvmti_bindings::sys::jvmti::{self, jvmtiError};
-use std::sync::atomic::{AtomicU32, Ordering::Acquire, Ordering::Release};
-use std::sync::{Arc, LazyLock, Once};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Acquire, Ordering::Release, Ordering::SeqCst};
+use std::sync::{Arc, LazyLock};
 
 /// A method's line table, sorted by bytecode index; `None` for native methods.
 pub type Table = Option<Arc<[(jlong, jint)]>>;
@@ -39,8 +39,11 @@ struct LinesState {
     /// taken out by [`invalidate`].
     chains: LazyLock<IdMap<usize, Chain>>,
     /// Redefinitions are seen through the shim's class-file hook, switched on with the cache
-    /// (by the first [`table`] or [`chain`] to miss).
-    watch: Once,
+    /// (by the first [`table`] or [`chain`] to miss). A flag, not a `Once`: the thread that
+    /// switches the hook on makes a JVMTI call, where it may be stopped by an agent's
+    /// SuspendThread, and no other thread may wait for it there (the agent's sampler, taking
+    /// that very thread's trace, would never resume it).
+    watch: AtomicBool,
     /// Counts invalidations, advanced by [`invalidate`]: a table a caller keeps (see [`table`])
     /// is current while this has not changed since it was taken.
     generation: AtomicU32,
@@ -49,7 +52,7 @@ struct LinesState {
 static STATE: LinesState = LinesState {
     cache: LazyLock::new(IdMap::default),
     chains: LazyLock::new(IdMap::default),
-    watch: Once::new(),
+    watch: AtomicBool::new(false),
     generation: AtomicU32::new(0),
 };
 
@@ -58,16 +61,23 @@ pub fn generation() -> u32 {
     STATE.generation.load(Acquire)
 }
 
+/// Switches the shim's class-file hook on for the cache, once: the first caller does it, the
+/// others go on without waiting (a table read meanwhile is as current as one read before).
+fn watch_redefinitions() {
+    if STATE.watch.load(Acquire) || STATE.watch.swap(true, SeqCst) {
+        return;
+    }
+    if let Err(e) = jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK) {
+        log::info!("class redefinitions will not refresh cached line tables: {}", jvm::err_name(e));
+    }
+}
+
 /// A method's line table, read once and kept (callers may keep it too, see [`generation`]).
 pub fn table(m: jmethodID) -> Table {
     if let Some(t) = STATE.cache.get(&(m as usize)) {
         return t.clone();
     }
-    STATE.watch.call_once(|| {
-        if let Err(e) = jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK) {
-            log::info!("class redefinitions will not refresh cached line tables: {}", jvm::err_name(e));
-        }
-    });
+    watch_redefinitions();
     let t: Table = match jvm::line_table(m) {
         Ok(mut v) => {
             v.sort_unstable();
@@ -117,11 +127,7 @@ fn chain(m: jmethodID) -> Chain {
     if let Some(c) = STATE.chains.get(&(m as usize)) {
         return c.clone();
     }
-    STATE.watch.call_once(|| {
-        if let Err(e) = jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK) {
-            log::info!("class redefinitions will not refresh cached line tables: {}", jvm::err_name(e));
-        }
-    });
+    watch_redefinitions();
     let c: Chain = match jvm::method_name(m) {
         Ok((name, _)) if name == "<init>" => {
             let calls = jvm::bytecodes(m).map_err(jvm::err_name).and_then(|code| {

@@ -295,16 +295,26 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
     }
     // A JVMPI call racing this end may still hold the reference: delete it a while later, and
     // never while a resumption is owed.
+    // The references are deleted after the graveyard's lock is dropped: DeleteGlobalRef enters
+    // the VM, where this thread stops if it is suspended (by a suspension that was under way
+    // as it ended, until the resumer gets to it), and `register` takes that lock too.
+    let old: Vec<Arc<ThreadRec>> = {
+        let mut grave = crate::lock(&STATE.graveyard);
+        let mut old = Vec::new();
+        grave.retain(|(when, r)| {
+            let gone = now.duration_since(*when) > Duration::from_secs(2) && !r.suspension().by_jvmpi;
+            if gone {
+                old.push(r.clone());
+            }
+            !gone
+        });
+        grave.push((now, rec));
+        old
+    };
     let jni = jvm::Jni::of(env);
-    let mut grave = crate::lock(&STATE.graveyard);
-    grave.retain(|(when, r)| {
-        let old = now.duration_since(*when) > Duration::from_secs(2) && !r.suspension().by_jvmpi;
-        if old {
-            jni.delete_global_ref(r.jthread());
-        }
-        !old
-    });
-    grave.push((now, rec));
+    for r in old {
+        jni.delete_global_ref(r.jthread());
+    }
     STATE.ended.retain(|_, (when, _)| now.duration_since(*when) < Duration::from_secs(10));
 }
 
@@ -693,13 +703,20 @@ fn ensure_announced(env: *mut JNIEnv, even_after_end: bool) -> bool {
 // ---- threads that were there before the shim -------------------------------------------------
 
 fn env_offset(jni: &jvm::Jni) -> Option<jlong> {
-    *STATE.env_offset.get_or_init(|| {
+    if let Some(off) = STATE.env_offset.get() {
+        return *off;
+    }
+    // Measured outside the cell (not in `get_or_init`): the calls enter the VM, where an agent
+    // may suspend this thread, and no other thread may wait for it there. Every thread that
+    // measures finds the same offset; the first one kept is the answer.
+    let measured = (|| {
         let me = jvm::current_thread().ok()?;
         let eetop = jni.thread_eetop(me)?;
         jni.delete_local_ref(me);
         let off = jni.raw() as jlong - eetop;
         (eetop != 0 && (0..65536).contains(&off)).then_some(off)
-    })
+    })();
+    *STATE.env_offset.get_or_init(|| measured)
 }
 
 /// The JNIEnv of a running thread the shim has not seen start.

@@ -43,6 +43,12 @@
  *   freeze-at-exit   the JVM_SHUT_DOWN handler has the sampler suspend every thread it knows
  *                    (the exiting one too, while it runs the handler) and resume them 300 ms
  *                    later, after JVM_SHUT_DOWN
+ *   hot              the sampler never sleeps between rounds (suspensions as often as it can)
+ *   hold-switch      a CreateSystemThread thread, suspended by the sampler while it waits in
+ *                    the agent's own code, then calls EnableEvent(MONITOR_CONTENDED_ENTER): it
+ *                    stops inside that call, at its first entry into the VM, and the agent
+ *                    never resumes it (the shim resumes it after JVM_SHUT_DOWN); the
+ *                    JVM_SHUT_DOWN handler disables OBJECT_ALLOC, as agents did
  *
  * At JVM_SHUT_DOWN it writes its summary holding the raw monitor of its GC handlers, as an agent
  * that dumps its data consistently does.
@@ -70,8 +76,10 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t tab = PTHREAD_MUTEX_INITIALIZER;
 
 static int opt_sampler_ms = 2, opt_traces = 8, opt_alloc = 1, opt_bracket_ms, opt_slow_end_us;
-static int opt_reenter, opt_abuse, opt_notify_null, opt_freeze;
+static int opt_reenter, opt_abuse, opt_notify_null, opt_freeze, opt_hot, opt_hold;
 static long freeze;
+/* hold-switch: the holder thread's env and state (0 not started, 1 waiting, 2 suspended). */
+static long holder_env, holder_state;
 static char exit_where[16];
 static long exit_n;
 static int exit_code;
@@ -373,9 +381,11 @@ static void trigger_exiter(void) {
 static int live_envs(JNIEnv **list, int max, JNIEnv *except) {
     size_t i;
     int n = 0;
+    JNIEnv *held = (JNIEnv *)ld(&holder_env);
     pthread_mutex_lock(&tab);
     for (i = 0; i < threads.cap && n < max; i++)
-        if (threads.k[i] && threads.v[i] == T_LIVE && (JNIEnv *)threads.k[i] != except) list[n++] = (JNIEnv *)threads.k[i];
+        if (threads.k[i] && threads.v[i] == T_LIVE && (JNIEnv *)threads.k[i] != except && (JNIEnv *)threads.k[i] != held)
+            list[n++] = (JNIEnv *)threads.k[i];
     pthread_mutex_unlock(&tab);
     return n;
 }
@@ -393,6 +403,13 @@ static void sampler(void *arg) {
     logf_("SAMPLER started env=%p", (void *)self);
     while (!ld(&shut_down) || ld(&freeze) == 1) {
         round++;
+        if (opt_hold && ld(&holder_state) == 1) {
+            /* The holder waits in the agent's code (native): suspended at once, it stops at its
+             * next entry into the VM, inside the EnableEvent it calls next. Never resumed here. */
+            jvmpi->SuspendThread((JNIEnv *)ld(&holder_env));
+            st(&holder_state, 2);
+            logf_("HOLD suspended env=%p", (void *)ld(&holder_env));
+        }
         if (ld(&freeze) == 1) {
             /* Every thread the agent knows, the one running JVM_SHUT_DOWN included. */
             pthread_mutex_lock(&tab);
@@ -433,9 +450,23 @@ static void sampler(void *arg) {
                 }
             }
         }
-        if (opt_sampler_ms) sleep_us(opt_sampler_ms * 1000L);
+        if (opt_sampler_ms && !opt_hot) sleep_us(opt_sampler_ms * 1000L);
     }
     logf_("SAMPLER stopped rounds=%ld", round);
+}
+
+/* hold-switch: waits, in the agent's code, until the sampler has suspended it, then enables an
+ * event (the shim switches a JVMTI event on, under its event switch). */
+static void holder(void *arg) {
+    JNIEnv *self = NULL;
+    int waited;
+    (*the_vm)->GetEnv(the_vm, (void **)&self, JNI_VERSION_1_2);
+    st(&holder_env, (long)self);
+    st(&holder_state, 1);
+    for (waited = 0; ld(&holder_state) != 2 && waited < 20000; waited++) sleep_us(100);
+    logf_("HOLD calling EnableEvent state=%ld", ld(&holder_state));
+    jvmpi->EnableEvent(JVMPI_EVENT_MONITOR_CONTENDED_ENTER, NULL);
+    logf_("HOLD returned");
 }
 
 /* ---- abuse: calls from a pthread the JVM does not know, at any time ---------------------------- */
@@ -641,6 +672,7 @@ static void notify(JVMPI_Event *e) {
             logf_("SAMPLER not started");
         if (strcmp(exit_where, "thread") == 0)
             jvmpi->CreateSystemThread("stress-exiter", JVMPI_NORMAL_PRIORITY, exiter_system_thread);
+        if (opt_hold) jvmpi->CreateSystemThread("stress-holder", JVMPI_NORMAL_PRIORITY, holder);
         if (strcmp(exit_where, "pthread") == 0) {
             pthread_t p;
             pthread_create(&p, NULL, exiter_pthread, NULL);
@@ -655,6 +687,12 @@ static void notify(JVMPI_Event *e) {
             st(&freeze, 1);
             for (waited = 0; ld(&freeze) == 1 && waited < 1000; waited++) sleep_us(1000);
             sleep_us(20 * 1000);
+        }
+        if (opt_hold) {
+            /* As agents did: events off at the end (the holder is still stopped inside its
+             * EnableEvent, under the switch this needs). */
+            jint r = jvmpi->DisableEvent(JVMPI_EVENT_OBJECT_ALLOC, NULL);
+            logf_("HOLD disabled at shutdown r=%d", (int)r);
         }
         /* Like a real agent writing its data out: under the lock its GC handlers hold. */
         if (!opt_notify_null) jvmpi->RawMonitorEnter(gc_lock);
@@ -889,6 +927,8 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
     opt_abuse = opt(options, "abuse", buf, sizeof buf) != NULL;
     opt_notify_null = opt(options, "notify-null", buf, sizeof buf) != NULL;
     opt_freeze = opt(options, "freeze-at-exit", buf, sizeof buf) != NULL;
+    opt_hot = opt(options, "hot", buf, sizeof buf) != NULL;
+    opt_hold = opt(options, "hold-switch", buf, sizeof buf) != NULL;
     if (opt(options, "exit", buf, sizeof buf)) {
         char *c1 = strchr(buf, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
         if (!c2) return JNI_ERR;

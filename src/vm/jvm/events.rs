@@ -66,17 +66,59 @@ fn set_mode(ev: jvmtiEvent, on: bool) -> Result<()> {
 /// heap functions flush the same way before they walk). One pass over the tag map's entries,
 /// where a heap walk costs a tag-map lookup per object (seconds on JDK 25 at a million tagged
 /// objects). Does nothing when nothing asked for ObjectFree.
-pub fn flush_object_frees() -> Result<()> {
-    let _g = crate::lock(&STATE.event_switch);
+///
+/// For VM death: the event switch may be held by a thread an agent has suspended inside its
+/// JVMTI call (see [`switch_or_give_up`]); when `give_up` says so first, nothing is flushed and
+/// `Ok(false)` says it.
+pub fn flush_object_frees(give_up: impl FnMut() -> bool) -> Result<bool> {
+    let Some(_g) = switch_or_give_up(give_up) else { return Ok(false) };
     if STATE.wanted[jvmti::JVMTI_EVENT_OBJECT_FREE as usize].load(Ordering::Relaxed) == 0 {
-        return Ok(());
+        return Ok(true);
     }
-    set_mode(jvmti::JVMTI_EVENT_OBJECT_FREE, true)
+    set_mode(jvmti::JVMTI_EVENT_OBJECT_FREE, true).map(|()| true)
+}
+
+/// The event switch, for the exit paths, which must not wait for ever: its holder makes a JVMTI
+/// call under it (the count and the JVM's notification mode change together), and on JDK 17+
+/// an agent's SuspendThread stops a thread running native code at its next entry into the VM,
+/// that call included — a thread enabling an event can sit there, switch held, until the agent
+/// resumes it, which an agent may do only after JVM_SHUT_DOWN. Tried until `give_up` says so.
+fn switch_or_give_up(mut give_up: impl FnMut() -> bool) -> Option<std::sync::MutexGuard<'static, ()>> {
+    loop {
+        match STATE.event_switch.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if give_up() => return None,
+            Err(std::sync::TryLockError::WouldBlock) => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    }
+}
+
+/// The JVM is going away ([`set_exiting`]): [`want`] and [`unwant`] wait for the event switch
+/// for 2 s only (see [`switch_or_give_up`]).
+static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// VM death has begun (or ProfilerExit is taking the JVM down).
+pub fn set_exiting() {
+    EXITING.store(true, Ordering::SeqCst);
+}
+
+/// The event switch for [`want`] and [`unwant`]: waited for, or once the JVM is exiting tried
+/// for 2 s (None: still held).
+fn switch() -> Option<std::sync::MutexGuard<'static, ()>> {
+    if !EXITING.load(Ordering::SeqCst) {
+        return Some(crate::lock(&STATE.event_switch));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    switch_or_give_up(|| std::time::Instant::now() >= deadline)
 }
 
 /// Asks for a JVMTI event; the JVM is told to send it when the first asker arrives.
 pub fn want(ev: jvmtiEvent) -> Result<()> {
-    let _g = crate::lock(&STATE.event_switch);
+    let Some(_g) = switch() else {
+        log::info!("JVMTI event {ev} not switched on: the event switch is held up as the JVM exits");
+        return Err(jvmtiError::WRONG_PHASE);
+    };
     let n = &STATE.wanted[ev as usize];
     if n.load(Ordering::Relaxed) == 0 {
         set_mode(ev, true)?;
@@ -87,7 +129,10 @@ pub fn want(ev: jvmtiEvent) -> Result<()> {
 
 /// Gives a JVMTI event back; the JVM stops sending it when the last asker leaves.
 pub fn unwant(ev: jvmtiEvent) {
-    let _g = crate::lock(&STATE.event_switch);
+    let Some(_g) = switch() else {
+        log::info!("JVMTI event {ev} left on: the event switch is held up as the JVM exits");
+        return;
+    };
     let n = &STATE.wanted[ev as usize];
     if n.load(Ordering::Relaxed) == 0 {
         return;
@@ -103,8 +148,16 @@ pub fn unwant(ev: jvmtiEvent) {
 /// events are switched off, so that no new GC bracket starts. (ObjectFree is left on: switching
 /// it off makes the calling thread post the pending ObjectFree events, which on JDK 17 can
 /// deadlock with the Service Thread doing the same, just as VM death's own flush can.)
+///
+/// The switch is tried for 2 s at most (see [`switch_or_give_up`]): past that the events stay
+/// on, and the GC room, which the caller stops next, starts no bracket anyway.
 pub fn silence_for_exit() {
-    let _g = crate::lock(&STATE.event_switch);
+    set_exiting();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let Some(_g) = switch_or_give_up(|| std::time::Instant::now() >= deadline) else {
+        log::info!("ProfilerExit: the JVMTI event switch is held by another thread (suspended in a JVMTI call?); collection events left on");
+        return;
+    };
     for ev in [jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_START, jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH] {
         if STATE.wanted[ev as usize].swap(0, Ordering::Relaxed) > 0 {
             if let Err(e) = set_mode(ev, false) {
