@@ -102,11 +102,6 @@ impl Shape {
 struct AllocState {
     /// The tracker class (a global reference), set once by [`define_tracker`] (under `switch`).
     tracker_class: AtomicUsize,
-    /// The tracker's hooks `newObject` and `newArray` (`jmethodID`s; 0: not known), set once by
-    /// [`define_tracker`]: their natives tell the calltrace room which hook called them
-    /// (`jvm::set_hook_here`).
-    new_object_hook: AtomicUsize,
-    new_array_hook: AtomicUsize,
     /// Held by [`enable`] and [`disable`] while they switch the tracker and instrument classes.
     switch: Mutex<()>,
     /// Whether classes are (being) instrumented: set by [`enable`], cleared by [`disable`].
@@ -125,8 +120,6 @@ struct AllocState {
 
 static STATE: AllocState = AllocState {
     tracker_class: AtomicUsize::new(0),
-    new_object_hook: AtomicUsize::new(0),
-    new_array_hook: AtomicUsize::new(0),
     switch: Mutex::new(()),
     instrumenting: AtomicBool::new(false),
     arena_sent: AtomicBool::new(false),
@@ -313,18 +306,6 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
     if let Some(m) = jni.method_id_in(k, "objectInit", hook, true) {
         calltrace::set_init_hook(m);
     }
-    // `newObject` and `newArray` end with the call of their native: `invokestatic; return`.
-    for (name, slot) in [("newObject", &STATE.new_object_hook), ("newArray", &STATE.new_array_hook)] {
-        let Some(m) = jni.method_id_in(k, name, hook, true) else { continue };
-        match jvm::bytecodes(m) {
-            Ok(code) if code.len() >= 4 && code[code.len() - 4] == 0xb8 && code[code.len() - 1] == 0xb1 => {
-                calltrace::set_hook_call(m, (code.len() - 4) as jlong);
-                slot.store(m as usize, Release);
-            }
-            Ok(_) => log::debug!("the tracker's {name} does not end with its native's call"),
-            Err(e) => log::debug!("the tracker's {name} not readable: {}", jvm::err_name(e)),
-        }
-    }
     if let Some(m) = jni.method_id("java/lang/Object", "<init>", "()V", false) {
         calltrace::set_object_init(m);
     }
@@ -356,9 +337,7 @@ type Hint = Option<(jclass, u32)>;
 /// hash is given) has just been made in this thread.
 unsafe extern "system" fn on_new(env: *mut JNIEnv, _tracker: jclass, obj: jobject, klass: jclass, hash: jint) {
     let hint = (!klass.is_null()).then_some((klass, hash as u32));
-    let outer = jvm::set_hook_here(STATE.new_array_hook.load(Relaxed));
-    crate::guard("JvmpiShimTracker.onNew", (), || report_with(env, obj, Source::Bytecode, hint));
-    jvm::set_hook_here(outer);
+    crate::guard("JvmpiShimTracker.onNew", (), || report_with(env, obj, Source::Bytecode, hint))
 }
 
 /// The tracker's native `onInit(Object, Class, int)`, first thing in `java.lang.Object.<init>`:
@@ -373,11 +352,9 @@ unsafe extern "system" fn on_init(env: *mut JNIEnv, _tracker: jclass, obj: jobje
 /// identity hash given): OBJECT_ALLOC now, with an ID the object takes in `Object.<init>`.
 unsafe extern "system" fn on_new_object(env: *mut JNIEnv, _tracker: jclass, klass: jobject, hash: jint) {
     let sp = stack_mark();
-    let outer = jvm::set_hook_here(STATE.new_object_hook.load(Relaxed));
     crate::guard("JvmpiShimTracker.onNewObject", (), || {
         reserve_with(env, klass, sp, false, Some(hash as u32));
-    });
-    jvm::set_hook_here(outer);
+    })
 }
 
 /// The tracker's native `onMade(Object)`: `Unsafe.allocateInstance` has just made this object

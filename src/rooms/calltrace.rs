@@ -23,7 +23,7 @@ use crate::{classes, lines, threads};
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID, JNIEnv};
 use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::LazyLock;
 
 
@@ -60,13 +60,7 @@ struct CalltraceState {
     /// Changes of what traces hide (methods hidden, natives wrapped), counted by [`hide`] and
     /// [`natives_wrapped`]: part of [`generation`].
     hiding: AtomicU32,
-    /// Tracker hooks and the bytecode index of their call of their native method (the hook's
-    /// frame is there while the native runs), entered by [`set_hook_call`]: (method, index).
-    hook_calls: [(AtomicUsize, AtomicI64); HOOK_CALLS],
 }
-
-/// How many hooks [`set_hook_call`] keeps.
-const HOOK_CALLS: usize = 4;
 
 static STATE: CalltraceState = CalltraceState {
     hidden: LazyLock::new(IdSet::default),
@@ -75,7 +69,6 @@ static STATE: CalltraceState = CalltraceState {
     wrapping: AtomicBool::new(false),
     kinds: LazyLock::new(IdMap::default),
     hiding: AtomicU32::new(0),
-    hook_calls: [const { (AtomicUsize::new(0), AtomicI64::new(0)) }; HOOK_CALLS],
 };
 
 /// Some class has native methods wrapped: traces look for renamed natives and wrappers.
@@ -139,30 +132,6 @@ pub fn set_init_hook(m: jmethodID) {
     STATE.init_hook.store(m as usize, Relaxed);
 }
 
-/// Registers a hidden tracker hook `m` that calls its (hidden) native method at bytecode index
-/// `location`. While the allocation room says the current thread runs that native
-/// (`jvm::set_hook_here`), a trace of the thread whose frame below the top one is `m` stopped at
-/// `location` has that native on top: the stack walk starts below it (JVMTI `GetStackTrace`'s
-/// `start_depth`, which walks the skipped frame without naming its method).
-pub fn set_hook_call(m: jmethodID, location: jlong) {
-    for (k, at) in &STATE.hook_calls {
-        if k.load(Acquire) == 0 {
-            at.store(location, Relaxed);
-            k.store(m as usize, Release);
-            return;
-        }
-    }
-}
-
-/// The place where hook `m` calls its native ([`set_hook_call`]); None: not a registered hook.
-#[inline]
-fn hook_call(m: usize) -> Option<(usize, jlong)> {
-    if m == 0 {
-        return None;
-    }
-    STATE.hook_calls.iter().find(|(k, _)| k.load(Acquire) == m).map(|(_, at)| (m, at.load(Relaxed)))
-}
-
 /// Runs `f` (the delivery of an allocation seen in `Object.<init>`) with traces of this thread
 /// beginning at the allocating method.
 pub fn at_object_init<R>(f: impl FnOnce() -> R) -> R {
@@ -217,8 +186,6 @@ struct Here {
     extra: Cell<usize>,
     /// The same for traces taken inside `Object.<init>` (see [`at_object_init`]).
     extra_at_init: Cell<usize>,
-    /// The same for traces that skip the native of a tracker hook ([`hook_call`]).
-    extra_hook: Cell<usize>,
     /// Methods this thread's traces met, in a small direct-mapped table: a trace's frames cost
     /// no lock and no hashing once their methods are known. What an entry says can only change
     /// when a method is hidden, natives are wrapped or a line table is dropped: [`generation`]
@@ -228,16 +195,9 @@ struct Here {
     /// direct-mapped table: a frame seen before costs one entry read — no line search, no
     /// method table. Current while [`generation`] has not changed, as `seen`.
     spots: RefCell<Vec<Spot>>,
-    /// Lookups in `spots` since the table last grew or was judged, and how many of them missed:
-    /// a thread whose traces meet more places than the table holds gets a bigger one
-    /// ([`judge_spots`]).
-    spot_lookups: Cell<u32>,
-    spot_misses: Cell<u32>,
 }
 
-/// The size of `seen` at first, and for each size of `spots` (half of it), at most [`SEEN_MAX`].
 const SEEN: usize = 256;
-const SEEN_MAX: usize = 1024;
 
 /// What a trace shows of a frame at one place in one method (see [`Here::spots`]).
 #[derive(Clone, Copy)]
@@ -254,81 +214,38 @@ struct Spot {
     listed: jmethodID,
 }
 
-/// The size of `spots` at first, and the most it grows to (32 bytes an entry).
 const SPOTS: usize = 512;
-const SPOTS_MAX: usize = 4096;
-/// `spots` is judged every this many lookups; it doubles when more than one in
-/// [`MISS_RATIO`] missed (javac's depth-4 traces at allocations meet about 50 000 places: 8 % of
-/// the lookups missed a table of 512).
-const SPOT_WINDOW: u32 = 1 << 16;
-const MISS_RATIO: u32 = 32;
 
-/// The entry of (`m`, `location`) in a table of `len` (a power of two) entries.
-#[inline]
-fn spot_slot(m: usize, location: jlong, len: usize) -> usize {
+fn spot_slot(m: usize, location: jlong) -> usize {
     let h = (m >> 3) ^ (location as usize).wrapping_mul(0x2545_F491_4F6C_DD1D);
-    (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - SPOTS_MAX.trailing_zeros())) & (len - 1)
+    h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - SPOTS.trailing_zeros())
 }
-
-/// After each [`SPOT_WINDOW`] lookups: `spots` doubles (emptied, and `seen` with it) when too
-/// many of them missed, up to [`SPOTS_MAX`].
-#[cold]
-#[inline(never)]
-fn judge_spots(here: &Here) {
-    let misses = here.spot_misses.replace(0);
-    here.spot_lookups.set(0);
-    if misses <= SPOT_WINDOW / MISS_RATIO {
-        return;
-    }
-    let (Ok(mut s), Ok(mut f)) = (here.spots.try_borrow_mut(), here.seen.try_borrow_mut()) else { return };
-    if s.is_empty() || s.len() >= SPOTS_MAX {
-        return;
-    }
-    let n = s.len() * 2;
-    *s = vec![EMPTY_SPOT; n];
-    let frames = (n / 2).clamp(SEEN, SEEN_MAX);
-    if f.len() < frames {
-        *f = vec![EMPTY_FRAME; frames];
-    }
-}
-
-const EMPTY_SPOT: Spot = Spot { m: 0, location: 0, generation: 0, lineno: 0, listed: std::ptr::null_mut() };
-const EMPTY_FRAME: Frame = Frame { m: 0, generation: 0, listed: std::ptr::null_mut(), left_out: false, wrapper: false, lines: None };
 
 /// What the agent gets of a frame, `(listed method, line)` (None: never shown), from this
 /// thread's `spots` or found out through [`with_frame`] and kept.
 #[inline]
 fn spot(here: &Here, m: jmethodID, location: jlong, generation: u32) -> Option<(jmethodID, jint)> {
-    let n = here.spot_lookups.get() + 1;
-    here.spot_lookups.set(n);
-    if n >= SPOT_WINDOW {
-        judge_spots(here);
-    }
+    let i = spot_slot(m as usize, location);
     if let Ok(s) = here.spots.try_borrow() {
-        if !s.is_empty() {
-            let x = &s[spot_slot(m as usize, location, s.len())];
-            if x.m == m as usize && x.location == location && x.generation == generation {
-                return (!x.listed.is_null()).then_some((x.listed, x.lineno));
-            }
+        if let Some(x) = s.get(i).filter(|x| x.m == m as usize && x.location == location && x.generation == generation) {
+            return (!x.listed.is_null()).then_some((x.listed, x.lineno));
         }
     }
-    new_spot(here, m, location, generation)
+    new_spot(here, m, location, generation, i)
 }
 
 /// [`spot`] for a frame not in the table: found out and kept (off the hot path's code).
 #[cold]
 #[inline(never)]
-fn new_spot(here: &Here, m: jmethodID, location: jlong, generation: u32) -> Option<(jmethodID, jint)> {
-    here.spot_misses.set(here.spot_misses.get() + 1);
+fn new_spot(here: &Here, m: jmethodID, location: jlong, generation: u32, i: usize) -> Option<(jmethodID, jint)> {
     let found = with_frame(&here.seen, m, generation, |f| {
         (!f.left_out).then(|| (f.listed, if f.wrapper { LINE_NATIVE } else { lines::line_in(&f.lines, location) }))
     });
     if let Ok(mut s) = here.spots.try_borrow_mut() {
         if s.is_empty() {
-            *s = vec![EMPTY_SPOT; SPOTS];
+            *s = vec![Spot { m: 0, location: 0, generation: 0, lineno: 0, listed: std::ptr::null_mut() }; SPOTS];
         }
         let (listed, lineno) = found.unwrap_or((std::ptr::null_mut(), 0));
-        let i = spot_slot(m as usize, location, s.len());
         s[i] = Spot { m: m as usize, location, generation, lineno, listed };
     }
     found
@@ -340,11 +257,8 @@ thread_local! {
             at_object_init: Cell::new(false),
             extra: Cell::new(0),
             extra_at_init: Cell::new(0),
-            extra_hook: Cell::new(0),
             seen: RefCell::new(Vec::new()),
             spots: RefCell::new(Vec::new()),
-            spot_lookups: Cell::new(0),
-            spot_misses: Cell::new(0),
         }
     };
 }
@@ -354,16 +268,16 @@ fn generation() -> u32 {
     STATE.hiding.load(Acquire).wrapping_add(lines::generation())
 }
 
-/// The entry of `m` in a table of `len` (a power of two) entries.
-fn slot(m: usize, len: usize) -> usize {
-    ((m >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - SEEN_MAX.trailing_zeros())) & (len - 1)
+fn slot(m: usize) -> usize {
+    (m >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - SEEN.trailing_zeros())
 }
 
 /// `f` of what traces need of `m`, from this thread's table (`seen`) or found out and kept.
 fn with_frame<R>(seen: &RefCell<Vec<Frame>>, m: jmethodID, generation: u32, f: impl Fn(&Frame) -> R) -> R {
     let key = m as usize;
+    let i = slot(key);
     if let Ok(s) = seen.try_borrow() {
-        if let Some(x) = s.get(slot(key, s.len().max(1))).filter(|x| x.m == key && x.generation == generation) {
+        if let Some(x) = s.get(i).filter(|x| x.m == key && x.generation == generation) {
             return f(x);
         }
     }
@@ -379,9 +293,8 @@ fn with_frame<R>(seen: &RefCell<Vec<Frame>>, m: jmethodID, generation: u32, f: i
     let r = f(&x);
     if let Ok(mut s) = seen.try_borrow_mut() {
         if s.is_empty() {
-            *s = vec![EMPTY_FRAME; SEEN];
+            *s = vec![Frame { m: 0, generation: 0, listed: std::ptr::null_mut(), left_out: false, wrapper: false, lines: None }; SEEN];
         }
-        let i = slot(key, s.len());
         s[i] = x;
     }
     r
@@ -440,31 +353,17 @@ fn fill_here(here: &Here, env: *mut JNIEnv, trace: &mut JVMPI_CallTrace, frames:
     };
     let at_object_init = current && here.at_object_init.get();
     let depth = frames.len();
-    // Inside a tracker hook's native (the allocation room says so): the walk starts at the
-    // frame below the top one, which must be that hook at its call of the native (then the
-    // top frame is that native, never shown); otherwise it starts again from the top.
-    let skipping = if current && !at_object_init { hook_call(jvm::hook_here()) } else { None };
-    let mut skip: jint = skipping.is_some() as jint;
     // Some frames may be left out: ask for as many more as the last trace of this thread left
     // out (at first a few, none while nothing can be), and again for more if needed.
     let hiding = STATE.hiding.load(Relaxed) != 0 || STATE.init_hook.load(Relaxed) != 0;
-    let mut extra = if at_object_init {
-        &here.extra_at_init
-    } else if skip != 0 {
-        &here.extra_hook
-    } else {
-        &here.extra
+    let extra = if at_object_init { &here.extra_at_init } else { &here.extra };
+    let more = match extra.get() {
+        _ if !hiding && !at_object_init => 0,
+        0 if at_object_init => 8,
+        0 => 3,
+        e => e,
     };
-    let first_fetch = |extra: &Cell<usize>| {
-        let more = match extra.get() {
-            _ if !hiding && !at_object_init => 0,
-            0 if at_object_init => 8,
-            0 => 3,
-            e => e,
-        };
-        depth.saturating_add(more).min(MAX_FETCH)
-    };
-    let mut fetch = first_fetch(extra);
+    let mut fetch = depth.saturating_add(more).min(MAX_FETCH);
     // Buffers on the stack for the usual depths, not cleared: only what is written is read.
     let mut small = [const { MaybeUninit::<jvmtiFrameInfo>::uninit() }; ON_STACK];
     let mut large = Vec::new();
@@ -477,14 +376,7 @@ fn fill_here(here: &Here, env: *mut JNIEnv, trace: &mut JVMPI_CallTrace, frames:
             large.resize(fetch, MaybeUninit::uninit());
             &mut large[..]
         };
-        let buf = match jvm::stack_trace_from(thread, skip, buf) {
-            Ok(b) if skip == 0 || b.first().map(|f| (f.method as usize, f.location)) == skipping => b,
-            _ if skip != 0 => {
-                skip = 0;
-                extra = &here.extra;
-                fetch = first_fetch(extra);
-                continue;
-            }
+        let buf = match jvm::stack_trace_into(thread, buf) {
             Ok(b) => b,
             Err(e) => {
                 let quiet = e == jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE;

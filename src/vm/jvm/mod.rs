@@ -432,9 +432,6 @@ struct Here {
     /// An opaque pointer a room keeps for the thread (the allocation room's per-thread state,
     /// see [`set_room_here`]); null until set.
     room: std::cell::Cell<*mut c_void>,
-    /// The tracker hook (a `jmethodID`) whose native method the thread is running, as the
-    /// allocation room says ([`set_hook_here`]); 0: none.
-    hook: std::cell::Cell<usize>,
 }
 
 thread_local! {
@@ -445,7 +442,6 @@ thread_local! {
             temporary: std::cell::Cell::new(false),
             env: std::cell::Cell::new(std::ptr::null_mut()),
             room: std::cell::Cell::new(std::ptr::null_mut()),
-            hook: std::cell::Cell::new(0),
         }
     };
 }
@@ -481,25 +477,6 @@ pub fn here_and_room() -> (u8, *mut c_void) {
 /// read back by [`here_and_room`]. The room clears it before what it points to goes away.
 pub fn set_room_here(p: *mut c_void) {
     HERE.with(|h| h.room.set(p));
-}
-
-/// Says that the current thread runs the native method of the tracker hook `m` (a
-/// `jmethodID`; 0: none any more), called by that hook, itself called by the allocating
-/// method; returns what was said before. Read as [`here_and_room`] reads (no `__tls_get_addr`
-/// when the thread holds a slot).
-#[inline(always)]
-pub fn set_hook_here(m: usize) -> usize {
-    let h = here_ptr();
-    // SAFETY: `h` points to this thread's HERE, alive as long as the thread (see `here_ptr`).
-    unsafe { (*h).hook.replace(m) }
-}
-
-/// What [`set_hook_here`] said last in the current thread.
-#[inline(always)]
-pub fn hook_here() -> usize {
-    let h = here_ptr();
-    // SAFETY: `h` points to this thread's HERE, alive as long as the thread (see `here_ptr`).
-    unsafe { (*h).hook.get() }
 }
 
 /// The address of the current thread's [`Here`], through the thread pointer (one register
