@@ -104,12 +104,25 @@ type Handles = IdMap<usize, &'static RawMon>;
 struct MonitorsState {
     /// Handle → monitor: entered by RawMonitorCreate, taken out by RawMonitorDestroy.
     monitors: LazyLock<Handles>,
+    /// The live handles again, each in its entry of a small direct-mapped table when that was
+    /// free at its creation (0: free): agents enter and leave their locks around every event,
+    /// and a load and a comparison cost less than the map's shard lock.
+    live: [AtomicUsize; LIVE],
     /// The next thread identity as a raw-monitor owner (taken by each thread's first use, [`ME`]).
     next_thread: AtomicU64,
 }
 
+/// The size of [`MonitorsState::live`].
+const LIVE: usize = 64;
+
+/// The entry of handle `h` in [`MonitorsState::live`].
+fn live_slot(h: usize) -> usize {
+    (h >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize >> (usize::BITS - LIVE.trailing_zeros())
+}
+
 static STATE: MonitorsState = MonitorsState {
     monitors: LazyLock::new(Handles::default),
+    live: [const { AtomicUsize::new(0) }; LIVE],
     next_thread: AtomicU64::new(1),
 };
 
@@ -134,7 +147,21 @@ pub fn assume_identity(id: u64) {
     ME.with(|m| m.set(id));
 }
 
+#[inline]
 fn get(h: JVMPI_RawMonitor, what: &str) -> Option<&'static RawMon> {
+    let k = h as usize;
+    if k != 0 && STATE.live[live_slot(k)].load(Acquire) == k {
+        // A handle is the address of the monitor it names, leaked at its creation and never
+        // freed (see `Handles`), and only `create` enters one in `live`.
+        // SAFETY: `k` is such an address.
+        return Some(unsafe { &*(k as *const RawMon) });
+    }
+    get_listed(h, what)
+}
+
+#[cold]
+#[inline(never)]
+fn get_listed(h: JVMPI_RawMonitor, what: &str) -> Option<&'static RawMon> {
     let m = STATE.monitors.get(&(h as usize)).map(|m| *m);
     if m.is_none() {
         crate::face::record::refused(what);
@@ -166,6 +193,8 @@ pub fn create(name: Option<String>) -> JVMPI_RawMonitor {
     }));
     let h = m as *const RawMon as usize;
     STATE.monitors.insert(h, m);
+    // After the map: a handle found in `live` is in the map too.
+    let _ = STATE.live[live_slot(h)].compare_exchange(0, h, Release, Relaxed);
     h as JVMPI_RawMonitor
 }
 
@@ -207,7 +236,8 @@ pub fn enter(h: JVMPI_RawMonitor) {
 
 pub fn exit(h: JVMPI_RawMonitor) {
     let Some(m) = get(h, "RawMonitorExit") else { return };
-    if m.owner.load(SeqCst) != me() {
+    let me = me();
+    if m.owner.load(SeqCst) != me {
         log::warn!("RawMonitorExit({h:p}): the calling thread does not own this monitor; ignored");
         return;
     }
@@ -221,7 +251,7 @@ pub fn exit(h: JVMPI_RawMonitor) {
         m.owner.store(0, Release);
         m.owner_env.store(0, Relaxed);
     }
-    m.lock.exit(me());
+    m.lock.exit(me);
 }
 
 /// `RawMonitorWait(m, ms)`. As in HotSpot 1.5 (`raw_wait`: `millis <= 0` parks until notified),
@@ -253,6 +283,8 @@ pub fn notify_all(h: JVMPI_RawMonitor) {
 }
 
 pub fn destroy(h: JVMPI_RawMonitor) {
+    // Out of `live` before the map: a handle not in the map is in neither.
+    let _ = STATE.live[live_slot(h as usize)].compare_exchange(h as usize, 0, Release, Relaxed);
     let Some((_, m)) = STATE.monitors.remove(&(h as usize)) else {
         crate::face::record::refused("RawMonitorDestroy");
         log::warn!("RawMonitorDestroy({h:p}): not a live raw monitor of this agent; ignored");
