@@ -87,4 +87,4 @@ pub(crate) use rooms::{
 };
 pub(crate) use vm::{idhash, jvm, logger, safemem};
 
-pub(crate) use vm::logger::{guard, lock};
+pub(crate) use vm::logger::{guard, lock, lock_until};

@@ -272,11 +272,12 @@ fn threads_suspended_at_shutdown_do_not_hold_up_the_exit() {
 /// A thread the agent suspends while it runs the agent's own code, and never resumes, then
 /// calls EnableEvent: it stops inside the JVMTI call the shim makes to switch the event on (on
 /// JDK 17+ a suspended thread runs native code until its next entry into the VM), with the
-/// shim's event switch held. VM death, which flushes the ObjectFree events the JVM owes under
-/// that switch, waited for it for ever before JVM_SHUT_DOWN, so the shim never resumed the
-/// thread; the exit now goes on without the flush and the shim resumes the thread after
-/// JVM_SHUT_DOWN. The agent's JVM_SHUT_DOWN handler disables an event meanwhile, which needs
-/// the same switch: it waits 2 s at most and the event is disabled for the agent.
+/// shim's event switch held. VM death, which flushed the ObjectFree events the JVM owes under
+/// that switch (JDK 11 still does; 17+ no longer flush), waited for it for ever before
+/// JVM_SHUT_DOWN, so the shim never resumed the thread; the exit now goes on without the flush
+/// and the shim resumes the thread after JVM_SHUT_DOWN. The agent's JVM_SHUT_DOWN handler
+/// disables an event meanwhile, which needs the same switch: the exit paths' waits end at one
+/// time limit, 2 s after VM death began, and the event is disabled for the agent.
 #[test]
 fn a_thread_suspended_inside_enable_event_does_not_hold_up_the_exit() {
     for_each_jdk(|jdk| {

@@ -39,21 +39,13 @@ static STATE: ControlState = ControlState { switch: Mutex::new(()), explained: A
 /// The switch, for EnableEvent and DisableEvent. Its holder makes JVMTI calls under it (the
 /// JVMTI events wanted), where an agent's SuspendThread may stop it until the agent resumes it;
 /// once VM death has begun (an agent's JVM_SHUT_DOWN handler disabling its events) it is tried
-/// for 2 s only, as the thread stopped there may be resumed only after JVM_SHUT_DOWN. None
-/// when it stays held.
+/// until the exit paths' common time limit only (`jvm::set_exiting`), as the thread stopped
+/// there may be resumed only after JVM_SHUT_DOWN. None when it stays held.
 fn switch_lock() -> Option<std::sync::MutexGuard<'static, ()>> {
     if !events::shutting_down() {
         return Some(crate::lock(&STATE.switch));
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-    loop {
-        match STATE.switch.try_lock() {
-            Ok(g) => return Some(g),
-            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) if std::time::Instant::now() >= deadline => return None,
-            Err(std::sync::TryLockError::WouldBlock) => std::thread::sleep(std::time::Duration::from_millis(1)),
-        }
-    }
+    crate::lock_until(&STATE.switch, jvm::set_exiting())
 }
 
 /// Logs `why` for `event` at info level, the first time only.

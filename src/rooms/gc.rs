@@ -239,7 +239,7 @@ pub fn start(env: *mut JNIEnv) -> Result<(), String> {
 
 /// At VM death, before the gate closes: deaths the JVM has not reported yet (JDK 16+ posts them
 /// late) are reported in a last bracket, so every tracked object that died gets its
-/// OBJECT_FREE and every unloaded class its CLASS_UNLOAD. On JDK 20+ there is no flush (it can
+/// OBJECT_FREE and every unloaded class its CLASS_UNLOAD. On JDK 17+ there is no flush (it can
 /// hang HotSpot, see the body): the deaths the Service Thread posts until it is quiet.
 ///
 /// A bracket under way is waited for with VM death's `patience` (while it delivers events). There is no last bracket when the JVM
@@ -272,7 +272,7 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
         }
     };
     if jvm::jdk_feature().is_some_and(|f| f >= FLUSH_WAITS_FROM_JDK) {
-        // JDK 20+: no flush. A flush that finds the Service Thread posting deaths waits for it
+        // JDK 17+: no flush. A flush that finds the Service Thread posting deaths waits for it
         // inside the VM without a safepoint check; a safepoint requested meanwhile (a
         // collection the program's threads cause: they go on running during VM death) then
         // waits for this thread, and the Service Thread, back from the shim's ObjectFree
@@ -292,7 +292,7 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
     }
     // The JVM posts the deaths it still owes (on this thread). Not if the event switch stays
     // held (by a thread suspended inside a JVMTI call): VM death waits for it for a while only.
-    let switch_deadline = std::time::Instant::now() + SWITCH_WAIT;
+    let switch_deadline = jvm::set_exiting();
     match jvm::flush_object_frees(|| std::time::Instant::now() >= switch_deadline || patience.exhausted()) {
         Ok(true) => {}
         Ok(false) => log::info!(
@@ -305,18 +305,15 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
     }
 }
 
-/// From this JDK on, JVMTI's flush of the ObjectFree events owed waits for the Service Thread
-/// posting them without a safepoint check (`JvmtiTagMap::flush_object_free_events`): the last
-/// bracket does not flush.
-const FLUSH_WAITS_FROM_JDK: u32 = 20;
+/// From this JDK on, JVMTI's flush of the ObjectFree events owed can wait for the Service Thread
+/// posting them without a safepoint check (`JvmtiTagMap::flush_object_free_events`: JDK 20, and
+/// 17 from its update 17.0.6, which this machine's 17.0.15 has; the shim's own notes on
+/// ProfilerExit saw JDK 17 hang this way): the last bracket does not flush.
+const FLUSH_WAITS_FROM_JDK: u32 = 17;
 
 /// How long without a death VM death takes for "the Service Thread has posted what it owed"
-/// (JDK 20+).
+/// (JDK 17+).
 const DEATHS_QUIET: Duration = Duration::from_millis(50);
-
-/// How long VM death waits for the JVMTI event switch: its holder makes one short JVMTI call
-/// under it, so a longer hold is a thread stopped in that call (see `jvm::flush_object_frees`).
-const SWITCH_WAIT: Duration = Duration::from_secs(2);
 
 /// The current thread leaves the JVM from inside an event handler (ProfilerExit): a bracket it
 /// is delivering will not be finished, and VM death must not wait for it.
@@ -329,7 +326,7 @@ pub fn leaving() {
 /// The current thread is taking the JVM down (its THREAD_END comes just before VM death): no
 /// bracket starts from now on, and one under way in another thread is waited for (2 s at most),
 /// so that no heap walk of the shim's requests a safepoint while VM death flushes the ObjectFree
-/// events the JVM still owes. On JDK 20+ a safepoint requested during that flush deadlocks
+/// events the JVM still owes (JDK 11). On JDK 17+ a safepoint requested during that flush deadlocks
 /// HotSpot: the flushing thread, back from the ObjectFree callback, waits for the safepoint,
 /// which waits for the Service Thread, which waits for the flush without a safepoint check.
 pub fn quiesce_for_exit() {

@@ -97,6 +97,19 @@ pub(crate) fn lock<T: ?Sized>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// [`lock`] for the exit paths, which must not wait for ever: `m` tried until `deadline` (at
+/// least once), a poisoned lock taken as [`lock`] takes it. None: still held at `deadline`.
+pub(crate) fn lock_until<T: ?Sized>(m: &std::sync::Mutex<T>, deadline: std::time::Instant) -> Option<std::sync::MutexGuard<'_, T>> {
+    loop {
+        match m.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if std::time::Instant::now() >= deadline => return None,
+            Err(std::sync::TryLockError::WouldBlock) => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -62,8 +62,7 @@ fn set_mode(ev: jvmtiEvent, on: bool) -> Result<()> {
 }
 
 /// Makes the JVM post, in the calling thread, the ObjectFree events it still owes (JDK 16 and
-/// later post them late, after a collection): setting ObjectFree's mode flushes them (JVMTI's
-/// heap functions flush the same way before they walk). One pass over the tag map's entries,
+/// later post them late, after a collection): setting ObjectFree's mode flushes them. One pass over the tag map's entries,
 /// where a heap walk costs a tag-map lookup per object (seconds on JDK 25 at a million tagged
 /// objects). Does nothing when nothing asked for ObjectFree.
 ///
@@ -94,23 +93,35 @@ fn switch_or_give_up(mut give_up: impl FnMut() -> bool) -> Option<std::sync::Mut
     }
 }
 
-/// The JVM is going away ([`set_exiting`]): [`want`] and [`unwant`] wait for the event switch
-/// for 2 s only (see [`switch_or_give_up`]).
-static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// How long the exit paths wait in all for a lock held by a thread that may be stopped.
+const EXIT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// VM death has begun (or ProfilerExit is taking the JVM down).
-pub fn set_exiting() {
-    EXITING.store(true, Ordering::SeqCst);
+/// The least an exit path tries a lock once the common time limit has passed: a holder that is
+/// running (not stopped) leaves it within this.
+const EXIT_MIN_TRY: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// VM death has begun (or ProfilerExit is taking the JVM down): from now on the waits for the
+/// event switch (here) and for the rooms' switches that make JVMTI calls under them end at one
+/// common time limit, [`EXIT_PATIENCE`] from the first call, but each tries for
+/// [`EXIT_MIN_TRY`] at least. Returns when the caller's wait ends.
+pub fn set_exiting() -> std::time::Instant {
+    let now = std::time::Instant::now();
+    let deadline = *STATE.exit_deadline.get_or_init(|| now + EXIT_PATIENCE);
+    deadline.max(now + EXIT_MIN_TRY)
+}
+
+/// When a wait for a switch ends: never (None) while the JVM is not exiting.
+fn exit_wait() -> Option<std::time::Instant> {
+    STATE.exit_deadline.get().map(|_| set_exiting())
 }
 
 /// The event switch for [`want`] and [`unwant`]: waited for, or once the JVM is exiting tried
-/// for 2 s (None: still held).
+/// until [`set_exiting`]'s limit (None: still held).
 fn switch() -> Option<std::sync::MutexGuard<'static, ()>> {
-    if !EXITING.load(Ordering::SeqCst) {
-        return Some(crate::lock(&STATE.event_switch));
+    match exit_wait() {
+        None => Some(crate::lock(&STATE.event_switch)),
+        Some(deadline) => crate::lock_until(&STATE.event_switch, deadline),
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-    switch_or_give_up(|| std::time::Instant::now() >= deadline)
 }
 
 /// Asks for a JVMTI event; the JVM is told to send it when the first asker arrives.
@@ -149,12 +160,11 @@ pub fn unwant(ev: jvmtiEvent) {
 /// it off makes the calling thread post the pending ObjectFree events, which on JDK 17 can
 /// deadlock with the Service Thread doing the same, just as VM death's own flush can.)
 ///
-/// The switch is tried for 2 s at most (see [`switch_or_give_up`]): past that the events stay
-/// on, and the GC room, which the caller stops next, starts no bracket anyway.
+/// The switch is tried until [`set_exiting`]'s limit: past that the events stay on, and the GC
+/// room, which the caller stops next, starts no bracket anyway.
 pub fn silence_for_exit() {
-    set_exiting();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-    let Some(_g) = switch_or_give_up(|| std::time::Instant::now() >= deadline) else {
+    let deadline = set_exiting();
+    let Some(_g) = crate::lock_until(&STATE.event_switch, deadline) else {
         log::info!("ProfilerExit: the JVMTI event switch is held by another thread (suspended in a JVMTI call?); collection events left on");
         return;
     };

@@ -86,6 +86,9 @@ struct JvmState {
     wanted: [AtomicU32; 100],
     /// Held while an event's count and its notification mode change together.
     event_switch: Mutex<()>,
+    /// When the exit paths stop waiting for a held switch ([`set_exiting`]: 2 s after VM death
+    /// or ProfilerExit began; one time limit for all of them, not 2 s each).
+    exit_deadline: OnceLock<std::time::Instant>,
     /// One heap walk or suspension of other threads at a time in the process ([`heap::exclusive`]).
     snapshot: Reentrant,
 }
@@ -100,6 +103,7 @@ static STATE: JvmState = JvmState {
     jni_hooks: OnceLock::new(),
     wanted: [const { AtomicU32::new(0) }; 100],
     event_switch: Mutex::new(()),
+    exit_deadline: OnceLock::new(),
     snapshot: Reentrant::new(),
 };
 
