@@ -278,10 +278,20 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
         // waits for this thread, and the Service Thread, back from the shim's ObjectFree
         // callback, waits for that safepoint — the JVM hangs (JDK 25: 1 exit in 150 with the
         // agent's sampler never sleeping; HotSpot's wait of docs/reliability.md's Runtime.halt
-        // hang). Waiting for quiet first did not avoid it under load. The Service Thread posts
-        // the deaths of each collection soon after it, on its own: what it posts until no
-        // death has come for a while (1 s at most) goes in the last bracket; deaths it has not
-        // posted by then are not reported.
+        // hang). Waiting for quiet first did not avoid it under load. Instead a heap iteration
+        // that visits no object gathers the deaths still owed at its safepoint and posts them
+        // here afterwards, waiting for nobody (the Service Thread does not post every death on
+        // its own: a dead class's mirror, on JDK 21, waited for a flush); what the Service
+        // Thread is posting meanwhile comes in until no death has come for a while (1 s at
+        // most), and goes in the last bracket.
+        match jvm::Jni::current() {
+            Some(jni) => {
+                if let Err(e) = jvm::post_owed_frees(&jni) {
+                    log::debug!("posting the ObjectFree events owed at VM death: {}", jvm::err_name(e));
+                }
+            }
+            None => log::debug!("VM death: no JNIEnv to post the ObjectFree events owed"),
+        }
         if !deaths::wait_until_quiet(DEATHS_QUIET, Duration::from_secs(1)) {
             log::info!("VM death: deaths kept coming for 1 s; the last bracket reports those received so far");
         }

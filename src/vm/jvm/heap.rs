@@ -110,6 +110,27 @@ pub fn count_heap() -> Result<(jlong, jlong)> {
     Ok(acc)
 }
 
+/// Makes the JVM post the ObjectFree events of the main environment it still owes, without
+/// JVMTI's flush (see [`flush_object_frees`], which can wait for the Service Thread inside the
+/// VM, with no safepoint check, while a collection is requested: a hang): a heap iteration in
+/// the main environment gathers the dead tags at its safepoint and posts them on this thread
+/// afterwards, waiting for nobody. Filtered to an interface (`java.lang.Runnable`, which has no
+/// instances): no object gets a callback or a tag lookup, so the walk costs what the GC
+/// room's heap count costs, once. For VM death on JDK 17+.
+pub fn post_owed_frees(jni: &Jni) -> Result<()> {
+    let _i = Internal::enter();
+    let none = jni.0.find_class("java/lang/Runnable").ok_or(jvmtiError::INTERNAL)?;
+    unsafe extern "system" fn never(_ct: jlong, _size: jlong, _tp: *mut jlong, _len: jint, _ud: *mut c_void) -> jint {
+        0
+    }
+    let cb = jvmti::jvmtiHeapCallbacks { heap_iteration_callback: Some(never), ..Default::default() };
+    // SAFETY: a live local class reference as the filter; the callbacks outlive the synchronous
+    // iteration, which passes no user data.
+    let r = unsafe { env()?.iterate_through_heap(0, none, &cb, std::ptr::null()) };
+    jni.delete_local_ref(none);
+    r
+}
+
 /// The environment [`count_heap`] walks in: made once (under [`exclusive`], held by the caller)
 /// with only `can_tag_objects`, no callbacks, no events; kept for the JVM's life. The main
 /// environment if it cannot be made.
