@@ -196,25 +196,24 @@ fn take(n: usize, into: &mut Vec<u64>) {
             return;
         }
     }
+    let (first, end) = new_run(n);
+    // New slots are handed out lowest first.
+    into.extend((first..end).rev());
+}
+
+/// `n` slots never handed out before, as a run (first, end).
+fn new_run(n: usize) -> (u64, u64) {
     let first = STATE.high.fetch_add(n as u64, Relaxed);
     if first + n as u64 > SMALL_SLOTS && !STATE.warned_large.swap(true, Relaxed) {
         log::warn!("more than 2^27 object IDs in use at once: IDs from now on may exceed 2^31 (still unique)");
     }
-    // New slots are handed out lowest first.
-    into.extend((first..first + n as u64).rev());
+    (first, first + n as u64)
 }
 
 /// `n` new slots as a run (first, end), when [`take`] would hand out new ones (reuse has not
 /// begun); None when it would reuse given-back slots.
 fn take_run(n: usize) -> Option<(u64, u64)> {
-    if STATE.high.load(Relaxed) >= reuse_after() {
-        return None;
-    }
-    let first = STATE.high.fetch_add(n as u64, Relaxed);
-    if first + n as u64 > SMALL_SLOTS && !STATE.warned_large.swap(true, Relaxed) {
-        log::warn!("more than 2^27 object IDs in use at once: IDs from now on may exceed 2^31 (still unique)");
-    }
-    Some((first, first + n as u64))
+    (STATE.high.load(Relaxed) < reuse_after()).then(|| new_run(n))
 }
 
 fn give_back(slots: &[u64]) {

@@ -490,8 +490,8 @@ impl State {
     fn record(&mut self, head: &[u8; HEAD], n: usize) -> usize {
         self.out.reserve(HEAD + n.max(SMALL_AREA));
         let at = self.out.len();
-        // SAFETY: `reserve` made room for HEAD + max(n, SMALL_AREA) bytes from `at`; every byte
-        // of [at, at + HEAD + n) is written before the length covers it.
+        // `reserve` made room for HEAD + max(n, SMALL_AREA) bytes from `at`.
+        // SAFETY: every byte of [at, at + HEAD + n) is written, within that room, before the length covers it.
         unsafe {
             let p = self.out.as_mut_ptr().add(at);
             std::ptr::copy_nonoverlapping(head.as_ptr(), p, HEAD);

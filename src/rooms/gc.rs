@@ -302,8 +302,7 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
     }
     // The JVM posts the deaths it still owes (on this thread). Not if the event switch stays
     // held (by a thread suspended inside a JVMTI call): VM death waits for it for a while only.
-    let switch_deadline = jvm::set_exiting();
-    match jvm::flush_object_frees(|| std::time::Instant::now() >= switch_deadline || patience.exhausted()) {
+    match jvm::flush_object_frees(jvm::set_exiting()) {
         Ok(true) => {}
         Ok(false) => log::info!(
             "VM death: the JVMTI event switch is held by another thread (suspended in a JVMTI call?); deaths the JVM still owes are not flushed"

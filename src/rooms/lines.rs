@@ -62,14 +62,20 @@ pub fn generation() -> u32 {
 }
 
 /// Switches the shim's class-file hook on for the cache, once: the first caller does it, the
-/// others go on without waiting (a table read meanwhile is as current as one read before).
+/// others go on without waiting. What they cache meanwhile is dropped once the hook is on (a
+/// redefinition before that would not have invalidated it).
 fn watch_redefinitions() {
     if STATE.watch.load(Acquire) || STATE.watch.swap(true, SeqCst) {
         return;
     }
     if let Err(e) = jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK) {
         log::info!("class redefinitions will not refresh cached line tables: {}", jvm::err_name(e));
+        return;
     }
+    STATE.cache.clear();
+    STATE.chains.clear();
+    // After the removals, as in [`invalidate`].
+    STATE.generation.fetch_add(1, Release);
 }
 
 /// A method's line table, read once and kept (callers may keep it too, see [`generation`]).

@@ -62,35 +62,20 @@ fn set_mode(ev: jvmtiEvent, on: bool) -> Result<()> {
 }
 
 /// Makes the JVM post, in the calling thread, the ObjectFree events it still owes (JDK 16 and
-/// later post them late, after a collection): setting ObjectFree's mode flushes them. One pass over the tag map's entries,
-/// where a heap walk costs a tag-map lookup per object (seconds on JDK 25 at a million tagged
-/// objects). Does nothing when nothing asked for ObjectFree.
+/// later post them late, after a collection): setting ObjectFree's mode flushes them. One pass
+/// over the tag map's entries, where a heap walk costs a tag-map lookup per object (seconds on
+/// JDK 25 at a million tagged objects). Does nothing when nothing asked for ObjectFree. VM death
+/// uses it on JDK 11 only: from 17 on it can hang HotSpot (see `jvm::post_owed_frees`).
 ///
 /// For VM death: the event switch may be held by a thread an agent has suspended inside its
-/// JVMTI call (see [`switch_or_give_up`]); when `give_up` says so first, nothing is flushed and
-/// `Ok(false)` says it.
-pub fn flush_object_frees(give_up: impl FnMut() -> bool) -> Result<bool> {
-    let Some(_g) = switch_or_give_up(give_up) else { return Ok(false) };
+/// JVMTI call (see [`set_exiting`]); when it is still held at `deadline`, nothing is flushed
+/// and `Ok(false)` says it.
+pub fn flush_object_frees(deadline: std::time::Instant) -> Result<bool> {
+    let Some(_g) = crate::lock_until(&STATE.event_switch, deadline) else { return Ok(false) };
     if STATE.wanted[jvmti::JVMTI_EVENT_OBJECT_FREE as usize].load(Ordering::Relaxed) == 0 {
         return Ok(true);
     }
     set_mode(jvmti::JVMTI_EVENT_OBJECT_FREE, true).map(|()| true)
-}
-
-/// The event switch, for the exit paths, which must not wait for ever: its holder makes a JVMTI
-/// call under it (the count and the JVM's notification mode change together), and on JDK 17+
-/// an agent's SuspendThread stops a thread running native code at its next entry into the VM,
-/// that call included — a thread enabling an event can sit there, switch held, until the agent
-/// resumes it, which an agent may do only after JVM_SHUT_DOWN. Tried until `give_up` says so.
-fn switch_or_give_up(mut give_up: impl FnMut() -> bool) -> Option<std::sync::MutexGuard<'static, ()>> {
-    loop {
-        match STATE.event_switch.try_lock() {
-            Ok(g) => return Some(g),
-            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) if give_up() => return None,
-            Err(std::sync::TryLockError::WouldBlock) => std::thread::sleep(std::time::Duration::from_millis(1)),
-        }
-    }
 }
 
 /// How long the exit paths wait in all for a lock held by a thread that may be stopped.
@@ -104,6 +89,12 @@ const EXIT_MIN_TRY: std::time::Duration = std::time::Duration::from_millis(20);
 /// event switch (here) and for the rooms' switches that make JVMTI calls under them end at one
 /// common time limit, [`EXIT_PATIENCE`] from the first call, but each tries for
 /// [`EXIT_MIN_TRY`] at least. Returns when the caller's wait ends.
+///
+/// Why bounded: the switch's holder makes a JVMTI call under it (the count and the JVM's
+/// notification mode change together), and on JDK 17+ an agent's SuspendThread stops a thread
+/// running native code at its next entry into the VM, that call included — a thread enabling
+/// an event can sit there, switch held, until the agent resumes it, which an agent may do only
+/// after JVM_SHUT_DOWN.
 pub fn set_exiting() -> std::time::Instant {
     let now = std::time::Instant::now();
     let deadline = *STATE.exit_deadline.get_or_init(|| now + EXIT_PATIENCE);

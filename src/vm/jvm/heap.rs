@@ -124,8 +124,7 @@ pub fn post_owed_frees(jni: &Jni) -> Result<()> {
         0
     }
     let cb = jvmti::jvmtiHeapCallbacks { heap_iteration_callback: Some(never), ..Default::default() };
-    // SAFETY: a live local class reference as the filter; the callbacks outlive the synchronous
-    // iteration, which passes no user data.
+    // SAFETY: a live local class reference as the filter; the callbacks outlive the synchronous iteration (no user data).
     let r = unsafe { env()?.iterate_through_heap(0, none, &cb, std::ptr::null()) };
     jni.delete_local_ref(none);
     r
