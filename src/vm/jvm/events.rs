@@ -49,6 +49,9 @@ pub fn add_capabilities(owned_monitors: bool) -> std::result::Result<(), String>
 }
 
 pub fn set_callbacks(cb: jvmti::jvmtiEventCallbacks) -> Result<()> {
+    if let Some(f) = cb.ObjectFree {
+        let _ = STATE.object_free.set(f);
+    }
     env()?.set_event_callbacks(cb)
 }
 

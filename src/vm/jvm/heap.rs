@@ -47,7 +47,7 @@ pub fn each_tagged_object(jni: &Jni, mut f: impl FnMut(jlong, jobject)) -> Resul
         // `ud` is owned by the enclosing call and alive for the iteration.
         // SAFETY: JVMTI passes the tag slot of the object being visited; `ud` is the counter.
         unsafe {
-            *tag = 1;
+            *tag = LISTING_MARK;
             *(ud as *mut jlong) += 1;
         }
         0
@@ -67,7 +67,7 @@ pub fn each_tagged_object(jni: &Jni, mut f: impl FnMut(jlong, jobject)) -> Resul
         jni.framed_with(room, || {
             let (objs, _) = {
                 let _i = Internal::enter();
-                b.get_objects_with_tags(&[1])?
+                b.get_objects_with_tags(&[LISTING_MARK])?
             };
             let mut n = 0;
             for o in objs {
@@ -147,8 +147,43 @@ fn counting_env() -> Result<&'static Jvmti> {
     }
 }
 
-/// A new JVMTI environment of the shim's own with only `can_tag_objects`: no callbacks, no
-/// events, an empty tag map. The caller disposes of it or keeps it.
+/// The tag [`each_tagged_object`]'s listing environment gives every object (the main
+/// environment's tags are multiples of 8, so it is never one of them).
+const LISTING_MARK: jlong = 1;
+
+// ---- deaths taken by a walk ---------------------------------------------------------------------
+//
+// Since JDK 17's update 17.0.6 (JDK 20's JvmtiTagMap, JDK-8256811), a heap walk begins, at its
+// safepoint, by removing the dead entries of EVERY environment's tag map that posts ObjectFree
+// (`JvmtiTagMap::check_hashmaps_for_heapwalk`), and afterwards posts all their tags as
+// ObjectFree events of the environment that walked (`post_dead_objects`). A walk in an
+// environment of the shim's other than the main one (heap counts, the listing of tagged
+// objects) that comes before the Service Thread has posted a collection's deaths so takes them
+// from the main environment; an environment without ObjectFree drops them. It did: under load
+// the GC room's count after a collection ran first about one time in twelve, and the
+// collection's CLASS_UNLOADs were never reported (foundation.rs
+// `class_unload_inside_a_gc_bracket`; `-Xlog:jvmti+table` showed "free object posted" on the
+// shim's GC thread). So these environments have ObjectFree too, passed on to the main
+// environment's callback ([`relay_free`]): the deaths arrive on the walking thread before the
+// walk returns. Tags of another agent's environment would arrive the same way — HotSpot posts
+// them to whichever environment walks, the main one included.
+
+/// ObjectFree of the shim's other tagging environments: the main environment's callback, minus
+/// the listing environment's own mark.
+unsafe extern "system" fn relay_free(j: *mut jvmti::jvmtiEnv, tag: jlong) {
+    if tag == LISTING_MARK {
+        return;
+    }
+    if let Some(f) = STATE.object_free.get() {
+        // SAFETY: the main environment's ObjectFree callback, called as JVMTI calls it (it
+        // ignores the environment argument).
+        unsafe { f(j, tag) }
+    }
+}
+
+/// A new JVMTI environment of the shim's own with `can_tag_objects`, an empty tag map, and
+/// ObjectFree passed on to the main environment's callback (see "deaths taken by a walk"
+/// above; without it if the JVM refuses). The caller disposes of it or keeps it.
 fn tagging_env() -> Result<Jvmti> {
     let real = STATE.real_vm.get().copied().ok_or(jvmtiError::INVALID_ENVIRONMENT)?;
     let mut p: *mut c_void = std::ptr::null_mut();
@@ -165,7 +200,23 @@ fn tagging_env() -> Result<Jvmti> {
         let _ = unsafe { e.dispose_environment() };
         return Err(err);
     }
+    if let Err(err) = relay_deaths(&e) {
+        log::debug!("a walking environment without ObjectFree ({}): deaths its walks take from the main one are lost", err_name(err));
+    }
     Ok(e)
+}
+
+/// Gives a new tagging environment ObjectFree, passed on by [`relay_free`].
+fn relay_deaths(e: &Jvmti) -> Result<()> {
+    STATE.object_free.get().ok_or(jvmtiError::NOT_AVAILABLE)?;
+    let mut c = jvmti::jvmtiCapabilities::default();
+    c.set_can_generate_object_free_events(true);
+    e.add_capabilities(&c)?;
+    let mut cb = jvmti::jvmtiEventCallbacks::default();
+    cb.ObjectFree = Some(relay_free);
+    e.set_event_callbacks(cb)?;
+    // SAFETY: a NULL thread means "all threads"; ObjectFree is a global event.
+    unsafe { e.set_event_notification_mode(true, jvmti::JVMTI_EVENT_OBJECT_FREE, std::ptr::null_mut()) }
 }
 
 pub fn force_gc() -> Result<()> {

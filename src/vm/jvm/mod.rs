@@ -77,6 +77,10 @@ struct JvmState {
     /// looks up each visited object in the walking environment's tag map, which in the main
     /// environment holds every object the shim named. Made by the first count.
     count_env: OnceLock<Env>,
+    /// The main environment's ObjectFree callback, kept by [`set_callbacks`]: the shim's other
+    /// tagging environments pass on to it the deaths their heap walks take from the main
+    /// environment's tag map ([`heap`], "deaths taken by a walk").
+    object_free: OnceLock<jvmti::JvmtiObjectFreeFn>,
     /// The JNI function interception (`doors::jni`), handed down at start-up by `doors::entry`
     /// ([`set_jni_hooks`]): the facade installs it when a room asks, and a direct call would run
     /// up from vm to doors.
@@ -100,6 +104,7 @@ static STATE: JvmState = JvmState {
     early_ready: AtomicBool::new(false),
     real_vm: OnceLock::new(),
     count_env: OnceLock::new(),
+    object_free: OnceLock::new(),
     jni_hooks: OnceLock::new(),
     wanted: [const { AtomicU32::new(0) }; 100],
     event_switch: Mutex::new(()),
