@@ -218,9 +218,48 @@ fn class_unload_inside_a_gc_bracket() {
         let id = format!("0x{}", field(&r.log_lines[pos(&r, "MARK loaded 42 ")], "id"));
         let cl = &r.log_lines[pos(&r, "CLASS_LOAD name=Unloadable ")];
         assert_eq!(field(cl, "id"), id);
-        let un = pos(&r, &format!("CLASS_UNLOAD id={id} name=Unloadable in_gc=1"));
-        assert!(un < pos(&r, "MARK after-gcs"), "{}", r.describe());
+        let want = format!("CLASS_UNLOAD id={id} name=Unloadable in_gc=1");
+        let after = pos(&r, "MARK after-gcs");
+        let un = r.log_lines.iter().position(|l| l.starts_with(&want));
+        assert!(
+            un.is_some_and(|u| u < after),
+            "no {want:?} before MARK after-gcs; what the agent saw of the class and the collections:\n{}\n{}",
+            unload_story(&r),
+            r.describe()
+        );
     });
+}
+
+/// Each of several classes, each dying in a collection of its own while the program runs, has
+/// its CLASS_UNLOAD inside a bracket before the program's last mark: none is lost to a heap
+/// walk of the shim's other environments taking the deaths from the main one (JDK 17.0.6+).
+#[test]
+fn every_class_unload_of_a_run_arrives_during_it() {
+    const ROUNDS: usize = 12;
+    for_each_jdk(|jdk| {
+        let r = rec(jdk, ALL, "Unload", &[&format!("rounds={ROUNDS}")]);
+        r.assert_ok();
+        clean(&r);
+        let after = pos(&r, "MARK after-gcs");
+        let rounds = r.log_lines[..after].iter().filter(|l| l.starts_with("MARK round ")).count();
+        assert_eq!(rounds, ROUNDS, "{}", r.describe());
+        let unloads = r.log_lines[..after].iter().filter(|l| l.starts_with("CLASS_UNLOAD ") && l.contains(" name=Unloadable in_gc=1")).count();
+        assert_eq!(unloads, ROUNDS, "CLASS_UNLOADs of Unloadable before MARK after-gcs; what the agent saw:\n{}\n{}", unload_story(&r), r.describe());
+    });
+}
+
+/// The log lines about the throw-away classes and the collections (numbered), for a failure
+/// message: their CLASS_LOADs, the marks, GC brackets, OBJECT_FREEs and CLASS_UNLOADs, and
+/// JVM_SHUT_DOWN.
+fn unload_story(r: &Run) -> String {
+    let keep = ["CLASS_LOAD name=Unloadable ", "MARK ", "GC_START", "GC_FINISH", "CLASS_UNLOAD ", "OBJECT_FREE", "SHUT_DOWN"];
+    r.log_lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| keep.iter().any(|k| l.starts_with(k)))
+        .map(|(i, l)| format!("{:>5}: {l}", i + 1))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
