@@ -99,7 +99,7 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
         // reused tag finds nothing of its previous object) and their IDs given back.
         let dead = deaths::take();
         let mut done = Released::new(env);
-        for tag in dead.into_tags() {
+        for tag in dead.into_tags().filter(|&t| ours(t)) {
             if !forget_class(tag, |t| classes::forget(t)) {
                 objects::forget_requested(tag);
             }
@@ -129,7 +129,7 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
     // The queue's memory goes with the batch, so it is given back after each bracket.
     let dead = deaths::take();
     let mut done = Released::new(env);
-    for tag in dead.into_tags() {
+    for tag in dead.into_tags().filter(|&t| ours(t)) {
         let class = forget_class(tag, |t| classes::unloaded(env, t));
         if !class && (ids::is_defined(tag) || objects::forget_requested(tag)) && events::enabled(JVMPI_EVENT_OBJECT_FREE) {
             let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_FREE, env);
@@ -146,6 +146,18 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
         ev.u.gc_info = GcInfo { used_objects: objects, used_object_space: bytes, total_object_space: total.max(bytes) };
         events::send(&mut ev);
     }
+}
+
+/// Whether a dead tag is one the shim could have given out. HotSpot posts the deaths a heap walk
+/// takes from every environment's tag map to the environment that walked (see `jvm::relay_free`):
+/// another JVMTI agent's tags can arrive here. Those out of the shim's range are ignored (not
+/// reported, not given back as slots); one inside it cannot be told from the shim's own.
+fn ours(tag: jlong) -> bool {
+    let ok = ids::plausible(tag);
+    if !ok {
+        log::debug!("a death of tag {tag:#x}, which the shim never gave out (another agent's?): ignored");
+    }
+    ok
 }
 
 /// A dead object that may have been a class ([`ids::may_be_class`]): `classes` deals with it

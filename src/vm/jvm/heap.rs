@@ -165,8 +165,9 @@ const LISTING_MARK: jlong = 1;
 // `class_unload_inside_a_gc_bracket`; `-Xlog:jvmti+table` showed "free object posted" on the
 // shim's GC thread). So these environments have ObjectFree too, passed on to the main
 // environment's callback ([`relay_free`]): the deaths arrive on the walking thread before the
-// walk returns. Tags of another agent's environment would arrive the same way — HotSpot posts
-// them to whichever environment walks, the main one included.
+// walk returns. Tags of another agent's environment arrive the same way — HotSpot posts them
+// to whichever environment walks, the main one included (the GC room ignores those out of the
+// shim's range).
 
 /// ObjectFree of the shim's other tagging environments: the main environment's callback, minus
 /// the listing environment's own mark.
