@@ -36,7 +36,12 @@
  * SetTag and ObjectFree. It wraps the agent's NotifyEvent to see what the shim sends: its
  * OBJECT_ALLOC of objects the VM or JNI made, and JVM_SHUT_DOWN, where, before the agent prints
  * its counts, the ObjectFree events the JVM still owes are flushed (setting the event's mode
- * again), as the shim does for its own tags at VM death. */
+ * again), as the shim does for its own tags at VM death.
+ *
+ * Experiment knob, off unless set: ALLOC_EMUL_SPIN=<n> makes onNewObject and onNew (one call
+ * per allocation) first run an empty loop of n iterations (about a cycle each), a floor slowed
+ * by a fixed amount of work per allocation (used to show that C2's work follows the program
+ * thread's speed; docs/benchmarks.md). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <jni.h>
@@ -96,6 +101,21 @@ static void send_free(jlong tag) {
     ev.u.obj_free.obj_id = (jobjectID)(intptr_t)tag;
     void (*f)(JVMPI_Event *) = inner;
     if (f) f(&ev);
+}
+
+/* ---- the experiment's spin (ALLOC_EMUL_SPIN) --------------------------------------------- */
+
+static long spin_iters; /* 0: no spin */
+
+static void spin(void) {
+    for (long i = spin_iters; i > 0; i--) __asm__ volatile("" ::: "memory");
+}
+
+static void set_spin(void) {
+    const char *v = getenv("ALLOC_EMUL_SPIN");
+    spin_iters = v ? atol(v) : 0;
+    if (spin_iters < 0) spin_iters = 0;
+    if (spin_iters) fprintf(stderr, "alloc_emul: spin of %ld iterations per allocation\n", spin_iters);
 }
 
 static inline jlong fresh_tag(void) { return __sync_add_and_fetch(&next_tag, 1); }
@@ -277,6 +297,7 @@ static void reserve(JNIEnv *env, struct local *l, jclass k, jint hash) {
 /* onNewObject(Class, int): right after `new`. */
 static void JNICALL on_new_object(JNIEnv *env, jclass tracker, jobject k, jint hash) {
     (void)tracker;
+    spin();
     shim_reported = 0;
     reserve(env, local(), k, hash);
 }
@@ -312,6 +333,7 @@ static void JNICALL on_init(JNIEnv *env, jclass tracker, jobject o, jclass k, ji
 /* onNew(Object, Class, int): right after an array allocation. */
 static void JNICALL on_new(JNIEnv *env, jclass tracker, jobject a, jclass k, jint hash) {
     (void)tracker;
+    spin();
     shim_reported = 0;
     report_array(env, local(), a, k, hash);
 }
@@ -410,6 +432,7 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
     identity_hash = (*env)->GetStaticMethodID(env, sys, "identityHashCode", "(Ljava/lang/Object;)I");
     if (!component_type || !identity_hash) return fail("getComponentType or identityHashCode not found");
 
+    set_spin();
     jclass tracker = (*env)->FindClass(env, "JvmpiShimTracker");
     if (!tracker) {
         (*env)->ExceptionClear(env);

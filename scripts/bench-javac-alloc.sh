@@ -15,7 +15,10 @@
 # (c)/(d), whole-run and per reported allocation.
 #
 #   scripts/bench-javac-alloc.sh         Environment: RUNS (default 3), MIRRORS (default /work/.mirror),
-#                                        JAVAC (default: JDK 17's; e.g. a JDK 25 javac, whose JDK runs it)
+#                                        JAVAC (default: JDK 17's; e.g. a JDK 25 javac, whose JDK runs it),
+#                                        JFLAGS (javac options for every configuration, e.g. "-J-Xbatch"),
+#                                        ALLOC_EMUL_SPIN (slows (d) by a fixed loop per allocation:
+#                                        benches/alloc_emul.c)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/bench-common.sh
@@ -48,7 +51,7 @@ for ((r = 0; r < runs; r++)); do
     for k in a b c d; do
         rm -rf "$w/classes"; mkdir -p "$w/classes"
         # shellcheck disable=SC2086
-        /usr/bin/time -f "time: %e %U %S" -o "$w/time.txt" "$javac" ${agentopt[$k]} -nowarn -d "$w/classes" "@$w/srcs.txt" > "$w/out.txt" 2> "$w/err.txt" || true
+        /usr/bin/time -f "time: %e %U %S" -o "$w/time.txt" "$javac" ${agentopt[$k]} ${JFLAGS:-} -nowarn -d "$w/classes" "@$w/srcs.txt" > "$w/out.txt" 2> "$w/err.txt" || true
         read -r _ e u s < <(grep "^time:" "$w/time.txt")
         wall[$k]="${wall[$k]:-} $e"
         cpu[$k]="${cpu[$k]:-} $(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')"
