@@ -67,6 +67,20 @@ pub fn targets(insn: &Instruction, at: usize) -> Vec<usize> {
     }
 }
 
+/// Calls `f` with every target of `insn` at index `at`, as [`targets`] lists them.
+fn for_each_target(insn: &Instruction, at: usize, mut f: impl FnMut(usize)) {
+    let rel = |r: i32| (at as i64 + i64::from(r)) as usize;
+    match insn {
+        I::Tableswitch(s) => std::iter::once(s.default).chain(s.offsets.iter().copied()).for_each(|r| f(rel(r))),
+        I::Lookupswitch(s) => std::iter::once(s.default).chain(s.pairs.values().copied()).for_each(|r| f(rel(r))),
+        _ => {
+            if let Some(t) = branch_target(insn) {
+                f(t)
+            }
+        }
+    }
+}
+
 /// True if execution never continues with the next instruction.
 pub fn is_unconditional(insn: &Instruction) -> bool {
     matches!(
@@ -862,11 +876,10 @@ fn max_depth(m: &Model, cx: &SimContext<'_, '_>) -> Option<usize> {
         }
     }
     let mut max = 1usize.min(m.handlers.len());
-    let mut scratch = State::default();
     while let Some(i) = work.pop() {
         let d = depth[i] as usize;
         let insn = &m.insns[i];
-        let after = frames::depth_after(d, i, insn, cx, &mut scratch).ok()?;
+        let after = frames::depth_after(d, insn, cx).ok()?;
         max = max.max(d).max(after);
         match insn {
             I::Jsr(t) => {
@@ -883,10 +896,10 @@ fn max_depth(m: &Model, cx: &SimContext<'_, '_>) -> Option<usize> {
             }
             _ => {}
         }
-        for t in targets(insn, i) {
-            if !set(t, after, &mut depth, &mut work) {
-                return None;
-            }
+        let mut agree = true;
+        for_each_target(insn, i, |t| agree &= set(t, after, &mut depth, &mut work));
+        if !agree {
+            return None;
         }
         if !is_unconditional(insn) && !set(i + 1, after, &mut depth, &mut work) && i + 1 < n {
             return None;

@@ -718,8 +718,188 @@ fn ldc(st: &mut State, i: u16, cx: &SimContext<'_, '_>) -> Result<(), BciError> 
     Ok(())
 }
 
-/// Operand-stack depth (in slots) before and after `insn`, given the depth before.
-pub(crate) fn depth_after(depth: usize, at: usize, insn: &Instruction, cx: &SimContext<'_, '_>, scratch: &mut State) -> Result<usize, BciError> {
+/// Operand-stack depth (in slots) after `insn`, given the depth before: what [`step`] leaves
+/// on a stack of `depth` unknown values (and no locals), computed without simulating the types.
+/// `Err` exactly where that simulation fails (an underflow, a constant or descriptor it cannot
+/// read, an instruction it cannot simulate); [`depth_after_by_simulation`] is the reference.
+pub(crate) fn depth_after(depth: usize, insn: &Instruction, cx: &SimContext<'_, '_>) -> Result<usize, ()> {
+    use Instruction as I;
+    // (slots popped, slots pushed); every instruction pops before it pushes.
+    let (pop, push): (usize, usize) = match insn {
+        I::Nop | I::Goto(_) | I::Goto_w(_) | I::Iinc(..) | I::Iinc_w(..) | I::Return | I::Ret(_) | I::Ret_w(_) => (0, 0),
+        I::Aconst_null
+        | I::Iconst_m1
+        | I::Iconst_0
+        | I::Iconst_1
+        | I::Iconst_2
+        | I::Iconst_3
+        | I::Iconst_4
+        | I::Iconst_5
+        | I::Bipush(_)
+        | I::Sipush(_)
+        | I::Fconst_0
+        | I::Fconst_1
+        | I::Fconst_2 => (0, 1),
+        I::Lconst_0 | I::Lconst_1 | I::Dconst_0 | I::Dconst_1 => (0, 2),
+        I::Ldc(i) => (0, ldc_slots(u16::from(*i), cx)?),
+        I::Ldc_w(i) | I::Ldc2_w(i) => (0, ldc_slots(*i, cx)?),
+        I::Iload(_) | I::Iload_0 | I::Iload_1 | I::Iload_2 | I::Iload_3 | I::Iload_w(_) => (0, 1),
+        I::Fload(_) | I::Fload_0 | I::Fload_1 | I::Fload_2 | I::Fload_3 | I::Fload_w(_) => (0, 1),
+        I::Lload(_) | I::Lload_0 | I::Lload_1 | I::Lload_2 | I::Lload_3 | I::Lload_w(_) => (0, 2),
+        I::Dload(_) | I::Dload_0 | I::Dload_1 | I::Dload_2 | I::Dload_3 | I::Dload_w(_) => (0, 2),
+        // No locals are known: a reference load pushes one unknown slot.
+        I::Aload(_) | I::Aload_w(_) | I::Aload_0 | I::Aload_1 | I::Aload_2 | I::Aload_3 => (0, 1),
+        I::Iaload | I::Baload | I::Caload | I::Saload | I::Faload => (2, 1),
+        I::Laload | I::Daload => (2, 2),
+        // The array is unknown: its element is one unknown slot.
+        I::Aaload => (2, 1),
+        I::Istore(_) | I::Istore_w(_) | I::Istore_0 | I::Istore_1 | I::Istore_2 | I::Istore_3 => (1, 0),
+        I::Fstore(_) | I::Fstore_w(_) | I::Fstore_0 | I::Fstore_1 | I::Fstore_2 | I::Fstore_3 => (1, 0),
+        I::Astore(_) | I::Astore_w(_) | I::Astore_0 | I::Astore_1 | I::Astore_2 | I::Astore_3 => (1, 0),
+        I::Lstore(_) | I::Lstore_w(_) | I::Lstore_0 | I::Lstore_1 | I::Lstore_2 | I::Lstore_3 => (2, 0),
+        I::Dstore(_) | I::Dstore_w(_) | I::Dstore_0 | I::Dstore_1 | I::Dstore_2 | I::Dstore_3 => (2, 0),
+        I::Iastore | I::Fastore | I::Aastore | I::Bastore | I::Castore | I::Sastore => (3, 0),
+        I::Lastore | I::Dastore => (4, 0),
+        I::Pop => (1, 0),
+        I::Pop2 => (2, 0),
+        I::Dup => (1, 2),
+        I::Dup_x1 => (2, 3),
+        I::Dup_x2 => (3, 4),
+        I::Dup2 => (2, 4),
+        I::Dup2_x1 => (3, 5),
+        I::Dup2_x2 => (4, 6),
+        I::Swap => (2, 2),
+        I::Iadd | I::Isub | I::Imul | I::Idiv | I::Irem | I::Ishl | I::Ishr | I::Iushr | I::Iand | I::Ior | I::Ixor => (2, 1),
+        I::Fadd | I::Fsub | I::Fmul | I::Fdiv | I::Frem => (2, 1),
+        I::Ladd | I::Lsub | I::Lmul | I::Ldiv | I::Lrem | I::Land | I::Lor | I::Lxor => (4, 2),
+        I::Lshl | I::Lshr | I::Lushr => (3, 2),
+        I::Dadd | I::Dsub | I::Dmul | I::Ddiv | I::Drem => (4, 2),
+        I::Ineg | I::I2b | I::I2c | I::I2s | I::Fneg | I::I2f | I::F2i => (1, 1),
+        I::Lneg | I::D2l | I::Dneg | I::L2d => (2, 2),
+        I::I2l | I::F2l | I::I2d | I::F2d => (1, 2),
+        I::L2i | I::D2i | I::L2f | I::D2f => (2, 1),
+        I::Lcmp | I::Dcmpl | I::Dcmpg => (4, 1),
+        I::Fcmpl | I::Fcmpg => (2, 1),
+        I::Ifeq(_) | I::Ifne(_) | I::Iflt(_) | I::Ifge(_) | I::Ifgt(_) | I::Ifle(_) | I::Ifnull(_) | I::Ifnonnull(_) => (1, 0),
+        I::If_icmpeq(_)
+        | I::If_icmpne(_)
+        | I::If_icmplt(_)
+        | I::If_icmpge(_)
+        | I::If_icmpgt(_)
+        | I::If_icmple(_)
+        | I::If_acmpeq(_)
+        | I::If_acmpne(_) => (2, 0),
+        I::Jsr(_) | I::Jsr_w(_) => (0, 1),
+        I::Tableswitch(_) | I::Lookupswitch(_) => (1, 0),
+        I::Ireturn | I::Freturn | I::Areturn | I::Athrow | I::Monitorenter | I::Monitorexit => (1, 0),
+        I::Lreturn | I::Dreturn => (2, 0),
+        I::Getstatic(i) | I::Getfield(i) | I::Putstatic(i) | I::Putfield(i) => {
+            let (_, d) = cx.pool.get_member(*i).map_err(drop)?;
+            let t = field_slots(d.as_bytes())?.0;
+            match insn {
+                I::Getstatic(_) => (0, t),
+                I::Getfield(_) => (1, t),
+                I::Putstatic(_) => (t, 0),
+                _ => (t + 1, 0),
+            }
+        }
+        I::Invokevirtual(i) | I::Invokespecial(i) | I::Invokestatic(i) | I::Invokeinterface(i, _) | I::Invokedynamic(i) => {
+            let (_, d) = cx.pool.get_member(*i).map_err(drop)?;
+            let (params, ret) = method_slots(d.as_bytes())?;
+            let receiver = usize::from(!matches!(insn, I::Invokestatic(_) | I::Invokedynamic(_)));
+            (params + receiver, ret)
+        }
+        I::New(_) => (0, 1),
+        I::Newarray(_) => (1, 1),
+        I::Anewarray(c) | I::Checkcast(c) => {
+            cx.pool.get_class_name(*c).map_err(drop)?;
+            (1, 1)
+        }
+        I::Multianewarray(c, dims) => {
+            cx.pool.get_class_name(*c).map_err(drop)?;
+            (usize::from(*dims), 1)
+        }
+        I::Arraylength | I::Instanceof(_) => (1, 1),
+        I::Wide | I::Breakpoint | I::Impdep1 | I::Impdep2 => return Err(()),
+    };
+    if depth < pop {
+        return Err(());
+    }
+    Ok(depth - pop + push)
+}
+
+/// The slots of the field type at the front of `d` and the bytes it took; `Err` where
+/// [`parse_field_type`] fails.
+fn field_slots(d: &[u8]) -> Result<(usize, usize), ()> {
+    match d.first() {
+        Some(b'B' | b'C' | b'I' | b'S' | b'Z' | b'F') => Ok((1, 1)),
+        Some(b'J' | b'D') => Ok((2, 1)),
+        Some(b'L') => {
+            let end = d.iter().position(|&c| c == b';').ok_or(())?;
+            Ok((1, end + 1))
+        }
+        Some(b'[') => {
+            let mut i = 0;
+            while d.get(i) == Some(&b'[') {
+                i += 1;
+            }
+            let (_, n) = field_slots(&d[i..])?;
+            Ok((1, i + n))
+        }
+        _ => Err(()),
+    }
+}
+
+/// The slots of a method descriptor's parameters and of its return value; `Err` where
+/// [`parse_method_descriptor`] fails.
+fn method_slots(d: &[u8]) -> Result<(usize, usize), ()> {
+    if d.first() != Some(&b'(') {
+        return Err(());
+    }
+    let mut i = 1;
+    let mut params = 0;
+    while d.get(i) != Some(&b')') {
+        if i >= d.len() {
+            return Err(());
+        }
+        let (s, n) = field_slots(&d[i..])?;
+        params += s;
+        i += n;
+    }
+    let ret = &d[i + 1..];
+    if ret == b"V" {
+        Ok((params, 0))
+    } else {
+        Ok((params, field_slots(ret)?.0))
+    }
+}
+
+/// The slots an `ldc` of constant `i` pushes; `Err` where [`ldc`] fails.
+fn ldc_slots(i: u16, cx: &SimContext<'_, '_>) -> Result<usize, ()> {
+    Ok(match cx.pool.get(i) {
+        Some(Constant::Long(_) | Constant::Double(_)) => 2,
+        Some(
+            Constant::Integer(_)
+            | Constant::Float(_)
+            | Constant::String(_)
+            | Constant::Class(_)
+            | Constant::MethodType(_)
+            | Constant::MethodHandle { .. },
+        ) => 1,
+        Some(Constant::Dynamic { .. }) => field_slots(cx.pool.get_member(i).map_err(drop)?.1.as_bytes())?.0,
+        _ => return Err(()),
+    })
+}
+
+/// [`depth_after`] by simulation: what [`step`] leaves on a stack of `depth` unknown values.
+#[cfg(test)]
+pub(crate) fn depth_after_by_simulation(
+    depth: usize,
+    at: usize,
+    insn: &Instruction,
+    cx: &SimContext<'_, '_>,
+    scratch: &mut State,
+) -> Result<usize, BciError> {
     scratch.stack.clear();
     scratch.stack.resize(depth, VType::Top);
     scratch.locals.clear();
