@@ -152,12 +152,14 @@ pub struct Pool<'a> {
     original_len: usize,
     /// Built on the first lookup.
     index: Option<Index>,
+    /// The member references already looked up: (tag, class, name, descriptor, index).
+    members: Vec<(u8, String, String, String, u16)>,
 }
 
 impl<'a> Pool<'a> {
     pub(crate) fn new(cp: ConstantPool<'a>) -> Self {
         let original_len = cp.len();
-        Pool { cp, original_len, index: None }
+        Pool { cp, original_len, index: None, members: Vec::new() }
     }
 
     /// The ristretto constant pool (read-only).
@@ -165,8 +167,7 @@ impl<'a> Pool<'a> {
         &self.cp
     }
 
-    fn find_or_add(&mut self, c: Constant<'a>) -> Result<u16, BciError> {
-        let key = key_of(&c).expect("only keyed constants are added");
+    fn build_index(&mut self) {
         if self.index.is_none() {
             let mut m = Index::with_capacity_and_hasher(self.cp.len(), Default::default());
             for i in 1..=self.cp.len() {
@@ -177,6 +178,24 @@ impl<'a> Pool<'a> {
             }
             self.index = Some(m);
         }
+    }
+
+    /// The index [`Pool::find_or_add`] gives a `CONSTANT_Utf8` of these bytes when it needs to
+    /// add nothing (so without making the constant first); `None`: it would add one.
+    fn existing_utf8(&mut self, mutf8: &[u8]) -> Option<u16> {
+        self.build_index();
+        let &i = self.index.as_ref().expect("built above").get(&Key::Utf8(hash_bytes(mutf8)))?;
+        if self.cp.try_get_utf8(i).is_ok_and(|x| x.as_bytes() == mutf8) {
+            return Some(i);
+        }
+        (1..=self.cp.len())
+            .filter_map(|j| u16::try_from(j).ok())
+            .find(|&j| matches!(self.cp.get(j), Some(Constant::Utf8(x)) if x.as_bytes() == mutf8))
+    }
+
+    fn find_or_add(&mut self, c: Constant<'a>) -> Result<u16, BciError> {
+        let key = key_of(&c).expect("only keyed constants are added");
+        self.build_index();
         let index = self.index.as_ref().expect("built above");
         if let Some(&i) = index.get(&key) {
             match &c {
@@ -206,10 +225,20 @@ impl<'a> Pool<'a> {
 
     /// A `CONSTANT_Utf8` with this text (modified UTF-8 is produced as needed).
     pub fn utf8(&mut self, s: &str) -> Result<u16, BciError> {
+        // Text without NUL and below U+0080 is its own modified UTF-8.
+        if s.bytes().all(|b| (1..0x80).contains(&b)) {
+            if let Some(i) = self.existing_utf8(s.as_bytes()) {
+                return Ok(i);
+            }
+        }
         self.find_or_add(Constant::Utf8(Cow::Owned(JavaString::from(s))))
     }
 
     fn utf8_bytes(&mut self, mutf8: &[u8]) -> Result<u16, BciError> {
+        // Bytes found in the pool are valid modified UTF-8 (the pool was parsed).
+        if let Some(i) = self.existing_utf8(mutf8) {
+            return Ok(i);
+        }
         let s = JavaString::from_mutf8(mutf8.to_vec())
             .map_err(|e| BciError::Malformed(format!("bad modified UTF-8: {e}")))?;
         self.find_or_add(Constant::Utf8(Cow::Owned(s)))
@@ -254,9 +283,16 @@ impl<'a> Pool<'a> {
 
     /// A `CONSTANT_Methodref` (a method of a class, not an interface).
     pub fn method_ref(&mut self, class: &str, name: &str, descriptor: &str) -> Result<u16, BciError> {
+        // Looked up once per class: the pool only grows, so the answer stays the same.
+        let known = self.members.iter().find(|(t, c, n, d, _)| *t == 10 && c == class && n == name && d == descriptor);
+        if let Some(&(.., i)) = known {
+            return Ok(i);
+        }
         let c = self.class(class)?;
         let nt = self.name_and_type(name, descriptor)?;
-        self.find_or_add(Constant::MethodRef { class_index: c, name_and_type_index: nt })
+        let i = self.find_or_add(Constant::MethodRef { class_index: c, name_and_type_index: nt })?;
+        self.members.push((10, class.to_string(), name.to_string(), descriptor.to_string(), i));
+        Ok(i)
     }
 
     /// A `CONSTANT_InterfaceMethodref`.
@@ -454,6 +490,12 @@ impl<'a> ClassEditor<'a> {
     /// The constant pool, to read.
     pub fn pool_ref(&self) -> &Pool<'a> {
         &self.pool
+    }
+
+    /// The bytecode of method `index`, undecoded; `None` for a method without code.
+    pub(crate) fn code_bytes(&self, index: usize) -> Option<&'a [u8]> {
+        let code = self.methods[index].code.as_ref()?;
+        Some(&self.raw[code.code.clone()])
     }
 
     /// Decodes the bytecode of method `index` for editing; `None` for a method without code.

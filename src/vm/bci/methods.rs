@@ -288,6 +288,9 @@ pub fn instrument_class_wrapping(
     let mut methods = methods;
     let mut refs = None;
     for m in 0..ce.method_count() {
+        if methods.is_none() && super::alloc::can_skip(&ce, m) {
+            continue;
+        }
         let Some(mut ed) = ce.method_editor(m)? else { continue };
         if let Some(a) = alloc {
             super::alloc::plan_allocations(&mut ce, m, &mut ed, a, &mut refs)?;
