@@ -695,30 +695,47 @@ fn apply(m: Model, edits: &Edits) -> Result<Model, BciError> {
     let extra: usize = edits.before.values().chain(edits.after.values()).map(Vec::len).sum::<usize>() + edits.prologue.len();
     let mut head = vec![0usize; n + 1];
     let mut at = vec![0usize; n + 1];
-    // (instruction, old anchor index)
-    let mut out: Vec<(Instruction, usize)> = Vec::with_capacity(n + extra);
+    let mut insns: Vec<Instruction> = Vec::with_capacity(n + extra);
+    // The old index each new instruction belongs to (its anchor), for those with targets.
+    let mut anchors: Vec<(usize, usize)> = Vec::new();
     // The prologue is no instruction's: `head[0]`, where branches to instruction 0 land, is
     // after it. Debug ranges that start at instruction 0 start at the prologue (`dbg`).
-    out.extend(edits.prologue.iter().map(|i| (i.clone(), 0)));
+    insns.extend(edits.prologue.iter().cloned());
     let dbg = |head: &[usize], i: usize| if i == 0 { 0 } else { head[i] };
-    for (j, insn) in m.insns.into_iter().enumerate() {
-        head[j] = out.len();
-        if let Some(b) = edits.before.get(&j) {
-            out.extend(b.iter().map(|i| (i.clone(), j)));
+    // The edits' keys are distinct old indices below n, met in order.
+    let mut before = edits.before.iter().peekable();
+    let mut after = edits.after.iter().peekable();
+    let mut replace = edits.replace.iter().peekable();
+    let push = |insns: &mut Vec<Instruction>, anchors: &mut Vec<(usize, usize)>, i: Instruction, j: usize| {
+        if matches!(i, I::Tableswitch(_) | I::Lookupswitch(_)) || branch_target(&i).is_some() {
+            anchors.push((insns.len(), j));
         }
-        at[j] = out.len();
-        out.push((edits.replace.get(&j).cloned().unwrap_or(insn), j));
-        if let Some(a) = edits.after.get(&j) {
-            out.extend(a.iter().map(|i| (i.clone(), j)));
+        insns.push(i);
+    };
+    for (j, insn) in m.insns.into_iter().enumerate() {
+        head[j] = insns.len();
+        if let Some((_, b)) = before.next_if(|(k, _)| **k == j) {
+            for i in b {
+                push(&mut insns, &mut anchors, i.clone(), j);
+            }
+        }
+        at[j] = insns.len();
+        let insn = match replace.next_if(|(k, _)| **k == j) {
+            Some((_, r)) => r.clone(),
+            None => insn,
+        };
+        push(&mut insns, &mut anchors, insn, j);
+        if let Some((_, a)) = after.next_if(|(k, _)| **k == j) {
+            for i in a {
+                push(&mut insns, &mut anchors, i.clone(), j);
+            }
         }
     }
-    head[n] = out.len();
-    at[n] = out.len();
+    head[n] = insns.len();
+    at[n] = insns.len();
     let h = |i: usize| head[i];
-    let mut insns = Vec::with_capacity(out.len());
-    for (k, (mut insn, anchor)) in out.into_iter().enumerate() {
-        remap_targets(&mut insn, anchor, k, &h)?;
-        insns.push(insn);
+    for (k, anchor) in anchors {
+        remap_targets(&mut insns[k], anchor, k, &h)?;
     }
     let handlers = m
         .handlers
