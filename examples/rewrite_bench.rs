@@ -9,6 +9,8 @@
 //! of a JDK's `lib/modules`). The plan(s) run ROUNDS times over every class (default 5); the
 //! median round is reported in µs per class. OUT, if given, receives every class's output in the
 //! record format (unchanged classes with an empty body), to compare two builds byte for byte.
+//! With CHECK=1 in the environment, the pass runs again without the rewriter's shortcuts
+//! (`bci::set_shortcuts(false)`) and every class's output must be the same.
 //! For a deterministic figure, count instructions with
 //! `valgrind --tool=callgrind --toggle-collect='*rewrite_all*'` and ROUNDS=1.
 
@@ -133,6 +135,18 @@ fn main() {
         median.as_secs_f64() * 1e3,
         median.as_secs_f64() * 1e6 / list.len() as f64
     );
+    if std::env::var_os("CHECK").is_some() {
+        // The same pass without the rewriter's shortcuts: every output must be the same.
+        jvmpi_shim::bci::set_shortcuts(false);
+        let (reference, ..) = rewrite_all(&list, mode);
+        jvmpi_shim::bci::set_shortcuts(true);
+        let differ: Vec<&str> =
+            list.iter().zip(outs.iter().zip(&reference)).filter(|(_, (a, b))| a != b).map(|((n, _), _)| n.as_str()).collect();
+        println!("without shortcuts: {} of {} outputs differ {:?}", differ.len(), list.len(), &differ[..differ.len().min(10)]);
+        if !differ.is_empty() {
+            std::process::exit(1);
+        }
+    }
     if let Some(out) = args.get(4) {
         let mut w = Vec::new();
         for ((name, _), o) in list.iter().zip(&outs) {

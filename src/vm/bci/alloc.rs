@@ -147,7 +147,7 @@ fn site(ce: &ClassEditor<'_>, i: &Instruction, ldc_class: bool) -> Option<Site> 
 /// it (a method without code included: it has no editor anyway).
 pub(crate) fn can_skip(ce: &ClassEditor<'_>, m: usize) -> bool {
     let Some(code) = ce.code_bytes(m) else { return false };
-    if ce.class_name() == "java/lang/Object" {
+    if ce.class_name() == "java/lang/Object" || !super::shortcuts() {
         return false;
     }
     let ldc_class = ce.major_version() >= LDC_CLASS;

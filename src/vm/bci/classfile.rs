@@ -262,7 +262,7 @@ impl<'a> Pool<'a> {
     /// A `CONSTANT_Utf8` with this text (modified UTF-8 is produced as needed).
     pub fn utf8(&mut self, s: &str) -> Result<u16, BciError> {
         // Text without NUL and below U+0080 is its own modified UTF-8.
-        if s.bytes().all(|b| (1..0x80).contains(&b)) {
+        if super::shortcuts() && s.bytes().all(|b| (1..0x80).contains(&b)) {
             if let Some(i) = self.existing_utf8(s.as_bytes()) {
                 return Ok(i);
             }
@@ -272,8 +272,10 @@ impl<'a> Pool<'a> {
 
     fn utf8_bytes(&mut self, mutf8: &[u8]) -> Result<u16, BciError> {
         // Bytes found in the pool are valid modified UTF-8 (the pool was parsed).
-        if let Some(i) = self.existing_utf8(mutf8) {
-            return Ok(i);
+        if super::shortcuts() {
+            if let Some(i) = self.existing_utf8(mutf8) {
+                return Ok(i);
+            }
         }
         let s = JavaString::from_mutf8(mutf8.to_vec())
             .map_err(|e| BciError::Malformed(format!("bad modified UTF-8: {e}")))?;
@@ -321,7 +323,7 @@ impl<'a> Pool<'a> {
     pub fn method_ref(&mut self, class: &str, name: &str, descriptor: &str) -> Result<u16, BciError> {
         // Looked up once per class: the pool only grows, so the answer stays the same.
         let known = self.members.iter().find(|(t, c, n, d, _)| *t == 10 && c == class && n == name && d == descriptor);
-        if let Some(&(.., i)) = known {
+        if let (Some(&(.., i)), true) = (known, super::shortcuts()) {
             return Ok(i);
         }
         let c = self.class(class)?;

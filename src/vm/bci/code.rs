@@ -893,10 +893,16 @@ fn max_depth(m: &Model, cx: &SimContext<'_, '_>) -> Option<usize> {
         }
     }
     let mut max = 1usize.min(m.handlers.len());
+    let counting = super::shortcuts();
+    let mut scratch = State::default();
     while let Some(i) = work.pop() {
         let d = depth[i] as usize;
         let insn = &m.insns[i];
-        let after = frames::depth_after(d, insn, cx).ok()?;
+        let after = if counting {
+            frames::depth_after(d, insn, cx).ok()?
+        } else {
+            frames::depth_after_by_simulation(d, i, insn, cx, &mut scratch).ok()?
+        };
         max = max.max(d).max(after);
         match insn {
             I::Jsr(t) => {

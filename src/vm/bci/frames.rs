@@ -891,8 +891,8 @@ fn ldc_slots(i: u16, cx: &SimContext<'_, '_>) -> Result<usize, ()> {
     })
 }
 
-/// [`depth_after`] by simulation: what [`step`] leaves on a stack of `depth` unknown values.
-#[cfg(test)]
+/// [`depth_after`] by simulation: what [`step`] leaves on a stack of `depth` unknown values
+/// (without [`super::shortcuts`]).
 pub(crate) fn depth_after_by_simulation(
     depth: usize,
     at: usize,

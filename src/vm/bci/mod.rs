@@ -102,7 +102,25 @@ pub use code::{branch_target, encoded_size, is_unconditional, targets, MethodEdi
 /// The instruction type of the editor (ristretto's), re-exported for users of [`MethodEditor`].
 pub use ristretto_classfile::attributes::{ArrayType, Instruction};
 
+use std::cell::Cell;
 use std::fmt;
+
+thread_local! {
+    static SHORTCUTS: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Turns the rewriter's shortcuts off (`false`) or on again in this thread: methods the
+/// allocation plan could leave undecoded, `max_stack`'s slot counting (instead of simulating
+/// types), constants looked up without being built and member references remembered per class.
+/// Their output is the same byte for byte; tests compare the two.
+#[doc(hidden)]
+pub fn set_shortcuts(on: bool) {
+    SHORTCUTS.with(|s| s.set(on));
+}
+
+pub(crate) fn shortcuts() -> bool {
+    SHORTCUTS.with(Cell::get)
+}
 
 /// The prefix of the native methods the shim renames when it wraps them in Java methods (see
 /// [`ClassEditor::wrap_natives`]); set with JVMTI `SetNativeMethodPrefix`, so that the JVM binds
