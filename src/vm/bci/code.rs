@@ -686,7 +686,8 @@ fn decode_model(raw: &[u8], rc: &RawCode, editor: &MethodEditor, initial: &Frame
         };
         attrs.push(attr);
     }
-    Ok(Model { insns: editor.insns.clone(), handlers, frames, attrs })
+    // The instructions are the caller's to give (moved, not copied).
+    Ok(Model { insns: Vec::new(), handlers, frames, attrs })
 }
 
 /// Applies `edits` to `m`: the new instruction list, with every index reference moved.
@@ -931,6 +932,50 @@ fn max_depth(m: &Model, cx: &SimContext<'_, '_>) -> Option<usize> {
     Some(max)
 }
 
+/// Appends the bytes of an instruction whose encoding does not depend on its position (an
+/// opcode alone, or with one index or local-variable operand), as ristretto writes them; false
+/// for the others (branches, switches, wide forms, …), which ristretto encodes.
+fn encode_simple(insn: &Instruction, out: &mut Vec<u8>) -> bool {
+    match insn {
+        I::Getstatic(i)
+        | I::Putstatic(i)
+        | I::Getfield(i)
+        | I::Putfield(i)
+        | I::Invokevirtual(i)
+        | I::Invokespecial(i)
+        | I::Invokestatic(i)
+        | I::New(i)
+        | I::Anewarray(i)
+        | I::Checkcast(i)
+        | I::Instanceof(i)
+        | I::Ldc_w(i)
+        | I::Ldc2_w(i) => {
+            out.push(insn.code());
+            out.extend_from_slice(&i.to_be_bytes());
+        }
+        I::Ldc(n)
+        | I::Iload(n)
+        | I::Lload(n)
+        | I::Fload(n)
+        | I::Dload(n)
+        | I::Aload(n)
+        | I::Istore(n)
+        | I::Lstore(n)
+        | I::Fstore(n)
+        | I::Dstore(n)
+        | I::Astore(n) => out.extend_from_slice(&[insn.code(), *n]),
+        I::Bipush(v) => out.extend_from_slice(&[insn.code(), *v as u8]),
+        I::Sipush(v) => {
+            out.push(insn.code());
+            out.extend_from_slice(&v.to_be_bytes());
+        }
+        I::Wide | I::Breakpoint | I::Impdep1 | I::Impdep2 => return false,
+        _ if branch_target(insn).is_none() && encoded_size(insn, 0) == 1 => out.push(insn.code()),
+        _ => return false,
+    }
+    true
+}
+
 /// Turns index-form instructions into bytes at the positions of `pos`.
 fn encode_code(insns: &[Instruction], pos: &[u32]) -> Result<Vec<u8>, BciError> {
     let len = *pos.last().expect("layout ends with the length") as usize;
@@ -938,6 +983,14 @@ fn encode_code(insns: &[Instruction], pos: &[u32]) -> Result<Vec<u8>, BciError> 
     let to_byte = |t: usize| pos[t];
     for (k, insn) in insns.iter().enumerate() {
         let here = pos[k];
+        if encode_simple(insn, cur.get_mut()) {
+            let p = cur.get_ref().len() as u64;
+            cur.set_position(p);
+            if p != u64::from(pos[k + 1]) {
+                return Err(BciError::Internal(format!("{insn} at byte {here} encoded to an unexpected size")));
+            }
+            continue;
+        }
         let byte_form = match insn {
             I::Tableswitch(s) => {
                 let mut s = s.clone();
@@ -994,7 +1047,12 @@ fn put_attr(out: &mut Vec<u8>, name: u16, body: &[u8]) {
 /// widens branches, recomputes `max_stack`, and returns the new attribute (header included).
 pub(crate) fn rewrite(raw: &[u8], rc: &RawCode, editor: MethodEditor, ctx: &MethodContext, pool: &mut Pool<'_>) -> Result<Vec<u8>, BciError> {
     let initial = frames::initial_frame(ctx)?;
-    let model = decode_model(raw, rc, &editor, &initial, pool)?;
+    let mut model = decode_model(raw, rc, &editor, &initial, pool)?;
+    // A constructor's chaining call, for the catch-all's ranges (found before the instructions
+    // move into the model).
+    let chain = (editor.catch_all.is_some() && ctx.name == b"<init>" && ctx.class_name != b"java/lang/Object")
+        .then(|| chaining_call(&editor.insns, pool));
+    model.insns = editor.insns;
     let inserted_peak = editor
         .before
         .values()
@@ -1022,8 +1080,8 @@ pub(crate) fn rewrite(raw: &[u8], rc: &RawCode, editor: MethodEditor, ctx: &Meth
         // cannot give it a frame both before and after `this` is initialised): one handler
         // covers the code before it, with `this` uninitialised, one the code after it.
         let mut ranges = Vec::new();
-        if ctx.name == b"<init>" && ctx.class_name != b"java/lang/Object" {
-            let chain = chaining_call(&editor.insns, pool)
+        if let Some(chain) = chain {
+            let chain = chain
                 .ok_or_else(|| BciError::Unsupported("a constructor without a super(…)/this(…) call".into()))?;
             if at(chain) > covered_from {
                 ranges.push((covered_from, at(chain), vec![frames::VType::UninitThis]));
@@ -1156,7 +1214,8 @@ pub(crate) struct FullCode {
 #[cfg(test)]
 pub(crate) fn decode_full(raw: &[u8], rc: &RawCode, editor: &MethodEditor, ctx: &MethodContext, pool: &Pool<'_>) -> Result<FullCode, BciError> {
     let initial = frames::initial_frame(ctx)?;
-    let m = decode_model(raw, rc, editor, &initial, pool)?;
+    let mut m = decode_model(raw, rc, editor, &initial, pool)?;
+    m.insns = editor.insns.clone();
     let mut lines = Vec::new();
     let mut locals = Vec::new();
     for a in &m.attrs {
