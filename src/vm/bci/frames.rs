@@ -5,8 +5,7 @@
 
 use super::classfile::Pool;
 use super::BciError;
-use ristretto_classfile::attributes::{ArrayType, Instruction, StackFrame, VerificationType};
-use ristretto_classfile::byte_reader::ByteReader;
+use ristretto_classfile::attributes::{ArrayType, Instruction, VerificationType};
 use ristretto_classfile::Constant;
 use std::rc::Rc;
 
@@ -128,22 +127,6 @@ pub(crate) fn initial_frame(ctx: &MethodContext) -> Result<Frame, BciError> {
     Ok(Frame { locals, stack: Vec::new() })
 }
 
-fn vtype_from(v: &VerificationType, pool: &Pool<'_>, index_of: &dyn Fn(u32) -> Option<usize>) -> Result<VType, BciError> {
-    Ok(match v {
-        VerificationType::Top => VType::Top,
-        VerificationType::Integer => VType::Int,
-        VerificationType::Float => VType::Float,
-        VerificationType::Long => VType::Long,
-        VerificationType::Double => VType::Double,
-        VerificationType::Null => VType::Null,
-        VerificationType::UninitializedThis => VType::UninitThis,
-        VerificationType::Object { cpool_index } => VType::object(pool.get_class_name(*cpool_index)?.as_bytes()),
-        VerificationType::Uninitialized { offset } => VType::Uninit(
-            index_of(u32::from(*offset)).ok_or_else(|| bad(format!("Uninitialized({offset}) is not an instruction")))?,
-        ),
-    })
-}
-
 /// Decodes a StackMapTable into full frames keyed by instruction index.
 pub(crate) fn decode_stack_map(
     info: &[u8],
@@ -151,47 +134,103 @@ pub(crate) fn decode_stack_map(
     pool: &Pool<'_>,
     index_of: &dyn Fn(u32) -> Option<usize>,
 ) -> Result<Vec<(usize, Frame)>, BciError> {
-    let mut r = ByteReader::new(info);
-    let n = r.read_u16().map_err(|e| bad(format!("StackMapTable: {e}")))?;
-    let mut out: Vec<(usize, Frame)> = Vec::with_capacity(usize::from(n));
-    let mut prev = initial.clone();
-    let mut offset: i64 = -1;
-    let conv = |v: &[VerificationType]| -> Result<Vec<VType>, BciError> {
-        v.iter().map(|t| vtype_from(t, pool, index_of)).collect()
+    let short = || bad("StackMapTable: too short");
+    let mut at = 0usize;
+    let u8_at = |at: &mut usize| -> Result<u8, BciError> {
+        let b = *info.get(*at).ok_or_else(short)?;
+        *at += 1;
+        Ok(b)
     };
+    let u16_at = |at: &mut usize| -> Result<u16, BciError> {
+        let b = info.get(*at..*at + 2).ok_or_else(short)?;
+        *at += 2;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
+    };
+    // The class names met so far, by constant (a method's frames name few classes, often).
+    let mut names: Vec<(u16, Rc<[u8]>)> = Vec::new();
+    let mut vtype = |at: &mut usize| -> Result<VType, BciError> {
+        Ok(match u8_at(at)? {
+            0 => VType::Top,
+            1 => VType::Int,
+            2 => VType::Float,
+            3 => VType::Double,
+            4 => VType::Long,
+            5 => VType::Null,
+            6 => VType::UninitThis,
+            7 => {
+                let c = u16_at(at)?;
+                if let Some((_, n)) = names.iter().find(|(k, _)| *k == c) {
+                    VType::Object(n.clone())
+                } else {
+                    let n: Rc<[u8]> = Rc::from(pool.get_class_name(c)?.as_bytes());
+                    names.push((c, n.clone()));
+                    VType::Object(n)
+                }
+            }
+            8 => {
+                let offset = u16_at(at)?;
+                VType::Uninit(
+                    index_of(u32::from(offset)).ok_or_else(|| bad(format!("Uninitialized({offset}) is not an instruction")))?,
+                )
+            }
+            t => return Err(bad(format!("StackMapTable: verification type tag {t}"))),
+        })
+    };
+    let n = u16_at(&mut at)?;
+    let mut out: Vec<(usize, Frame)> = Vec::with_capacity(usize::from(n));
+    let mut offset: i64 = -1;
     for _ in 0..n {
-        let f = StackFrame::from_bytes(&mut r).map_err(|e| bad(format!("StackMapTable: {e}")))?;
-        offset += i64::from(f.offset_delta()) + 1;
-        let frame = match &f {
-            StackFrame::SameFrame { .. } | StackFrame::SameFrameExtended { .. } => {
-                Frame { locals: prev.locals.clone(), stack: Vec::new() }
+        let prev = out.last().map_or(initial, |f| &f.1);
+        let frame_type = u8_at(&mut at)?;
+        let (delta, frame) = match frame_type {
+            0..=63 => (u16::from(frame_type), Frame { locals: prev.locals.clone(), stack: Vec::new() }),
+            64..=127 => (u16::from(frame_type - 64), Frame { locals: prev.locals.clone(), stack: vec![vtype(&mut at)?] }),
+            247 => {
+                let d = u16_at(&mut at)?;
+                (d, Frame { locals: prev.locals.clone(), stack: vec![vtype(&mut at)?] })
             }
-            StackFrame::SameLocals1StackItemFrame { stack, .. }
-            | StackFrame::SameLocals1StackItemFrameExtended { stack, .. } => {
-                Frame { locals: prev.locals.clone(), stack: conv(stack)? }
-            }
-            StackFrame::ChopFrame { frame_type, .. } => {
+            248..=250 => {
+                let d = u16_at(&mut at)?;
                 let k = usize::from(251 - frame_type);
                 if k > prev.locals.len() {
                     return Err(bad("StackMapTable: chop frame removes more locals than there are"));
                 }
-                Frame { locals: prev.locals[..prev.locals.len() - k].to_vec(), stack: Vec::new() }
+                (d, Frame { locals: prev.locals[..prev.locals.len() - k].to_vec(), stack: Vec::new() })
             }
-            StackFrame::AppendFrame { locals, .. } => {
-                let mut l = prev.locals.clone();
-                l.extend(conv(locals)?);
-                Frame { locals: l, stack: Vec::new() }
+            251 => (u16_at(&mut at)?, Frame { locals: prev.locals.clone(), stack: Vec::new() }),
+            252..=254 => {
+                let d = u16_at(&mut at)?;
+                let mut l = Vec::with_capacity(prev.locals.len() + usize::from(frame_type - 251));
+                l.extend_from_slice(&prev.locals);
+                for _ in 0..frame_type - 251 {
+                    l.push(vtype(&mut at)?);
+                }
+                (d, Frame { locals: l, stack: Vec::new() })
             }
-            StackFrame::FullFrame { locals, stack, .. } => Frame { locals: conv(locals)?, stack: conv(stack)? },
+            255 => {
+                let d = u16_at(&mut at)?;
+                let nl = u16_at(&mut at)?;
+                let mut locals = Vec::with_capacity(usize::from(nl));
+                for _ in 0..nl {
+                    locals.push(vtype(&mut at)?);
+                }
+                let ns = u16_at(&mut at)?;
+                let mut stack = Vec::with_capacity(usize::from(ns));
+                for _ in 0..ns {
+                    stack.push(vtype(&mut at)?);
+                }
+                (d, Frame { locals, stack })
+            }
+            t => return Err(bad(format!("StackMapTable: frame type {t}"))),
         };
-        let at = u32::try_from(offset)
+        offset += i64::from(delta) + 1;
+        let i = u32::try_from(offset)
             .ok()
             .and_then(index_of)
             .ok_or_else(|| bad(format!("StackMapTable: frame at byte {offset} is not at an instruction")))?;
-        out.push((at, frame.clone()));
-        prev = frame;
+        out.push((i, frame));
     }
-    if r.position() != info.len() {
+    if at != info.len() {
         return Err(bad("StackMapTable: trailing bytes"));
     }
     Ok(out)
