@@ -743,8 +743,11 @@ fn apply(m: Model, edits: &Edits) -> Result<Model, BciError> {
         .into_iter()
         .map(|x| Handler { start: head[x.start], end: head[x.end], handler: head[x.handler], ..x })
         .collect();
-    let mut frames: Vec<(usize, Frame)> = m.frames.into_iter().chain(edits.frames.iter().cloned()).collect();
-    frames.sort_by_key(|f| f.0);
+    let mut frames = m.frames;
+    if !edits.frames.is_empty() {
+        frames.extend(edits.frames.iter().cloned());
+        frames.sort_by_key(|f| f.0);
+    }
     for w in frames.windows(2) {
         if w[0].0 == w[1].0 {
             return Err(BciError::Internal(format!("two stack map frames at instruction {}", w[0].0)));
@@ -1110,88 +1113,93 @@ pub(crate) fn rewrite(raw: &[u8], rc: &RawCode, editor: MethodEditor, ctx: &Meth
     let code = encode_code(&model.insns, &pos)?;
     let p = |i: usize| pos[i] as usize;
 
-    let mut body = Vec::with_capacity(code.len() + 64);
-    body.extend_from_slice(&max_stack.to_be_bytes());
-    body.extend_from_slice(&rc.max_locals.to_be_bytes());
-    body.extend_from_slice(&(code.len() as u32).to_be_bytes());
-    body.extend_from_slice(&code);
-    put_u16(&mut body, model.handlers.len())?;
+    // The attribute is written in place: each length is patched in once its contents are.
+    let patch = |out: &mut Vec<u8>, len_at: usize| {
+        let n = (out.len() - len_at - 4) as u32;
+        out[len_at..len_at + 4].copy_from_slice(&n.to_be_bytes());
+    };
+    let mut out = Vec::with_capacity(rc.span.len() + code.len() + 8 * model.frames.len() + 64);
+    out.extend_from_slice(&rc.name_index.to_be_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&max_stack.to_be_bytes());
+    out.extend_from_slice(&rc.max_locals.to_be_bytes());
+    out.extend_from_slice(&(code.len() as u32).to_be_bytes());
+    out.extend_from_slice(&code);
+    put_u16(&mut out, model.handlers.len())?;
     for h in &model.handlers {
-        put_u16(&mut body, p(h.start))?;
-        put_u16(&mut body, p(h.end))?;
-        put_u16(&mut body, p(h.handler))?;
-        body.extend_from_slice(&h.catch_type.to_be_bytes());
+        put_u16(&mut out, p(h.start))?;
+        put_u16(&mut out, p(h.end))?;
+        put_u16(&mut out, p(h.handler))?;
+        out.extend_from_slice(&h.catch_type.to_be_bytes());
     }
-    let mut attrs: Vec<(u16, Vec<u8>)> = Vec::with_capacity(model.attrs.len() + 1);
-    let mut wrote_frames = false;
+    // Frames without a StackMapTable of the method's own get one, after the others.
+    let new_frames = !model.frames.is_empty() && !model.attrs.iter().any(|a| matches!(a, SubAttr::StackMap(_)));
+    put_u16(&mut out, model.attrs.len() + usize::from(new_frames))?;
     for a in &model.attrs {
-        let mut d = Vec::new();
         let name = match a {
-            SubAttr::Lines(nm, v) => {
-                put_u16(&mut d, v.len())?;
+            SubAttr::Lines(nm, _)
+            | SubAttr::LocalVars(nm, _)
+            | SubAttr::StackMap(nm)
+            | SubAttr::TypeAnnotations(nm, _)
+            | SubAttr::Other(nm, _) => *nm,
+        };
+        out.extend_from_slice(&name.to_be_bytes());
+        let len_at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        let d = &mut out;
+        match a {
+            SubAttr::Lines(_, v) => {
+                put_u16(d, v.len())?;
                 for (i, line) in v {
-                    put_u16(&mut d, p(*i))?;
+                    put_u16(d, p(*i))?;
                     d.extend_from_slice(&line.to_be_bytes());
                 }
-                *nm
             }
-            SubAttr::LocalVars(nm, v) => {
-                put_u16(&mut d, v.len())?;
+            SubAttr::LocalVars(_, v) => {
+                put_u16(d, v.len())?;
                 for x in v {
-                    put_u16(&mut d, p(x.start))?;
-                    put_u16(&mut d, p(x.end) - p(x.start))?;
+                    put_u16(d, p(x.start))?;
+                    put_u16(d, p(x.end) - p(x.start))?;
                     for r in x.rest {
                         d.extend_from_slice(&r.to_be_bytes());
                     }
                 }
-                *nm
             }
-            SubAttr::StackMap(nm) => {
-                d = frames::encode_stack_map(&model.frames, &initial, &pos, pool)?;
-                wrote_frames = true;
-                *nm
-            }
-            SubAttr::TypeAnnotations(nm, v) => {
-                put_u16(&mut d, v.len())?;
+            SubAttr::StackMap(_) => frames::encode_stack_map(&model.frames, &initial, &pos, pool, d)?,
+            SubAttr::TypeAnnotations(_, v) => {
+                put_u16(d, v.len())?;
                 for t in v {
                     d.push(t.target_type);
                     match &t.target {
                         TaTarget::LocalVar(r) => {
-                            put_u16(&mut d, r.len())?;
+                            put_u16(d, r.len())?;
                             for (s, e, slot) in r {
-                                put_u16(&mut d, p(*s))?;
-                                put_u16(&mut d, p(*e) - p(*s))?;
+                                put_u16(d, p(*s))?;
+                                put_u16(d, p(*e) - p(*s))?;
                                 d.extend_from_slice(&slot.to_be_bytes());
                             }
                         }
-                        TaTarget::Offset(i) => put_u16(&mut d, p(*i))?,
+                        TaTarget::Offset(i) => put_u16(d, p(*i))?,
                         TaTarget::TypeArgument(i, k) => {
-                            put_u16(&mut d, p(*i))?;
+                            put_u16(d, p(*i))?;
                             d.push(*k);
                         }
                         TaTarget::Raw(r) => d.extend_from_slice(r),
                     }
                     d.extend_from_slice(&t.rest);
                 }
-                *nm
             }
-            SubAttr::Other(nm, raw) => {
-                d.extend_from_slice(raw);
-                *nm
-            }
-        };
-        attrs.push((name, d));
+            SubAttr::Other(_, raw) => d.extend_from_slice(raw),
+        }
+        patch(&mut out, len_at);
     }
-    if !wrote_frames && !model.frames.is_empty() {
-        let d = frames::encode_stack_map(&model.frames, &initial, &pos, pool)?;
-        attrs.push((pool.utf8("StackMapTable")?, d));
+    if new_frames {
+        // Encoded before its name is looked up (the order the pool grows in).
+        let mut d = Vec::with_capacity(8 * model.frames.len() + 2);
+        frames::encode_stack_map(&model.frames, &initial, &pos, pool, &mut d)?;
+        put_attr(&mut out, pool.utf8("StackMapTable")?, &d);
     }
-    put_u16(&mut body, attrs.len())?;
-    for (nm, d) in &attrs {
-        put_attr(&mut body, *nm, d);
-    }
-    let mut out = Vec::with_capacity(body.len() + 6);
-    put_attr(&mut out, rc.name_index, &body);
+    patch(&mut out, 2);
     Ok(out)
 }
 

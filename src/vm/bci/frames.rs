@@ -260,8 +260,8 @@ pub(crate) fn encode_stack_map(
     initial: &Frame,
     pos: &[u32],
     pool: &mut Pool<'_>,
-) -> Result<Vec<u8>, BciError> {
-    let mut out = Vec::new();
+    out: &mut Vec<u8>,
+) -> Result<(), BciError> {
     let n = u16::try_from(frames.len()).map_err(|_| bad("too many stack map frames"))?;
     out.extend_from_slice(&n.to_be_bytes());
     let mut prev = initial;
@@ -289,12 +289,12 @@ pub(crate) fn encode_stack_map(
                 out.push(247);
                 out.extend_from_slice(&d16.to_be_bytes());
             }
-            write_vtype(&mut out, &f.stack[0], pool, pos)?;
+            write_vtype(out, &f.stack[0], pool, pos)?;
         } else if f.stack.is_empty() && fl > pl && fl - pl <= 3 && f.locals[..pl] == prev.locals[..] {
             out.push(251 + (fl - pl) as u8);
             out.extend_from_slice(&d16.to_be_bytes());
             for t in &f.locals[pl..] {
-                write_vtype(&mut out, t, pool, pos)?;
+                write_vtype(out, t, pool, pos)?;
             }
         } else if f.stack.is_empty() && pl > fl && pl - fl <= 3 && prev.locals[..fl] == f.locals[..] {
             out.push(251 - (pl - fl) as u8);
@@ -304,17 +304,17 @@ pub(crate) fn encode_stack_map(
             out.extend_from_slice(&d16.to_be_bytes());
             out.extend_from_slice(&(f.locals.len() as u16).to_be_bytes());
             for t in &f.locals {
-                write_vtype(&mut out, t, pool, pos)?;
+                write_vtype(out, t, pool, pos)?;
             }
             out.extend_from_slice(&(f.stack.len() as u16).to_be_bytes());
             for t in &f.stack {
-                write_vtype(&mut out, t, pool, pos)?;
+                write_vtype(out, t, pool, pos)?;
             }
         }
         prev = f;
         prev_off = off;
     }
-    Ok(out)
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
