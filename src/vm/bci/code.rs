@@ -292,8 +292,9 @@ fn containing(offsets: &[u32], byte: u32) -> Option<usize> {
 impl MethodEditor {
     pub(crate) fn decode(method: usize, code: &[u8]) -> Result<Self, BciError> {
         let mut r = ByteReader::new(code);
-        let mut insns = Vec::with_capacity(code.len() / 2 + 1);
-        let mut offsets = Vec::with_capacity(code.len() / 2 + 2);
+        // At most one instruction per byte: no growing on the way.
+        let mut insns = Vec::with_capacity(code.len());
+        let mut offsets = Vec::with_capacity(code.len() + 1);
         while r.position() < code.len() {
             offsets.push(r.position() as u32);
             let i = Instruction::from_bytes(&mut r)
@@ -691,12 +692,13 @@ fn decode_model(raw: &[u8], rc: &RawCode, editor: &MethodEditor, initial: &Frame
 }
 
 /// Applies `edits` to `m`: the new instruction list, with every index reference moved.
-fn apply(m: Model, edits: &Edits) -> Result<Model, BciError> {
+/// `spare`: room for that many more instructions after the result's (for the catch-all).
+fn apply(m: Model, edits: &Edits, spare: usize) -> Result<Model, BciError> {
     let n = m.insns.len();
     let extra: usize = edits.before.values().chain(edits.after.values()).map(Vec::len).sum::<usize>() + edits.prologue.len();
     let mut head = vec![0usize; n + 1];
     let mut at = vec![0usize; n + 1];
-    let mut insns: Vec<Instruction> = Vec::with_capacity(n + extra);
+    let mut insns: Vec<Instruction> = Vec::with_capacity(n + extra + spare);
     // The old index each new instruction belongs to (its anchor), for those with targets.
     let mut anchors: Vec<(usize, usize)> = Vec::new();
     // The prologue is no instruction's: `head[0]`, where branches to instruction 0 land, is
@@ -866,7 +868,7 @@ fn widen(mut m: Model, initial: &Frame, ctx: &MethodContext, pool: &Pool<'_>) ->
         if edits.replace.is_empty() {
             return Ok((m, pos));
         }
-        m = apply(m, &edits)?;
+        m = apply(m, &edits, 0)?;
     }
 }
 
@@ -875,7 +877,7 @@ fn widen(mut m: Model, initial: &Frame, ctx: &MethodContext, pool: &Pool<'_>) ->
 fn max_depth(m: &Model, cx: &SimContext<'_, '_>) -> Option<usize> {
     let n = m.insns.len();
     let mut depth: Vec<i32> = vec![-1; n];
-    let mut work = Vec::new();
+    let mut work = Vec::with_capacity(n);
     let set = |i: usize, d: usize, depth: &mut Vec<i32>, work: &mut Vec<usize>| -> bool {
         if i >= n {
             return false;
@@ -1069,7 +1071,9 @@ pub(crate) fn rewrite(raw: &[u8], rc: &RawCode, editor: MethodEditor, ctx: &Meth
     let catch_all = editor.catch_all;
     let entry = editor.prologue.len();
     let edits = Edits { prologue: editor.prologue, before: editor.before, after: editor.after, ..Edits::default() };
-    let mut model = apply(model, &edits)?;
+    // Each catch-all range gets a handler: its code and an athrow.
+    let spare = catch_all.as_ref().map_or(0, |c| 2 * (c.len() + 1));
+    let mut model = apply(model, &edits, spare)?;
     if let Some(code) = catch_all {
         // Where instruction j of the original code is in the new code.
         let at = |j: usize| -> usize {
