@@ -11,6 +11,9 @@
 //!   allocation site hooked; then tests/java/bci/VerifyDriver.java links every rewritten class
 //!   outside java.* in a fresh class loader under `-Xverify:all`: no VerifyError, no
 //!   ClassFormatError — except for one class planted broken on purpose, which must be caught.
+//! * `rewriter_shortcuts_change_no_byte`: the same classes through the allocation plan, the
+//!   method plan and every plan at once, with the rewriter's shortcuts and without them
+//!   (`bci::set_shortcuts`): the same output bytes (or the same error) for every class.
 
 mod harness;
 use harness::*;
@@ -423,6 +426,79 @@ fn jdk_classes_round_trip_and_verify() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Every class of the JDK's modules through the allocation plan, the method plan (entry and
+/// exit) and every plan at once (entry with the receiver, exit, instructions, allocations),
+/// with the rewriter's shortcuts (the default) and without them (`bci::set_shortcuts(false)`:
+/// every method decoded, `max_stack` by simulating types, every constant built before it is
+/// looked up): the same bytes, or the same error, for every class.
+fn shortcuts_change_nothing_on(jdk: &Jdk) {
+    use jvmpi_shim::bci::{instrument_class, set_shortcuts, Lookup, MethodHooks};
+    let records = jdk_classes(jdk);
+    let alloc = AllocHooks { tracker: TRACKER };
+    let plans: [(&str, bool, Option<MethodHooks>); 3] = [
+        ("allocations", true, None),
+        (
+            "methods",
+            false,
+            Some(MethodHooks { tracker: "JvmpiShimMethods", also_skip: TRACKER, entry: true, receiver: false, exit: true, instructions: false }),
+        ),
+        (
+            "everything",
+            true,
+            Some(MethodHooks { tracker: "JvmpiShimMethods", also_skip: TRACKER, entry: true, receiver: true, exit: true, instructions: true }),
+        ),
+    ];
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let next = AtomicUsize::new(0);
+    let differences: Vec<String> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut v = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(r) = records.get(i) else { break };
+                        for (plan, with_alloc, hooks) in &plans {
+                            let run = |shortcuts: bool| {
+                                set_shortcuts(shortcuts);
+                                let mut n = 0;
+                                let mut next_index = |_: &str, _: &str, _: &[Lookup]| -> i32 {
+                                    n += 1;
+                                    n
+                                };
+                                let methods = hooks.as_ref().map(|h| (h, &mut next_index as &mut dyn FnMut(&str, &str, &[Lookup]) -> i32));
+                                let out = instrument_class(&r.bytes, with_alloc.then_some(&alloc), methods).map_err(|e| e.to_string());
+                                set_shortcuts(true);
+                                out
+                            };
+                            if run(true) != run(false) {
+                                v.push(format!("{} ({plan})", r.name));
+                            }
+                        }
+                    }
+                    v
+                })
+            })
+            .collect();
+        hs.into_iter().flat_map(|h| h.join().expect("worker")).collect()
+    });
+    eprintln!("jdk {}: {} classes compared in 3 plans", jdk.feature, records.len());
+    assert!(records.len() > 10_000, "only {} classes", records.len());
+    assert!(differences.is_empty(), "{} outputs differ without the shortcuts: {:?}", differences.len(), &differences[..differences.len().min(20)]);
+}
+
+#[test]
+fn rewriter_shortcuts_change_no_byte() {
+    let wanted: Vec<Jdk> = jdks().into_iter().filter(|j| j.feature == 17 || j.feature == 25).collect();
+    if wanted.is_empty() {
+        eprintln!("neither JDK 17 nor JDK 25 selected: skipped");
+        return;
+    }
+    for jdk in wanted {
+        shortcuts_change_nothing_on(&jdk);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

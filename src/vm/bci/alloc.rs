@@ -72,6 +72,9 @@ pub fn instrument_allocations(class_file: &[u8], hooks: &AllocHooks) -> Result<O
     }
     let mut refs: Option<AllocRefs> = None;
     for m in 0..ce.method_count() {
+        if can_skip(&ce, m) {
+            continue;
+        }
         let Some(mut ed) = ce.method_editor(m)? else { continue };
         plan_allocations(&mut ce, m, &mut ed, hooks, &mut refs)?;
         ce.commit(ed)?;
@@ -135,6 +138,112 @@ fn site(ce: &ClassEditor<'_>, i: &Instruction, ldc_class: bool) -> Option<Site> 
         }
         _ => None,
     }
+}
+
+/// Whether the allocation plan can leave method `m` of `ce` undecoded: a walk over its bytes
+/// finds no allocation site, and none of what decoding it would refuse (an unknown opcode, a
+/// truncated instruction, a branch or switch target that is not an instruction, …), so that
+/// decoding it, planning and committing would change nothing and fail nowhere. `false`: decode
+/// it (a method without code included: it has no editor anyway).
+pub(crate) fn can_skip(ce: &ClassEditor<'_>, m: usize) -> bool {
+    let Some(code) = ce.code_bytes(m) else { return false };
+    if ce.class_name() == "java/lang/Object" || !super::shortcuts() {
+        return false;
+    }
+    let ldc_class = ce.major_version() >= LDC_CLASS;
+    let n = code.len();
+    let mut starts = vec![0u64; n / 64 + 1];
+    let mut targets: Vec<i64> = Vec::new();
+    let i32_at = |p: usize| i64::from(i32::from_be_bytes([code[p], code[p + 1], code[p + 2], code[p + 3]]));
+    let mut pos = 0usize;
+    while pos < n {
+        starts[pos / 64] |= 1 << (pos % 64);
+        let op = code[pos];
+        let len = match op {
+            0..=15 | 26..=53 | 59..=131 | 133..=152 | 172..=177 | 190 | 191 | 194 | 195 | 202 | 254 | 255 => 1,
+            16 | 18 | 21..=25 | 54..=58 | 169 => 2,
+            17 | 19 | 20 | 132 | 178..=181 | 183 | 192 | 193 => 3,
+            187 if !ldc_class => 3,
+            // Allocation sites: newarray, anewarray, multianewarray, new (from version 49 on).
+            187..=189 | 197 => return false,
+            182 | 184 => {
+                if pos + 3 > n {
+                    return false;
+                }
+                let r = u16::from_be_bytes([code[pos + 1], code[pos + 2]]);
+                let i = if op == 182 { Instruction::Invokevirtual(r) } else { Instruction::Invokestatic(r) };
+                if site(ce, &i, ldc_class).is_some() {
+                    return false;
+                }
+                3
+            }
+            // invokeinterface, invokedynamic: their zero bytes.
+            185 => {
+                if pos + 5 > n || code[pos + 4] != 0 {
+                    return false;
+                }
+                5
+            }
+            186 => {
+                if pos + 5 > n || code[pos + 3] != 0 || code[pos + 4] != 0 {
+                    return false;
+                }
+                5
+            }
+            // Short branches: the target must fit a u16 and be an instruction.
+            153..=168 | 198 | 199 => {
+                if pos + 3 > n {
+                    return false;
+                }
+                let t = pos as i64 + i64::from(i16::from_be_bytes([code[pos + 1], code[pos + 2]]));
+                if u16::try_from(t).is_err() {
+                    return false;
+                }
+                targets.push(t);
+                3
+            }
+            200 | 201 => {
+                if pos + 5 > n {
+                    return false;
+                }
+                targets.push(pos as i64 + i32_at(pos + 1));
+                5
+            }
+            196 => match code.get(pos + 1) {
+                Some(21..=25 | 54..=58 | 169) => 4,
+                Some(132) => 6,
+                _ => return false,
+            },
+            170 | 171 => {
+                let base = pos + 1 + (4 - (pos + 1) % 4) % 4;
+                if base + 12 > n {
+                    return false;
+                }
+                targets.push(pos as i64 + i32_at(base));
+                let (count, first, step) = if op == 170 {
+                    let (low, high) = (i32_at(base + 4), i32_at(base + 8));
+                    ((high - low + 1).max(0), base + 12, 4)
+                } else {
+                    (i32_at(base + 4).max(0), base + 12, 8)
+                };
+                let end = first as i64 + count * step;
+                if end > n as i64 {
+                    return false;
+                }
+                let off = if op == 170 { 0 } else { 4 };
+                for k in 0..count as usize {
+                    targets.push(pos as i64 + i32_at(first + k * step as usize + off));
+                }
+                end as usize - pos
+            }
+            _ => return false,
+        };
+        pos += len;
+        if pos > n {
+            return false;
+        }
+    }
+    targets.iter().all(|&t| (0..n as i64).contains(&t) && starts[t as usize / 64] & (1 << (t as usize % 64)) != 0)
 }
 
 /// Adds the allocation plan to one method's editor (see [`instrument_allocations`]); `refs`

@@ -66,7 +66,7 @@ pub struct MethodInfo {
 
 /// Keys of the constants the editor may add, for reuse of existing entries. A Utf8 is keyed by
 /// a hash of its bytes (no copy of each string of the pool); a hit is checked against the bytes.
-#[derive(Hash, PartialEq, Eq, Clone, Copy, Debug)]
+#[derive(PartialEq, Eq, Clone, Copy, Debug)]
 enum Key {
     Utf8(u64),
     Class(u16),
@@ -108,41 +108,77 @@ fn hash_bytes(b: &[u8]) -> u64 {
     (h.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(SEED)
 }
 
-/// The hasher of the pool's index: its keys are small integers and hashes already.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        self.0 = (self.0.rotate_left(5) ^ hash_bytes(bytes)).wrapping_mul(SEED);
-    }
-    fn write_u8(&mut self, v: u8) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_u16(&mut self, v: u16) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_i32(&mut self, v: i32) {
-        self.write_u64(v as u32 as u64);
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(SEED);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-    fn write_isize(&mut self, v: isize) {
-        self.write_u64(v as u64);
-    }
+/// The pool's index: key → the first entry with that key. Open addressing with linear probing
+/// over (key, entry) slots, entry 0 marking an empty slot: built once per class over the whole
+/// pool, it is the rewriter's largest fixed cost, and a general map spent three times as long.
+struct Index {
+    slots: Vec<(Key, u16)>,
+    bits: u32,
+    len: usize,
 }
 
-type Index = HashMap<Key, u16, std::hash::BuildHasherDefault<KeyHasher>>;
+impl Index {
+    fn with_capacity(n: usize) -> Index {
+        let bits = (2 * n + 2).next_power_of_two().trailing_zeros().max(6);
+        Index { slots: vec![(Key::Integer(0), 0); 1 << bits], bits, len: 0 }
+    }
+
+    fn slot(&self, k: &Key) -> usize {
+        let (tag, v): (u64, u64) = match *k {
+            Key::Utf8(h) => (1, h),
+            Key::Class(a) => (2, u64::from(a)),
+            Key::String(a) => (3, u64::from(a)),
+            Key::Integer(v) => (4, u64::from(v as u32)),
+            Key::NameAndType(a, b) => (5, u64::from(a) << 16 | u64::from(b)),
+            Key::Field(a, b) => (6, u64::from(a) << 16 | u64::from(b)),
+            Key::Method(a, b) => (7, u64::from(a) << 16 | u64::from(b)),
+            Key::InterfaceMethod(a, b) => (8, u64::from(a) << 16 | u64::from(b)),
+        };
+        ((v ^ tag.rotate_right(4)).wrapping_mul(SEED) >> (64 - self.bits)) as usize
+    }
+
+    fn get(&self, k: &Key) -> Option<u16> {
+        let mask = self.slots.len() - 1;
+        let mut s = self.slot(k);
+        loop {
+            let (key, i) = &self.slots[s];
+            if *i == 0 {
+                return None;
+            }
+            if key == k {
+                return Some(*i);
+            }
+            s = (s + 1) & mask;
+        }
+    }
+
+    /// Records entry `i` under `k` unless an earlier entry has that key.
+    fn insert_first(&mut self, k: Key, i: u16) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            let old = std::mem::take(&mut self.slots);
+            self.bits += 1;
+            self.slots = vec![(Key::Integer(0), 0); 1 << self.bits];
+            self.len = 0;
+            for (key, j) in old.into_iter().filter(|s| s.1 != 0) {
+                self.insert_first(key, j);
+            }
+        }
+        let mask = self.slots.len() - 1;
+        let mut s = self.slot(&k);
+        loop {
+            let slot = &mut self.slots[s];
+            if slot.1 == 0 {
+                *slot = (k, i);
+                self.len += 1;
+                return;
+            }
+            if slot.0 == k {
+                return;
+            }
+            s = (s + 1) & mask;
+        }
+    }
+}
 
 /// The constant pool: the class's own, parsed by ristretto, plus entries the editor appends.
 /// Existing entries are never moved, so every index in the original bytes stays valid.
@@ -152,12 +188,14 @@ pub struct Pool<'a> {
     original_len: usize,
     /// Built on the first lookup.
     index: Option<Index>,
+    /// The member references already looked up: (tag, class, name, descriptor, index).
+    members: Vec<(u8, String, String, String, u16)>,
 }
 
 impl<'a> Pool<'a> {
     pub(crate) fn new(cp: ConstantPool<'a>) -> Self {
         let original_len = cp.len();
-        Pool { cp, original_len, index: None }
+        Pool { cp, original_len, index: None, members: Vec::new() }
     }
 
     /// The ristretto constant pool (read-only).
@@ -165,20 +203,37 @@ impl<'a> Pool<'a> {
         &self.cp
     }
 
-    fn find_or_add(&mut self, c: Constant<'a>) -> Result<u16, BciError> {
-        let key = key_of(&c).expect("only keyed constants are added");
+    fn build_index(&mut self) {
         if self.index.is_none() {
-            let mut m = Index::with_capacity_and_hasher(self.cp.len(), Default::default());
+            let mut m = Index::with_capacity(self.cp.len());
             for i in 1..=self.cp.len() {
                 let Ok(i) = u16::try_from(i) else { break };
                 if let Some(k) = self.cp.get(i).and_then(key_of) {
-                    m.entry(k).or_insert(i);
+                    m.insert_first(k, i);
                 }
             }
             self.index = Some(m);
         }
+    }
+
+    /// The index [`Pool::find_or_add`] gives a `CONSTANT_Utf8` of these bytes when it needs to
+    /// add nothing (so without making the constant first); `None`: it would add one.
+    fn existing_utf8(&mut self, mutf8: &[u8]) -> Option<u16> {
+        self.build_index();
+        let i = self.index.as_ref().expect("built above").get(&Key::Utf8(hash_bytes(mutf8)))?;
+        if self.cp.try_get_utf8(i).is_ok_and(|x| x.as_bytes() == mutf8) {
+            return Some(i);
+        }
+        (1..=self.cp.len())
+            .filter_map(|j| u16::try_from(j).ok())
+            .find(|&j| matches!(self.cp.get(j), Some(Constant::Utf8(x)) if x.as_bytes() == mutf8))
+    }
+
+    fn find_or_add(&mut self, c: Constant<'a>) -> Result<u16, BciError> {
+        let key = key_of(&c).expect("only keyed constants are added");
+        self.build_index();
         let index = self.index.as_ref().expect("built above");
-        if let Some(&i) = index.get(&key) {
+        if let Some(i) = index.get(&key) {
             match &c {
                 Constant::Utf8(s) => {
                     if self.cp.try_get_utf8(i).is_ok_and(|x| x.as_bytes() == s.as_bytes()) {
@@ -200,16 +255,28 @@ impl<'a> Pool<'a> {
             return Err(BciError::ConstantPoolFull);
         }
         let i = self.cp.add(c).map_err(|_| BciError::ConstantPoolFull)?;
-        self.index.as_mut().expect("built above").entry(key).or_insert(i);
+        self.index.as_mut().expect("built above").insert_first(key, i);
         Ok(i)
     }
 
     /// A `CONSTANT_Utf8` with this text (modified UTF-8 is produced as needed).
     pub fn utf8(&mut self, s: &str) -> Result<u16, BciError> {
+        // Text without NUL and below U+0080 is its own modified UTF-8.
+        if super::shortcuts() && s.bytes().all(|b| (1..0x80).contains(&b)) {
+            if let Some(i) = self.existing_utf8(s.as_bytes()) {
+                return Ok(i);
+            }
+        }
         self.find_or_add(Constant::Utf8(Cow::Owned(JavaString::from(s))))
     }
 
     fn utf8_bytes(&mut self, mutf8: &[u8]) -> Result<u16, BciError> {
+        // Bytes found in the pool are valid modified UTF-8 (the pool was parsed).
+        if super::shortcuts() {
+            if let Some(i) = self.existing_utf8(mutf8) {
+                return Ok(i);
+            }
+        }
         let s = JavaString::from_mutf8(mutf8.to_vec())
             .map_err(|e| BciError::Malformed(format!("bad modified UTF-8: {e}")))?;
         self.find_or_add(Constant::Utf8(Cow::Owned(s)))
@@ -254,9 +321,16 @@ impl<'a> Pool<'a> {
 
     /// A `CONSTANT_Methodref` (a method of a class, not an interface).
     pub fn method_ref(&mut self, class: &str, name: &str, descriptor: &str) -> Result<u16, BciError> {
+        // Looked up once per class: the pool only grows, so the answer stays the same.
+        let known = self.members.iter().find(|(t, c, n, d, _)| *t == 10 && c == class && n == name && d == descriptor);
+        if let (Some(&(.., i)), true) = (known, super::shortcuts()) {
+            return Ok(i);
+        }
         let c = self.class(class)?;
         let nt = self.name_and_type(name, descriptor)?;
-        self.find_or_add(Constant::MethodRef { class_index: c, name_and_type_index: nt })
+        let i = self.find_or_add(Constant::MethodRef { class_index: c, name_and_type_index: nt })?;
+        self.members.push((10, class.to_string(), name.to_string(), descriptor.to_string(), i));
+        Ok(i)
     }
 
     /// A `CONSTANT_InterfaceMethodref`.
@@ -454,6 +528,12 @@ impl<'a> ClassEditor<'a> {
     /// The constant pool, to read.
     pub fn pool_ref(&self) -> &Pool<'a> {
         &self.pool
+    }
+
+    /// The bytecode of method `index`, undecoded; `None` for a method without code.
+    pub(crate) fn code_bytes(&self, index: usize) -> Option<&'a [u8]> {
+        let code = self.methods[index].code.as_ref()?;
+        Some(&self.raw[code.code.clone()])
     }
 
     /// Decodes the bytecode of method `index` for editing; `None` for a method without code.

@@ -67,6 +67,20 @@ pub fn targets(insn: &Instruction, at: usize) -> Vec<usize> {
     }
 }
 
+/// Calls `f` with every target of `insn` at index `at`, as [`targets`] lists them.
+fn for_each_target(insn: &Instruction, at: usize, mut f: impl FnMut(usize)) {
+    let rel = |r: i32| (at as i64 + i64::from(r)) as usize;
+    match insn {
+        I::Tableswitch(s) => std::iter::once(s.default).chain(s.offsets.iter().copied()).for_each(|r| f(rel(r))),
+        I::Lookupswitch(s) => std::iter::once(s.default).chain(s.pairs.values().copied()).for_each(|r| f(rel(r))),
+        _ => {
+            if let Some(t) = branch_target(insn) {
+                f(t)
+            }
+        }
+    }
+}
+
 /// True if execution never continues with the next instruction.
 pub fn is_unconditional(insn: &Instruction) -> bool {
     matches!(
@@ -278,8 +292,9 @@ fn containing(offsets: &[u32], byte: u32) -> Option<usize> {
 impl MethodEditor {
     pub(crate) fn decode(method: usize, code: &[u8]) -> Result<Self, BciError> {
         let mut r = ByteReader::new(code);
-        let mut insns = Vec::with_capacity(code.len() / 2 + 1);
-        let mut offsets = Vec::with_capacity(code.len() / 2 + 2);
+        // At most one instruction per byte: no growing on the way.
+        let mut insns = Vec::with_capacity(code.len());
+        let mut offsets = Vec::with_capacity(code.len() + 1);
         while r.position() < code.len() {
             offsets.push(r.position() as u32);
             let i = Instruction::from_bytes(&mut r)
@@ -672,47 +687,69 @@ fn decode_model(raw: &[u8], rc: &RawCode, editor: &MethodEditor, initial: &Frame
         };
         attrs.push(attr);
     }
-    Ok(Model { insns: editor.insns.clone(), handlers, frames, attrs })
+    // The instructions are the caller's to give (moved, not copied).
+    Ok(Model { insns: Vec::new(), handlers, frames, attrs })
 }
 
 /// Applies `edits` to `m`: the new instruction list, with every index reference moved.
-fn apply(m: Model, edits: &Edits) -> Result<Model, BciError> {
+/// `spare`: room for that many more instructions after the result's (for the catch-all).
+fn apply(m: Model, edits: &Edits, spare: usize) -> Result<Model, BciError> {
     let n = m.insns.len();
     let extra: usize = edits.before.values().chain(edits.after.values()).map(Vec::len).sum::<usize>() + edits.prologue.len();
     let mut head = vec![0usize; n + 1];
     let mut at = vec![0usize; n + 1];
-    // (instruction, old anchor index)
-    let mut out: Vec<(Instruction, usize)> = Vec::with_capacity(n + extra);
+    let mut insns: Vec<Instruction> = Vec::with_capacity(n + extra + spare);
+    // The old index each new instruction belongs to (its anchor), for those with targets.
+    let mut anchors: Vec<(usize, usize)> = Vec::new();
     // The prologue is no instruction's: `head[0]`, where branches to instruction 0 land, is
     // after it. Debug ranges that start at instruction 0 start at the prologue (`dbg`).
-    out.extend(edits.prologue.iter().map(|i| (i.clone(), 0)));
+    insns.extend(edits.prologue.iter().cloned());
     let dbg = |head: &[usize], i: usize| if i == 0 { 0 } else { head[i] };
-    for (j, insn) in m.insns.into_iter().enumerate() {
-        head[j] = out.len();
-        if let Some(b) = edits.before.get(&j) {
-            out.extend(b.iter().map(|i| (i.clone(), j)));
+    // The edits' keys are distinct old indices below n, met in order.
+    let mut before = edits.before.iter().peekable();
+    let mut after = edits.after.iter().peekable();
+    let mut replace = edits.replace.iter().peekable();
+    let push = |insns: &mut Vec<Instruction>, anchors: &mut Vec<(usize, usize)>, i: Instruction, j: usize| {
+        if matches!(i, I::Tableswitch(_) | I::Lookupswitch(_)) || branch_target(&i).is_some() {
+            anchors.push((insns.len(), j));
         }
-        at[j] = out.len();
-        out.push((edits.replace.get(&j).cloned().unwrap_or(insn), j));
-        if let Some(a) = edits.after.get(&j) {
-            out.extend(a.iter().map(|i| (i.clone(), j)));
+        insns.push(i);
+    };
+    for (j, insn) in m.insns.into_iter().enumerate() {
+        head[j] = insns.len();
+        if let Some((_, b)) = before.next_if(|(k, _)| **k == j) {
+            for i in b {
+                push(&mut insns, &mut anchors, i.clone(), j);
+            }
+        }
+        at[j] = insns.len();
+        let insn = match replace.next_if(|(k, _)| **k == j) {
+            Some((_, r)) => r.clone(),
+            None => insn,
+        };
+        push(&mut insns, &mut anchors, insn, j);
+        if let Some((_, a)) = after.next_if(|(k, _)| **k == j) {
+            for i in a {
+                push(&mut insns, &mut anchors, i.clone(), j);
+            }
         }
     }
-    head[n] = out.len();
-    at[n] = out.len();
+    head[n] = insns.len();
+    at[n] = insns.len();
     let h = |i: usize| head[i];
-    let mut insns = Vec::with_capacity(out.len());
-    for (k, (mut insn, anchor)) in out.into_iter().enumerate() {
-        remap_targets(&mut insn, anchor, k, &h)?;
-        insns.push(insn);
+    for (k, anchor) in anchors {
+        remap_targets(&mut insns[k], anchor, k, &h)?;
     }
     let handlers = m
         .handlers
         .into_iter()
         .map(|x| Handler { start: head[x.start], end: head[x.end], handler: head[x.handler], ..x })
         .collect();
-    let mut frames: Vec<(usize, Frame)> = m.frames.into_iter().chain(edits.frames.iter().cloned()).collect();
-    frames.sort_by_key(|f| f.0);
+    let mut frames = m.frames;
+    if !edits.frames.is_empty() {
+        frames.extend(edits.frames.iter().cloned());
+        frames.sort_by_key(|f| f.0);
+    }
     for w in frames.windows(2) {
         if w[0].0 == w[1].0 {
             return Err(BciError::Internal(format!("two stack map frames at instruction {}", w[0].0)));
@@ -831,7 +868,7 @@ fn widen(mut m: Model, initial: &Frame, ctx: &MethodContext, pool: &Pool<'_>) ->
         if edits.replace.is_empty() {
             return Ok((m, pos));
         }
-        m = apply(m, &edits)?;
+        m = apply(m, &edits, 0)?;
     }
 }
 
@@ -840,7 +877,7 @@ fn widen(mut m: Model, initial: &Frame, ctx: &MethodContext, pool: &Pool<'_>) ->
 fn max_depth(m: &Model, cx: &SimContext<'_, '_>) -> Option<usize> {
     let n = m.insns.len();
     let mut depth: Vec<i32> = vec![-1; n];
-    let mut work = Vec::new();
+    let mut work = Vec::with_capacity(n);
     let set = |i: usize, d: usize, depth: &mut Vec<i32>, work: &mut Vec<usize>| -> bool {
         if i >= n {
             return false;
@@ -862,11 +899,16 @@ fn max_depth(m: &Model, cx: &SimContext<'_, '_>) -> Option<usize> {
         }
     }
     let mut max = 1usize.min(m.handlers.len());
+    let counting = super::shortcuts();
     let mut scratch = State::default();
     while let Some(i) = work.pop() {
         let d = depth[i] as usize;
         let insn = &m.insns[i];
-        let after = frames::depth_after(d, i, insn, cx, &mut scratch).ok()?;
+        let after = if counting {
+            frames::depth_after(d, insn, cx).ok()?
+        } else {
+            frames::depth_after_by_simulation(d, i, insn, cx, &mut scratch).ok()?
+        };
         max = max.max(d).max(after);
         match insn {
             I::Jsr(t) => {
@@ -883,16 +925,60 @@ fn max_depth(m: &Model, cx: &SimContext<'_, '_>) -> Option<usize> {
             }
             _ => {}
         }
-        for t in targets(insn, i) {
-            if !set(t, after, &mut depth, &mut work) {
-                return None;
-            }
+        let mut agree = true;
+        for_each_target(insn, i, |t| agree &= set(t, after, &mut depth, &mut work));
+        if !agree {
+            return None;
         }
         if !is_unconditional(insn) && !set(i + 1, after, &mut depth, &mut work) && i + 1 < n {
             return None;
         }
     }
     Some(max)
+}
+
+/// Appends the bytes of an instruction whose encoding does not depend on its position (an
+/// opcode alone, or with one index or local-variable operand), as ristretto writes them; false
+/// for the others (branches, switches, wide forms, …), which ristretto encodes.
+fn encode_simple(insn: &Instruction, out: &mut Vec<u8>) -> bool {
+    match insn {
+        I::Getstatic(i)
+        | I::Putstatic(i)
+        | I::Getfield(i)
+        | I::Putfield(i)
+        | I::Invokevirtual(i)
+        | I::Invokespecial(i)
+        | I::Invokestatic(i)
+        | I::New(i)
+        | I::Anewarray(i)
+        | I::Checkcast(i)
+        | I::Instanceof(i)
+        | I::Ldc_w(i)
+        | I::Ldc2_w(i) => {
+            out.push(insn.code());
+            out.extend_from_slice(&i.to_be_bytes());
+        }
+        I::Ldc(n)
+        | I::Iload(n)
+        | I::Lload(n)
+        | I::Fload(n)
+        | I::Dload(n)
+        | I::Aload(n)
+        | I::Istore(n)
+        | I::Lstore(n)
+        | I::Fstore(n)
+        | I::Dstore(n)
+        | I::Astore(n) => out.extend_from_slice(&[insn.code(), *n]),
+        I::Bipush(v) => out.extend_from_slice(&[insn.code(), *v as u8]),
+        I::Sipush(v) => {
+            out.push(insn.code());
+            out.extend_from_slice(&v.to_be_bytes());
+        }
+        I::Wide | I::Breakpoint | I::Impdep1 | I::Impdep2 => return false,
+        _ if branch_target(insn).is_none() && encoded_size(insn, 0) == 1 => out.push(insn.code()),
+        _ => return false,
+    }
+    true
 }
 
 /// Turns index-form instructions into bytes at the positions of `pos`.
@@ -902,6 +988,14 @@ fn encode_code(insns: &[Instruction], pos: &[u32]) -> Result<Vec<u8>, BciError> 
     let to_byte = |t: usize| pos[t];
     for (k, insn) in insns.iter().enumerate() {
         let here = pos[k];
+        if encode_simple(insn, cur.get_mut()) {
+            let p = cur.get_ref().len() as u64;
+            cur.set_position(p);
+            if p != u64::from(pos[k + 1]) {
+                return Err(BciError::Internal(format!("{insn} at byte {here} encoded to an unexpected size")));
+            }
+            continue;
+        }
         let byte_form = match insn {
             I::Tableswitch(s) => {
                 let mut s = s.clone();
@@ -958,7 +1052,12 @@ fn put_attr(out: &mut Vec<u8>, name: u16, body: &[u8]) {
 /// widens branches, recomputes `max_stack`, and returns the new attribute (header included).
 pub(crate) fn rewrite(raw: &[u8], rc: &RawCode, editor: MethodEditor, ctx: &MethodContext, pool: &mut Pool<'_>) -> Result<Vec<u8>, BciError> {
     let initial = frames::initial_frame(ctx)?;
-    let model = decode_model(raw, rc, &editor, &initial, pool)?;
+    let mut model = decode_model(raw, rc, &editor, &initial, pool)?;
+    // A constructor's chaining call, for the catch-all's ranges (found before the instructions
+    // move into the model).
+    let chain = (editor.catch_all.is_some() && ctx.name == b"<init>" && ctx.class_name != b"java/lang/Object")
+        .then(|| chaining_call(&editor.insns, pool));
+    model.insns = editor.insns;
     let inserted_peak = editor
         .before
         .values()
@@ -972,7 +1071,9 @@ pub(crate) fn rewrite(raw: &[u8], rc: &RawCode, editor: MethodEditor, ctx: &Meth
     let catch_all = editor.catch_all;
     let entry = editor.prologue.len();
     let edits = Edits { prologue: editor.prologue, before: editor.before, after: editor.after, ..Edits::default() };
-    let mut model = apply(model, &edits)?;
+    // Each catch-all range gets a handler: its code and an athrow.
+    let spare = catch_all.as_ref().map_or(0, |c| 2 * (c.len() + 1));
+    let mut model = apply(model, &edits, spare)?;
     if let Some(code) = catch_all {
         // Where instruction j of the original code is in the new code.
         let at = |j: usize| -> usize {
@@ -986,8 +1087,8 @@ pub(crate) fn rewrite(raw: &[u8], rc: &RawCode, editor: MethodEditor, ctx: &Meth
         // cannot give it a frame both before and after `this` is initialised): one handler
         // covers the code before it, with `this` uninitialised, one the code after it.
         let mut ranges = Vec::new();
-        if ctx.name == b"<init>" && ctx.class_name != b"java/lang/Object" {
-            let chain = chaining_call(&editor.insns, pool)
+        if let Some(chain) = chain {
+            let chain = chain
                 .ok_or_else(|| BciError::Unsupported("a constructor without a super(…)/this(…) call".into()))?;
             if at(chain) > covered_from {
                 ranges.push((covered_from, at(chain), vec![frames::VType::UninitThis]));
@@ -1016,88 +1117,93 @@ pub(crate) fn rewrite(raw: &[u8], rc: &RawCode, editor: MethodEditor, ctx: &Meth
     let code = encode_code(&model.insns, &pos)?;
     let p = |i: usize| pos[i] as usize;
 
-    let mut body = Vec::with_capacity(code.len() + 64);
-    body.extend_from_slice(&max_stack.to_be_bytes());
-    body.extend_from_slice(&rc.max_locals.to_be_bytes());
-    body.extend_from_slice(&(code.len() as u32).to_be_bytes());
-    body.extend_from_slice(&code);
-    put_u16(&mut body, model.handlers.len())?;
+    // The attribute is written in place: each length is patched in once its contents are.
+    let patch = |out: &mut Vec<u8>, len_at: usize| {
+        let n = (out.len() - len_at - 4) as u32;
+        out[len_at..len_at + 4].copy_from_slice(&n.to_be_bytes());
+    };
+    let mut out = Vec::with_capacity(rc.span.len() + code.len() + 8 * model.frames.len() + 64);
+    out.extend_from_slice(&rc.name_index.to_be_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&max_stack.to_be_bytes());
+    out.extend_from_slice(&rc.max_locals.to_be_bytes());
+    out.extend_from_slice(&(code.len() as u32).to_be_bytes());
+    out.extend_from_slice(&code);
+    put_u16(&mut out, model.handlers.len())?;
     for h in &model.handlers {
-        put_u16(&mut body, p(h.start))?;
-        put_u16(&mut body, p(h.end))?;
-        put_u16(&mut body, p(h.handler))?;
-        body.extend_from_slice(&h.catch_type.to_be_bytes());
+        put_u16(&mut out, p(h.start))?;
+        put_u16(&mut out, p(h.end))?;
+        put_u16(&mut out, p(h.handler))?;
+        out.extend_from_slice(&h.catch_type.to_be_bytes());
     }
-    let mut attrs: Vec<(u16, Vec<u8>)> = Vec::with_capacity(model.attrs.len() + 1);
-    let mut wrote_frames = false;
+    // Frames without a StackMapTable of the method's own get one, after the others.
+    let new_frames = !model.frames.is_empty() && !model.attrs.iter().any(|a| matches!(a, SubAttr::StackMap(_)));
+    put_u16(&mut out, model.attrs.len() + usize::from(new_frames))?;
     for a in &model.attrs {
-        let mut d = Vec::new();
         let name = match a {
-            SubAttr::Lines(nm, v) => {
-                put_u16(&mut d, v.len())?;
+            SubAttr::Lines(nm, _)
+            | SubAttr::LocalVars(nm, _)
+            | SubAttr::StackMap(nm)
+            | SubAttr::TypeAnnotations(nm, _)
+            | SubAttr::Other(nm, _) => *nm,
+        };
+        out.extend_from_slice(&name.to_be_bytes());
+        let len_at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        let d = &mut out;
+        match a {
+            SubAttr::Lines(_, v) => {
+                put_u16(d, v.len())?;
                 for (i, line) in v {
-                    put_u16(&mut d, p(*i))?;
+                    put_u16(d, p(*i))?;
                     d.extend_from_slice(&line.to_be_bytes());
                 }
-                *nm
             }
-            SubAttr::LocalVars(nm, v) => {
-                put_u16(&mut d, v.len())?;
+            SubAttr::LocalVars(_, v) => {
+                put_u16(d, v.len())?;
                 for x in v {
-                    put_u16(&mut d, p(x.start))?;
-                    put_u16(&mut d, p(x.end) - p(x.start))?;
+                    put_u16(d, p(x.start))?;
+                    put_u16(d, p(x.end) - p(x.start))?;
                     for r in x.rest {
                         d.extend_from_slice(&r.to_be_bytes());
                     }
                 }
-                *nm
             }
-            SubAttr::StackMap(nm) => {
-                d = frames::encode_stack_map(&model.frames, &initial, &pos, pool)?;
-                wrote_frames = true;
-                *nm
-            }
-            SubAttr::TypeAnnotations(nm, v) => {
-                put_u16(&mut d, v.len())?;
+            SubAttr::StackMap(_) => frames::encode_stack_map(&model.frames, &initial, &pos, pool, d)?,
+            SubAttr::TypeAnnotations(_, v) => {
+                put_u16(d, v.len())?;
                 for t in v {
                     d.push(t.target_type);
                     match &t.target {
                         TaTarget::LocalVar(r) => {
-                            put_u16(&mut d, r.len())?;
+                            put_u16(d, r.len())?;
                             for (s, e, slot) in r {
-                                put_u16(&mut d, p(*s))?;
-                                put_u16(&mut d, p(*e) - p(*s))?;
+                                put_u16(d, p(*s))?;
+                                put_u16(d, p(*e) - p(*s))?;
                                 d.extend_from_slice(&slot.to_be_bytes());
                             }
                         }
-                        TaTarget::Offset(i) => put_u16(&mut d, p(*i))?,
+                        TaTarget::Offset(i) => put_u16(d, p(*i))?,
                         TaTarget::TypeArgument(i, k) => {
-                            put_u16(&mut d, p(*i))?;
+                            put_u16(d, p(*i))?;
                             d.push(*k);
                         }
                         TaTarget::Raw(r) => d.extend_from_slice(r),
                     }
                     d.extend_from_slice(&t.rest);
                 }
-                *nm
             }
-            SubAttr::Other(nm, raw) => {
-                d.extend_from_slice(raw);
-                *nm
-            }
-        };
-        attrs.push((name, d));
+            SubAttr::Other(_, raw) => d.extend_from_slice(raw),
+        }
+        patch(&mut out, len_at);
     }
-    if !wrote_frames && !model.frames.is_empty() {
-        let d = frames::encode_stack_map(&model.frames, &initial, &pos, pool)?;
-        attrs.push((pool.utf8("StackMapTable")?, d));
+    if new_frames {
+        // Encoded before its name is looked up (the order the pool grows in).
+        let mut d = Vec::with_capacity(8 * model.frames.len() + 2);
+        frames::encode_stack_map(&model.frames, &initial, &pos, pool, &mut d)?;
+        put_attr(&mut out, pool.utf8("StackMapTable")?, &d);
     }
-    put_u16(&mut body, attrs.len())?;
-    for (nm, d) in &attrs {
-        put_attr(&mut body, *nm, d);
-    }
-    let mut out = Vec::with_capacity(body.len() + 6);
-    put_attr(&mut out, rc.name_index, &body);
+    patch(&mut out, 2);
     Ok(out)
 }
 
@@ -1120,7 +1226,8 @@ pub(crate) struct FullCode {
 #[cfg(test)]
 pub(crate) fn decode_full(raw: &[u8], rc: &RawCode, editor: &MethodEditor, ctx: &MethodContext, pool: &Pool<'_>) -> Result<FullCode, BciError> {
     let initial = frames::initial_frame(ctx)?;
-    let m = decode_model(raw, rc, editor, &initial, pool)?;
+    let mut m = decode_model(raw, rc, editor, &initial, pool)?;
+    m.insns = editor.insns.clone();
     let mut lines = Vec::new();
     let mut locals = Vec::new();
     for a in &m.attrs {

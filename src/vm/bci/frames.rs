@@ -5,8 +5,7 @@
 
 use super::classfile::Pool;
 use super::BciError;
-use ristretto_classfile::attributes::{ArrayType, Instruction, StackFrame, VerificationType};
-use ristretto_classfile::byte_reader::ByteReader;
+use ristretto_classfile::attributes::{ArrayType, Instruction, VerificationType};
 use ristretto_classfile::Constant;
 use std::rc::Rc;
 
@@ -128,22 +127,6 @@ pub(crate) fn initial_frame(ctx: &MethodContext) -> Result<Frame, BciError> {
     Ok(Frame { locals, stack: Vec::new() })
 }
 
-fn vtype_from(v: &VerificationType, pool: &Pool<'_>, index_of: &dyn Fn(u32) -> Option<usize>) -> Result<VType, BciError> {
-    Ok(match v {
-        VerificationType::Top => VType::Top,
-        VerificationType::Integer => VType::Int,
-        VerificationType::Float => VType::Float,
-        VerificationType::Long => VType::Long,
-        VerificationType::Double => VType::Double,
-        VerificationType::Null => VType::Null,
-        VerificationType::UninitializedThis => VType::UninitThis,
-        VerificationType::Object { cpool_index } => VType::object(pool.get_class_name(*cpool_index)?.as_bytes()),
-        VerificationType::Uninitialized { offset } => VType::Uninit(
-            index_of(u32::from(*offset)).ok_or_else(|| bad(format!("Uninitialized({offset}) is not an instruction")))?,
-        ),
-    })
-}
-
 /// Decodes a StackMapTable into full frames keyed by instruction index.
 pub(crate) fn decode_stack_map(
     info: &[u8],
@@ -151,47 +134,103 @@ pub(crate) fn decode_stack_map(
     pool: &Pool<'_>,
     index_of: &dyn Fn(u32) -> Option<usize>,
 ) -> Result<Vec<(usize, Frame)>, BciError> {
-    let mut r = ByteReader::new(info);
-    let n = r.read_u16().map_err(|e| bad(format!("StackMapTable: {e}")))?;
-    let mut out: Vec<(usize, Frame)> = Vec::with_capacity(usize::from(n));
-    let mut prev = initial.clone();
-    let mut offset: i64 = -1;
-    let conv = |v: &[VerificationType]| -> Result<Vec<VType>, BciError> {
-        v.iter().map(|t| vtype_from(t, pool, index_of)).collect()
+    let short = || bad("StackMapTable: too short");
+    let mut at = 0usize;
+    let u8_at = |at: &mut usize| -> Result<u8, BciError> {
+        let b = *info.get(*at).ok_or_else(short)?;
+        *at += 1;
+        Ok(b)
     };
+    let u16_at = |at: &mut usize| -> Result<u16, BciError> {
+        let b = info.get(*at..*at + 2).ok_or_else(short)?;
+        *at += 2;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
+    };
+    // The class names met so far, by constant (a method's frames name few classes, often).
+    let mut names: Vec<(u16, Rc<[u8]>)> = Vec::new();
+    let mut vtype = |at: &mut usize| -> Result<VType, BciError> {
+        Ok(match u8_at(at)? {
+            0 => VType::Top,
+            1 => VType::Int,
+            2 => VType::Float,
+            3 => VType::Double,
+            4 => VType::Long,
+            5 => VType::Null,
+            6 => VType::UninitThis,
+            7 => {
+                let c = u16_at(at)?;
+                if let Some((_, n)) = names.iter().find(|(k, _)| *k == c) {
+                    VType::Object(n.clone())
+                } else {
+                    let n: Rc<[u8]> = Rc::from(pool.get_class_name(c)?.as_bytes());
+                    names.push((c, n.clone()));
+                    VType::Object(n)
+                }
+            }
+            8 => {
+                let offset = u16_at(at)?;
+                VType::Uninit(
+                    index_of(u32::from(offset)).ok_or_else(|| bad(format!("Uninitialized({offset}) is not an instruction")))?,
+                )
+            }
+            t => return Err(bad(format!("StackMapTable: verification type tag {t}"))),
+        })
+    };
+    let n = u16_at(&mut at)?;
+    let mut out: Vec<(usize, Frame)> = Vec::with_capacity(usize::from(n));
+    let mut offset: i64 = -1;
     for _ in 0..n {
-        let f = StackFrame::from_bytes(&mut r).map_err(|e| bad(format!("StackMapTable: {e}")))?;
-        offset += i64::from(f.offset_delta()) + 1;
-        let frame = match &f {
-            StackFrame::SameFrame { .. } | StackFrame::SameFrameExtended { .. } => {
-                Frame { locals: prev.locals.clone(), stack: Vec::new() }
+        let prev = out.last().map_or(initial, |f| &f.1);
+        let frame_type = u8_at(&mut at)?;
+        let (delta, frame) = match frame_type {
+            0..=63 => (u16::from(frame_type), Frame { locals: prev.locals.clone(), stack: Vec::new() }),
+            64..=127 => (u16::from(frame_type - 64), Frame { locals: prev.locals.clone(), stack: vec![vtype(&mut at)?] }),
+            247 => {
+                let d = u16_at(&mut at)?;
+                (d, Frame { locals: prev.locals.clone(), stack: vec![vtype(&mut at)?] })
             }
-            StackFrame::SameLocals1StackItemFrame { stack, .. }
-            | StackFrame::SameLocals1StackItemFrameExtended { stack, .. } => {
-                Frame { locals: prev.locals.clone(), stack: conv(stack)? }
-            }
-            StackFrame::ChopFrame { frame_type, .. } => {
+            248..=250 => {
+                let d = u16_at(&mut at)?;
                 let k = usize::from(251 - frame_type);
                 if k > prev.locals.len() {
                     return Err(bad("StackMapTable: chop frame removes more locals than there are"));
                 }
-                Frame { locals: prev.locals[..prev.locals.len() - k].to_vec(), stack: Vec::new() }
+                (d, Frame { locals: prev.locals[..prev.locals.len() - k].to_vec(), stack: Vec::new() })
             }
-            StackFrame::AppendFrame { locals, .. } => {
-                let mut l = prev.locals.clone();
-                l.extend(conv(locals)?);
-                Frame { locals: l, stack: Vec::new() }
+            251 => (u16_at(&mut at)?, Frame { locals: prev.locals.clone(), stack: Vec::new() }),
+            252..=254 => {
+                let d = u16_at(&mut at)?;
+                let mut l = Vec::with_capacity(prev.locals.len() + usize::from(frame_type - 251));
+                l.extend_from_slice(&prev.locals);
+                for _ in 0..frame_type - 251 {
+                    l.push(vtype(&mut at)?);
+                }
+                (d, Frame { locals: l, stack: Vec::new() })
             }
-            StackFrame::FullFrame { locals, stack, .. } => Frame { locals: conv(locals)?, stack: conv(stack)? },
+            255 => {
+                let d = u16_at(&mut at)?;
+                let nl = u16_at(&mut at)?;
+                let mut locals = Vec::with_capacity(usize::from(nl));
+                for _ in 0..nl {
+                    locals.push(vtype(&mut at)?);
+                }
+                let ns = u16_at(&mut at)?;
+                let mut stack = Vec::with_capacity(usize::from(ns));
+                for _ in 0..ns {
+                    stack.push(vtype(&mut at)?);
+                }
+                (d, Frame { locals, stack })
+            }
+            t => return Err(bad(format!("StackMapTable: frame type {t}"))),
         };
-        let at = u32::try_from(offset)
+        offset += i64::from(delta) + 1;
+        let i = u32::try_from(offset)
             .ok()
             .and_then(index_of)
             .ok_or_else(|| bad(format!("StackMapTable: frame at byte {offset} is not at an instruction")))?;
-        out.push((at, frame.clone()));
-        prev = frame;
+        out.push((i, frame));
     }
-    if r.position() != info.len() {
+    if at != info.len() {
         return Err(bad("StackMapTable: trailing bytes"));
     }
     Ok(out)
@@ -221,8 +260,8 @@ pub(crate) fn encode_stack_map(
     initial: &Frame,
     pos: &[u32],
     pool: &mut Pool<'_>,
-) -> Result<Vec<u8>, BciError> {
-    let mut out = Vec::new();
+    out: &mut Vec<u8>,
+) -> Result<(), BciError> {
     let n = u16::try_from(frames.len()).map_err(|_| bad("too many stack map frames"))?;
     out.extend_from_slice(&n.to_be_bytes());
     let mut prev = initial;
@@ -250,12 +289,12 @@ pub(crate) fn encode_stack_map(
                 out.push(247);
                 out.extend_from_slice(&d16.to_be_bytes());
             }
-            write_vtype(&mut out, &f.stack[0], pool, pos)?;
+            write_vtype(out, &f.stack[0], pool, pos)?;
         } else if f.stack.is_empty() && fl > pl && fl - pl <= 3 && f.locals[..pl] == prev.locals[..] {
             out.push(251 + (fl - pl) as u8);
             out.extend_from_slice(&d16.to_be_bytes());
             for t in &f.locals[pl..] {
-                write_vtype(&mut out, t, pool, pos)?;
+                write_vtype(out, t, pool, pos)?;
             }
         } else if f.stack.is_empty() && pl > fl && pl - fl <= 3 && prev.locals[..fl] == f.locals[..] {
             out.push(251 - (pl - fl) as u8);
@@ -265,17 +304,17 @@ pub(crate) fn encode_stack_map(
             out.extend_from_slice(&d16.to_be_bytes());
             out.extend_from_slice(&(f.locals.len() as u16).to_be_bytes());
             for t in &f.locals {
-                write_vtype(&mut out, t, pool, pos)?;
+                write_vtype(out, t, pool, pos)?;
             }
             out.extend_from_slice(&(f.stack.len() as u16).to_be_bytes());
             for t in &f.stack {
-                write_vtype(&mut out, t, pool, pos)?;
+                write_vtype(out, t, pool, pos)?;
             }
         }
         prev = f;
         prev_off = off;
     }
-    Ok(out)
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -718,8 +757,188 @@ fn ldc(st: &mut State, i: u16, cx: &SimContext<'_, '_>) -> Result<(), BciError> 
     Ok(())
 }
 
-/// Operand-stack depth (in slots) before and after `insn`, given the depth before.
-pub(crate) fn depth_after(depth: usize, at: usize, insn: &Instruction, cx: &SimContext<'_, '_>, scratch: &mut State) -> Result<usize, BciError> {
+/// Operand-stack depth (in slots) after `insn`, given the depth before: what [`step`] leaves
+/// on a stack of `depth` unknown values (and no locals), computed without simulating the types.
+/// `Err` exactly where that simulation fails (an underflow, a constant or descriptor it cannot
+/// read, an instruction it cannot simulate); [`depth_after_by_simulation`] is the reference.
+pub(crate) fn depth_after(depth: usize, insn: &Instruction, cx: &SimContext<'_, '_>) -> Result<usize, ()> {
+    use Instruction as I;
+    // (slots popped, slots pushed); every instruction pops before it pushes.
+    let (pop, push): (usize, usize) = match insn {
+        I::Nop | I::Goto(_) | I::Goto_w(_) | I::Iinc(..) | I::Iinc_w(..) | I::Return | I::Ret(_) | I::Ret_w(_) => (0, 0),
+        I::Aconst_null
+        | I::Iconst_m1
+        | I::Iconst_0
+        | I::Iconst_1
+        | I::Iconst_2
+        | I::Iconst_3
+        | I::Iconst_4
+        | I::Iconst_5
+        | I::Bipush(_)
+        | I::Sipush(_)
+        | I::Fconst_0
+        | I::Fconst_1
+        | I::Fconst_2 => (0, 1),
+        I::Lconst_0 | I::Lconst_1 | I::Dconst_0 | I::Dconst_1 => (0, 2),
+        I::Ldc(i) => (0, ldc_slots(u16::from(*i), cx)?),
+        I::Ldc_w(i) | I::Ldc2_w(i) => (0, ldc_slots(*i, cx)?),
+        I::Iload(_) | I::Iload_0 | I::Iload_1 | I::Iload_2 | I::Iload_3 | I::Iload_w(_) => (0, 1),
+        I::Fload(_) | I::Fload_0 | I::Fload_1 | I::Fload_2 | I::Fload_3 | I::Fload_w(_) => (0, 1),
+        I::Lload(_) | I::Lload_0 | I::Lload_1 | I::Lload_2 | I::Lload_3 | I::Lload_w(_) => (0, 2),
+        I::Dload(_) | I::Dload_0 | I::Dload_1 | I::Dload_2 | I::Dload_3 | I::Dload_w(_) => (0, 2),
+        // No locals are known: a reference load pushes one unknown slot.
+        I::Aload(_) | I::Aload_w(_) | I::Aload_0 | I::Aload_1 | I::Aload_2 | I::Aload_3 => (0, 1),
+        I::Iaload | I::Baload | I::Caload | I::Saload | I::Faload => (2, 1),
+        I::Laload | I::Daload => (2, 2),
+        // The array is unknown: its element is one unknown slot.
+        I::Aaload => (2, 1),
+        I::Istore(_) | I::Istore_w(_) | I::Istore_0 | I::Istore_1 | I::Istore_2 | I::Istore_3 => (1, 0),
+        I::Fstore(_) | I::Fstore_w(_) | I::Fstore_0 | I::Fstore_1 | I::Fstore_2 | I::Fstore_3 => (1, 0),
+        I::Astore(_) | I::Astore_w(_) | I::Astore_0 | I::Astore_1 | I::Astore_2 | I::Astore_3 => (1, 0),
+        I::Lstore(_) | I::Lstore_w(_) | I::Lstore_0 | I::Lstore_1 | I::Lstore_2 | I::Lstore_3 => (2, 0),
+        I::Dstore(_) | I::Dstore_w(_) | I::Dstore_0 | I::Dstore_1 | I::Dstore_2 | I::Dstore_3 => (2, 0),
+        I::Iastore | I::Fastore | I::Aastore | I::Bastore | I::Castore | I::Sastore => (3, 0),
+        I::Lastore | I::Dastore => (4, 0),
+        I::Pop => (1, 0),
+        I::Pop2 => (2, 0),
+        I::Dup => (1, 2),
+        I::Dup_x1 => (2, 3),
+        I::Dup_x2 => (3, 4),
+        I::Dup2 => (2, 4),
+        I::Dup2_x1 => (3, 5),
+        I::Dup2_x2 => (4, 6),
+        I::Swap => (2, 2),
+        I::Iadd | I::Isub | I::Imul | I::Idiv | I::Irem | I::Ishl | I::Ishr | I::Iushr | I::Iand | I::Ior | I::Ixor => (2, 1),
+        I::Fadd | I::Fsub | I::Fmul | I::Fdiv | I::Frem => (2, 1),
+        I::Ladd | I::Lsub | I::Lmul | I::Ldiv | I::Lrem | I::Land | I::Lor | I::Lxor => (4, 2),
+        I::Lshl | I::Lshr | I::Lushr => (3, 2),
+        I::Dadd | I::Dsub | I::Dmul | I::Ddiv | I::Drem => (4, 2),
+        I::Ineg | I::I2b | I::I2c | I::I2s | I::Fneg | I::I2f | I::F2i => (1, 1),
+        I::Lneg | I::D2l | I::Dneg | I::L2d => (2, 2),
+        I::I2l | I::F2l | I::I2d | I::F2d => (1, 2),
+        I::L2i | I::D2i | I::L2f | I::D2f => (2, 1),
+        I::Lcmp | I::Dcmpl | I::Dcmpg => (4, 1),
+        I::Fcmpl | I::Fcmpg => (2, 1),
+        I::Ifeq(_) | I::Ifne(_) | I::Iflt(_) | I::Ifge(_) | I::Ifgt(_) | I::Ifle(_) | I::Ifnull(_) | I::Ifnonnull(_) => (1, 0),
+        I::If_icmpeq(_)
+        | I::If_icmpne(_)
+        | I::If_icmplt(_)
+        | I::If_icmpge(_)
+        | I::If_icmpgt(_)
+        | I::If_icmple(_)
+        | I::If_acmpeq(_)
+        | I::If_acmpne(_) => (2, 0),
+        I::Jsr(_) | I::Jsr_w(_) => (0, 1),
+        I::Tableswitch(_) | I::Lookupswitch(_) => (1, 0),
+        I::Ireturn | I::Freturn | I::Areturn | I::Athrow | I::Monitorenter | I::Monitorexit => (1, 0),
+        I::Lreturn | I::Dreturn => (2, 0),
+        I::Getstatic(i) | I::Getfield(i) | I::Putstatic(i) | I::Putfield(i) => {
+            let (_, d) = cx.pool.get_member(*i).map_err(drop)?;
+            let t = field_slots(d.as_bytes())?.0;
+            match insn {
+                I::Getstatic(_) => (0, t),
+                I::Getfield(_) => (1, t),
+                I::Putstatic(_) => (t, 0),
+                _ => (t + 1, 0),
+            }
+        }
+        I::Invokevirtual(i) | I::Invokespecial(i) | I::Invokestatic(i) | I::Invokeinterface(i, _) | I::Invokedynamic(i) => {
+            let (_, d) = cx.pool.get_member(*i).map_err(drop)?;
+            let (params, ret) = method_slots(d.as_bytes())?;
+            let receiver = usize::from(!matches!(insn, I::Invokestatic(_) | I::Invokedynamic(_)));
+            (params + receiver, ret)
+        }
+        I::New(_) => (0, 1),
+        I::Newarray(_) => (1, 1),
+        I::Anewarray(c) | I::Checkcast(c) => {
+            cx.pool.get_class_name(*c).map_err(drop)?;
+            (1, 1)
+        }
+        I::Multianewarray(c, dims) => {
+            cx.pool.get_class_name(*c).map_err(drop)?;
+            (usize::from(*dims), 1)
+        }
+        I::Arraylength | I::Instanceof(_) => (1, 1),
+        I::Wide | I::Breakpoint | I::Impdep1 | I::Impdep2 => return Err(()),
+    };
+    if depth < pop {
+        return Err(());
+    }
+    Ok(depth - pop + push)
+}
+
+/// The slots of the field type at the front of `d` and the bytes it took; `Err` where
+/// [`parse_field_type`] fails.
+fn field_slots(d: &[u8]) -> Result<(usize, usize), ()> {
+    match d.first() {
+        Some(b'B' | b'C' | b'I' | b'S' | b'Z' | b'F') => Ok((1, 1)),
+        Some(b'J' | b'D') => Ok((2, 1)),
+        Some(b'L') => {
+            let end = d.iter().position(|&c| c == b';').ok_or(())?;
+            Ok((1, end + 1))
+        }
+        Some(b'[') => {
+            let mut i = 0;
+            while d.get(i) == Some(&b'[') {
+                i += 1;
+            }
+            let (_, n) = field_slots(&d[i..])?;
+            Ok((1, i + n))
+        }
+        _ => Err(()),
+    }
+}
+
+/// The slots of a method descriptor's parameters and of its return value; `Err` where
+/// [`parse_method_descriptor`] fails.
+fn method_slots(d: &[u8]) -> Result<(usize, usize), ()> {
+    if d.first() != Some(&b'(') {
+        return Err(());
+    }
+    let mut i = 1;
+    let mut params = 0;
+    while d.get(i) != Some(&b')') {
+        if i >= d.len() {
+            return Err(());
+        }
+        let (s, n) = field_slots(&d[i..])?;
+        params += s;
+        i += n;
+    }
+    let ret = &d[i + 1..];
+    if ret == b"V" {
+        Ok((params, 0))
+    } else {
+        Ok((params, field_slots(ret)?.0))
+    }
+}
+
+/// The slots an `ldc` of constant `i` pushes; `Err` where [`ldc`] fails.
+fn ldc_slots(i: u16, cx: &SimContext<'_, '_>) -> Result<usize, ()> {
+    Ok(match cx.pool.get(i) {
+        Some(Constant::Long(_) | Constant::Double(_)) => 2,
+        Some(
+            Constant::Integer(_)
+            | Constant::Float(_)
+            | Constant::String(_)
+            | Constant::Class(_)
+            | Constant::MethodType(_)
+            | Constant::MethodHandle { .. },
+        ) => 1,
+        Some(Constant::Dynamic { .. }) => field_slots(cx.pool.get_member(i).map_err(drop)?.1.as_bytes())?.0,
+        _ => return Err(()),
+    })
+}
+
+/// [`depth_after`] by simulation: what [`step`] leaves on a stack of `depth` unknown values
+/// (without [`super::shortcuts`]).
+pub(crate) fn depth_after_by_simulation(
+    depth: usize,
+    at: usize,
+    insn: &Instruction,
+    cx: &SimContext<'_, '_>,
+    scratch: &mut State,
+) -> Result<usize, BciError> {
     scratch.stack.clear();
     scratch.stack.resize(depth, VType::Top);
     scratch.locals.clear();

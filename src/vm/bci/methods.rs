@@ -137,12 +137,25 @@ pub fn plan_method(
     index: i32,
 ) -> Result<(), BciError> {
     let info = ce.method(method)?;
+    plan_method_with(ce, &info, ed, hooks, index, &mut [None; TRACKER_METHODS.len()])
+}
+
+/// [`plan_method`] for the method described by `info`, with the tracker's method references
+/// already in the class's pool (`refs`, by [`TRACKER_METHODS`] index; kept across the methods
+/// of a class: the pool only grows, so they stay what they are).
+fn plan_method_with(
+    ce: &mut ClassEditor<'_>,
+    info: &super::MethodInfo,
+    ed: &mut MethodEditor,
+    hooks: &MethodHooks<'_>,
+    index: i32,
+    refs: &mut [Option<u16>; TRACKER_METHODS.len()],
+) -> Result<(), BciError> {
     let is_static = info.access & ACC_STATIC != 0;
     let is_init = info.name == "<init>";
     let pool = ce.pool();
     // Only the tracker methods this method calls go into the constant pool (a class that
     // is only hooked for entry and exit gets two or three, not all ten).
-    let mut refs: [Option<u16>; TRACKER_METHODS.len()] = [None; TRACKER_METHODS.len()];
     let mut r = |pool: &mut Pool<'_>, name: &str| -> Result<u16, BciError> {
         let k = TRACKER_METHODS.iter().position(|m| m.0 == name).expect("a tracker method");
         if let Some(i) = refs[k] {
@@ -287,7 +300,11 @@ pub fn instrument_class_wrapping(
     }
     let mut methods = methods;
     let mut refs = None;
+    let mut tracker_refs = [None; TRACKER_METHODS.len()];
     for m in 0..ce.method_count() {
+        if methods.is_none() && super::alloc::can_skip(&ce, m) {
+            continue;
+        }
         let Some(mut ed) = ce.method_editor(m)? else { continue };
         if let Some(a) = alloc {
             super::alloc::plan_allocations(&mut ce, m, &mut ed, a, &mut refs)?;
@@ -300,7 +317,7 @@ pub fn instrument_class_wrapping(
             if hooks.entry || hooks.exit || hooks.instructions {
                 let probe = plan_probe(&ed, hooks);
                 let index = next_index(&info.name, &info.descriptor, &probe);
-                plan_method(&mut ce, m, &mut ed, hooks, index)?;
+                plan_method_with(&mut ce, &info, &mut ed, hooks, index, &mut tracker_refs)?;
             }
         }
         ce.commit(ed)?;

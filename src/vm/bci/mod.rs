@@ -39,8 +39,9 @@
 //! * **Exception table ends.** It maps `end_pc` with a "largest instruction ≤ end" lookup, so
 //!   a range ending at the code length loses its last instruction on a read/write round trip.
 //!   → The `Code` attribute is located and read by this layer's own walk over the raw bytes
-//!   (`classfile.rs`); ristretto decodes single instructions (`Instruction::from_bytes`), the
-//!   constant pool and stack frames. End offsets may equal the code length.
+//!   (`classfile.rs`); ristretto decodes single instructions (`Instruction::from_bytes`) and the
+//!   constant pool (stack frames are read by `frames.rs`, frame types written by ristretto's
+//!   `VerificationType`). End offsets may equal the code length.
 //! * **LocalVariableTable / LocalVariableTypeTable and code type annotations** keep byte
 //!   offsets (they are not converted on read nor on write). → Converted here: start and end
 //!   to instruction indices and back; type-annotation `offset`, `type_argument` and
@@ -74,6 +75,16 @@
 //! they found them, so the frames of the original code stay valid after shifting; the only
 //! frames this layer invents are those of widened conditional branches.
 //!
+//! # Cost
+//!
+//! The rewriting runs in the class-file hook, at VMInit for every class already loaded, so its
+//! cost is start-up time (docs/benchmarks.md, "Start-up and shutdown"). Shortcuts that leave the
+//! output unchanged byte for byte: the allocation plan does not decode a method in which a walk
+//! over the bytes finds no site; `max_stack`'s data flow counts slots without simulating types;
+//! constants are looked up without being built, member references remembered per class;
+//! [`set_shortcuts`] turns them off, for tests comparing the two. `examples/rewrite_bench.rs`
+//! measures the plans offline over recorded class files.
+//!
 //! # Tests
 //!
 //! `src/bci/tests.rs` compiles small programs with javac, rewrites them, checks every method
@@ -102,7 +113,25 @@ pub use code::{branch_target, encoded_size, is_unconditional, targets, MethodEdi
 /// The instruction type of the editor (ristretto's), re-exported for users of [`MethodEditor`].
 pub use ristretto_classfile::attributes::{ArrayType, Instruction};
 
+use std::cell::Cell;
 use std::fmt;
+
+thread_local! {
+    static SHORTCUTS: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Turns the rewriter's shortcuts off (`false`) or on again in this thread: methods the
+/// allocation plan could leave undecoded, `max_stack`'s slot counting (instead of simulating
+/// types), constants looked up without being built and member references remembered per class.
+/// Their output is the same byte for byte; tests compare the two.
+#[doc(hidden)]
+pub fn set_shortcuts(on: bool) {
+    SHORTCUTS.with(|s| s.set(on));
+}
+
+pub(crate) fn shortcuts() -> bool {
+    SHORTCUTS.with(Cell::get)
+}
 
 /// The prefix of the native methods the shim renames when it wraps them in Java methods (see
 /// [`ClassEditor::wrap_natives`]); set with JVMTI `SetNativeMethodPrefix`, so that the JVM binds
