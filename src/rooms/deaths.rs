@@ -121,11 +121,11 @@ static STATE: DeathsState = DeathsState {
     received: AtomicUsize::new(0),
 };
 
-/// Waits until no death has come in for `quiet` (checked every 10 ms), `most` at most: the JVM
+/// Waits until no death has come in for `quiet` (checked every 10 ms, or every `quiet` if shorter), `most` at most: the JVM
 /// posting deaths it owes (the Service Thread, after a collection, on JDK 16+) has done so.
 /// Returns whether it got quiet.
 pub fn wait_until_quiet(quiet: std::time::Duration, most: std::time::Duration) -> bool {
-    let step = std::time::Duration::from_millis(10);
+    let step = std::time::Duration::from_millis(10).min(quiet);
     let start = std::time::Instant::now();
     let mut seen = STATE.received.load(Relaxed);
     let mut since = std::time::Instant::now();

@@ -37,6 +37,11 @@ struct GcState {
     /// Collections finished (counted by JVMTI GarbageCollectionFinish): the delivery thread
     /// makes a bracket when it moves.
     finished: AtomicU64,
+    /// When the last collection finished, in nanoseconds after [`GcState::epoch`] (0: none yet):
+    /// VM death waits for the Service Thread's deaths only after a recent one.
+    last_finish_ns: AtomicU64,
+    /// The time [`start`] ran: the origin of `last_finish_ns` (an `Instant` cannot be atomic).
+    epoch: OnceLock<std::time::Instant>,
     /// Set at VM death ([`stop`]): the delivery thread returns, no new bracket starts.
     stop: AtomicBool,
     /// The delivery thread (set by itself as it starts), woken with `unpark` (a futex wake:
@@ -53,6 +58,8 @@ struct GcState {
 
 static STATE: GcState = GcState {
     finished: AtomicU64::new(0),
+    last_finish_ns: AtomicU64::new(0),
+    epoch: OnceLock::new(),
     stop: AtomicBool::new(false),
     wake: OnceLock::new(),
     gc_disabled: AtomicI32::new(0),
@@ -65,6 +72,10 @@ pub fn on_gc_start() {}
 
 /// JVMTI GarbageCollectionFinish (inside the collection: only raw monitors may be used).
 pub fn on_gc_finish() {
+    if let Some(e) = STATE.epoch.get() {
+        // A clock read (vDSO) and a store: nothing that could block the collection.
+        STATE.last_finish_ns.store((e.elapsed().as_nanos() as u64).max(1), SeqCst);
+    }
     STATE.finished.fetch_add(1, SeqCst);
     if let Some(t) = STATE.wake.get() {
         t.unpark();
@@ -234,6 +245,7 @@ unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut
 
 /// Starts the delivery thread (at VM init, from a thread with `env`).
 pub fn start(env: *mut JNIEnv) -> Result<(), String> {
+    let _ = STATE.epoch.set(std::time::Instant::now());
     // Deaths of tagged objects are always followed, so that their IDs can be reused (see
     // `ids`); a collection's end wakes the thread that deals with them.
     for e in [jvmti::JVMTI_EVENT_OBJECT_FREE, jvmti::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH] {
@@ -304,7 +316,7 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
             }
             None => log::debug!("VM death: no JNIEnv to post the ObjectFree events owed"),
         }
-        if !deaths::wait_until_quiet(DEATHS_QUIET, Duration::from_secs(1)) {
+        if !deaths::wait_until_quiet(quiet_at_exit(), Duration::from_secs(1)) {
             log::info!("VM death: deaths kept coming for 1 s; the last bracket reports those received so far");
         }
         if !deaths::is_empty() {
@@ -333,8 +345,22 @@ pub fn last_bracket(env: *mut JNIEnv, patience: &mut events::Patience) {
 const FLUSH_WAITS_FROM_JDK: u32 = 17;
 
 /// How long without a death VM death takes for "the Service Thread has posted what it owed"
-/// (JDK 17+).
+/// (JDK 17+), when a collection ended less than this long ago: the Service Thread, woken at its
+/// end, may not have begun posting its deaths yet.
 const DEATHS_QUIET: Duration = Duration::from_millis(50);
+/// The same when no collection ended within [`DEATHS_QUIET`] (or none at all: a short program):
+/// a batch the Service Thread is posting comes in death after death, microseconds apart. Every
+/// exit with OBJECT_FREE or CLASS_UNLOAD on waited the full 50 ms before (a hello world: 55 ms of
+/// its 62 ms from its last line to its exit).
+const DEATHS_QUIET_IDLE: Duration = Duration::from_millis(5);
+
+/// The quiet time VM death waits for (see [`DEATHS_QUIET`]).
+fn quiet_at_exit() -> Duration {
+    let last = STATE.last_finish_ns.load(SeqCst);
+    let recent = last != 0
+        && STATE.epoch.get().is_some_and(|e| (e.elapsed().as_nanos() as u64).saturating_sub(last) < DEATHS_QUIET.as_nanos() as u64);
+    if recent { DEATHS_QUIET } else { DEATHS_QUIET_IDLE }
+}
 
 /// The current thread leaves the JVM from inside an event handler (ProfilerExit): a bracket it
 /// is delivering will not be finished, and VM death must not wait for it.
