@@ -232,9 +232,14 @@ fn instrument_one(r: &Record, tracker: &str) -> Outcome {
 
 /// `instrument_one` on every record, on all cores.
 fn instrument_all(records: &[Record], tracker: &str) -> Vec<Outcome> {
+    on_all_cores(records, |r| instrument_one(r, tracker))
+}
+
+/// `f` of every record, on all cores, in the records' order.
+fn on_all_cores<T: Send>(records: &[Record], f: impl Fn(&Record) -> T + Sync) -> Vec<T> {
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
     let next = AtomicUsize::new(0);
-    let mut parts: Vec<Vec<(usize, Outcome)>> = std::thread::scope(|s| {
+    let mut parts: Vec<Vec<(usize, T)>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
@@ -242,7 +247,7 @@ fn instrument_all(records: &[Record], tracker: &str) -> Vec<Outcome> {
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(r) = records.get(i) else { break };
-                        v.push((i, instrument_one(r, tracker)));
+                        v.push((i, f(r)));
                     }
                     v
                 })
@@ -250,7 +255,7 @@ fn instrument_all(records: &[Record], tracker: &str) -> Vec<Outcome> {
             .collect();
         hs.into_iter().map(|h| h.join().expect("worker")).collect()
     });
-    let mut all: Vec<(usize, Outcome)> = parts.drain(..).flatten().collect();
+    let mut all: Vec<(usize, T)> = parts.drain(..).flatten().collect();
     all.sort_by_key(|x| x.0);
     all.into_iter().map(|x| x.1).collect()
 }
@@ -450,40 +455,30 @@ fn shortcuts_change_nothing_on(jdk: &Jdk) {
             Some(MethodHooks { tracker: "JvmpiShimMethods", also_skip: TRACKER, entry: true, receiver: true, exit: true, instructions: true }),
         ),
     ];
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-    let next = AtomicUsize::new(0);
-    let differences: Vec<String> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut v = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(r) = records.get(i) else { break };
-                        for (plan, with_alloc, hooks) in &plans {
-                            let run = |shortcuts: bool| {
-                                set_shortcuts(shortcuts);
-                                let mut n = 0;
-                                let mut next_index = |_: &str, _: &str, _: &[Lookup]| -> i32 {
-                                    n += 1;
-                                    n
-                                };
-                                let methods = hooks.as_ref().map(|h| (h, &mut next_index as &mut dyn FnMut(&str, &str, &[Lookup]) -> i32));
-                                let out = instrument_class(&r.bytes, with_alloc.then_some(&alloc), methods).map_err(|e| e.to_string());
-                                set_shortcuts(true);
-                                out
-                            };
-                            if run(true) != run(false) {
-                                v.push(format!("{} ({plan})", r.name));
-                            }
-                        }
-                    }
-                    v
-                })
-            })
-            .collect();
-        hs.into_iter().flat_map(|h| h.join().expect("worker")).collect()
-    });
+    let differences: Vec<String> = on_all_cores(&records, |r| {
+        let mut v = Vec::new();
+        for (plan, with_alloc, hooks) in &plans {
+            let run = |shortcuts: bool| {
+                set_shortcuts(shortcuts);
+                let mut n = 0;
+                let mut next_index = |_: &str, _: &str, _: &[Lookup]| -> i32 {
+                    n += 1;
+                    n
+                };
+                let methods = hooks.as_ref().map(|h| (h, &mut next_index as &mut dyn FnMut(&str, &str, &[Lookup]) -> i32));
+                let out = instrument_class(&r.bytes, with_alloc.then_some(&alloc), methods).map_err(|e| e.to_string());
+                set_shortcuts(true);
+                out
+            };
+            if run(true) != run(false) {
+                v.push(format!("{} ({plan})", r.name));
+            }
+        }
+        v
+    })
+    .into_iter()
+    .flatten()
+    .collect();
     eprintln!("jdk {}: {} classes compared in 3 plans", jdk.feature, records.len());
     assert!(records.len() > 10_000, "only {} classes", records.len());
     assert!(differences.is_empty(), "{} outputs differ without the shortcuts: {:?}", differences.len(), &differences[..differences.len().min(20)]);
