@@ -176,8 +176,8 @@ unsafe extern "system" fn relay_free(j: *mut jvmti::jvmtiEnv, tag: jlong) {
         return;
     }
     if let Some(f) = STATE.object_free.get() {
-        // SAFETY: the main environment's ObjectFree callback, called as JVMTI calls it (it
-        // ignores the environment argument).
+        // The main environment's callback ignores the environment argument.
+        // SAFETY: the main environment's ObjectFree callback, called as JVMTI calls it.
         unsafe { f(j, tag) }
     }
 }
