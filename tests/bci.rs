@@ -13,12 +13,15 @@
 //!   ClassFormatError — except for one class planted broken on purpose, which must be caught.
 //! * `rewriter_shortcuts_change_no_byte`: the same classes through the allocation plan, the
 //!   method plan and every plan at once, with the rewriter's shortcuts and without them
-//!   (`bci::set_shortcuts`): the same output bytes (or the same error) for every class.
+//!   (`bci::set_shortcuts`): the same output bytes (or the same error) for every class; on
+//!   JDK 17 also every class made a version 49 and a version 48 class file (stack maps removed).
 
 mod harness;
 use harness::*;
 
 use jvmpi_shim::bci::{instrument_allocations, tracker_class, tracker_class_counting, AllocHooks, ClassEditor, Instruction};
+use ristretto_classfile::attributes::Attribute;
+use ristretto_classfile::{Version, JAVA_1_4, JAVA_5};
 use std::collections::BTreeMap;
 use std::fs;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -455,23 +458,48 @@ fn shortcuts_change_nothing_on(jdk: &Jdk) {
             Some(MethodHooks { tracker: "JvmpiShimMethods", also_skip: TRACKER, entry: true, receiver: true, exit: true, instructions: true }),
         ),
     ];
+    // Class files older than version 50 (no stack maps, the JVM's old verifier; below 49 no
+    // `ldc` of a class, so no hook at `new`) take other paths through the rewriter: every class
+    // is also compared as version 49 and as version 48, its stack maps stripped.
+    let old_versions: &[Version] = if jdk.feature == 17 { &[JAVA_5, JAVA_1_4] } else { &[] };
+    let downgrades = AtomicUsize::new(0);
     let differences: Vec<String> = on_all_cores(&records, |r| {
         let mut v = Vec::new();
-        for (plan, with_alloc, hooks) in &plans {
-            let run = |shortcuts: bool| {
-                set_shortcuts(shortcuts);
-                let mut n = 0;
-                let mut next_index = |_: &str, _: &str, _: &[Lookup]| -> i32 {
-                    n += 1;
-                    n
+        let mut variants = vec![(String::new(), r.bytes.clone())];
+        for ver in old_versions {
+            if let Some(b) = downgraded(&r.bytes, ver.clone()) {
+                downgrades.fetch_add(1, Ordering::Relaxed);
+                variants.push((format!(" as version {}", ver.major()), b));
+            }
+        }
+        for (variant, bytes) in &variants {
+            for (plan, with_alloc, hooks) in &plans {
+                let run = |shortcuts: bool| {
+                    set_shortcuts(shortcuts);
+                    let mut n = 0;
+                    let mut next_index = |_: &str, _: &str, _: &[Lookup]| -> i32 {
+                        n += 1;
+                        n
+                    };
+                    let methods = hooks.as_ref().map(|h| (h, &mut next_index as &mut dyn FnMut(&str, &str, &[Lookup]) -> i32));
+                    let out = instrument_class(bytes, with_alloc.then_some(&alloc), methods).map_err(|e| e.to_string());
+                    set_shortcuts(true);
+                    out
                 };
-                let methods = hooks.as_ref().map(|h| (h, &mut next_index as &mut dyn FnMut(&str, &str, &[Lookup]) -> i32));
-                let out = instrument_class(&r.bytes, with_alloc.then_some(&alloc), methods).map_err(|e| e.to_string());
-                set_shortcuts(true);
-                out
-            };
-            if run(true) != run(false) {
-                v.push(format!("{} ({plan})", r.name));
+                let with = run(true);
+                if with != run(false) {
+                    v.push(format!("{}{variant} ({plan})", r.name));
+                } else if let Ok(Some(out)) = &with {
+                    if !variant.is_empty() {
+                        match ristretto_classfile::ClassFile::from_bytes(out) {
+                            Err(e) => v.push(format!("{}{variant} ({plan}): the output does not parse: {e}", r.name)),
+                            Ok(cf) if cf.methods.iter().flat_map(|m| &m.attributes).any(|a| {
+                                matches!(a, Attribute::Code { attributes, .. } if attributes.iter().any(|x| matches!(x, Attribute::StackMapTable { .. })))
+                            }) => v.push(format!("{}{variant} ({plan}): stack maps in an old class file", r.name)),
+                            Ok(_) => {}
+                        }
+                    }
+                }
             }
         }
         v
@@ -479,9 +507,29 @@ fn shortcuts_change_nothing_on(jdk: &Jdk) {
     .into_iter()
     .flatten()
     .collect();
-    eprintln!("jdk {}: {} classes compared in 3 plans", jdk.feature, records.len());
+    let downgrades = downgrades.into_inner();
+    eprintln!("jdk {}: {} classes compared in 3 plans, and {downgrades} of them as older class files", jdk.feature, records.len());
+    assert!(old_versions.is_empty() || downgrades > records.len(), "only {downgrades} classes could be made older class files");
     assert!(records.len() > 10_000, "only {} classes", records.len());
     assert!(differences.is_empty(), "{} outputs differ without the shortcuts: {:?}", differences.len(), &differences[..differences.len().min(20)]);
+}
+
+/// `class` as a class file of version `version` (49: Java 5, 48: Java 1.4): the same class, its
+/// `StackMapTable` attributes removed (the old verifier has none). None if it cannot be parsed
+/// or written again.
+fn downgraded(class: &[u8], version: Version) -> Option<Vec<u8>> {
+    let mut cf = ristretto_classfile::ClassFile::from_bytes(class).ok()?;
+    cf.version = version;
+    for m in &mut cf.methods {
+        for a in &mut m.attributes {
+            if let Attribute::Code { attributes, .. } = a {
+                attributes.retain(|x| !matches!(x, Attribute::StackMapTable { .. }));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    cf.to_bytes(&mut out).ok()?;
+    Some(out)
 }
 
 #[test]

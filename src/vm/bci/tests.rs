@@ -968,6 +968,25 @@ public class OldMain {
     let g = ce.full_code(ce.find_method("g", "(I)I").unwrap()).unwrap();
     assert_eq!(g.handlers, vec![(4, 12, 1, 0)], "the handler covers the last instruction");
     let new = instrument_allocations(&old, &AllocHooks { tracker: TRACKER }).unwrap().unwrap();
+    // The rewriter's shortcuts (a byte walk, `max_stack` by counting slots) on a subroutine
+    // and a handler before its code: the same bytes as the full path, in every plan.
+    let methods = MethodHooks { tracker: "M", also_skip: TRACKER, entry: true, receiver: false, exit: true, instructions: true };
+    let run = |shortcuts: bool| {
+        set_shortcuts(shortcuts);
+        let mut n = 0;
+        let mut next = |_: &str, _: &str, _: &[Lookup]| -> i32 {
+            n += 1;
+            n
+        };
+        let all = instrument_class(&old, Some(&AllocHooks { tracker: TRACKER }), Some((&methods, &mut next))).unwrap();
+        let alloc_only = instrument_allocations(&old, &AllocHooks { tracker: TRACKER }).unwrap();
+        set_shortcuts(true);
+        (alloc_only, all)
+    };
+    let (with, without) = (run(true), run(false));
+    assert_eq!(with.0.as_deref(), Some(&new[..]));
+    assert!(with.1.is_some(), "every plan changes the class");
+    assert!(with == without, "the shortcuts change an old class file with a subroutine");
     let (b, a) = alloc_plan(&new);
     check_equivalent(&old, &new, &b, &a);
     let ce = ClassEditor::parse(&new).unwrap();
