@@ -15,7 +15,8 @@
  *                retransformation and at every later loading alike: the JVM's whole part of the
  *                shim's instrumentation (parsing the bigger class files, merging the constant
  *                pools, replacing the changed methods, loading changed classes without the
- *                shared archive). The tracker those class files call is FILE's JvmpiShimTracker,
+ *                shared archive). The trackers those class files call are FILE's JvmpiShimTracker
+ *                (allocations) and JvmpiShimMethods (method events), whichever FILE holds,
  *                defined in the boot loader at VMInit, switched on, with natives that only count
  *                (printed at VM death with "print"). Before VMInit nothing is changed, as with
  *                the shim (it instruments nothing before JVM_OnLoad has run);
@@ -167,9 +168,49 @@ static void JNICALL on_class(JNIEnv *env, jclass k, jobject o, jclass c, jint h)
 static void JNICALL on_hash(JNIEnv *env, jclass k, jobject o, jint h) { __sync_add_and_fetch(&events, 1); }
 static void JNICALL on_object(JNIEnv *env, jclass k, jobject o) { __sync_add_and_fetch(&events, 1); }
 
+/* The method tracker's natives (static), for the class files of METHOD_ENTRY/EXIT. */
+static void JNICALL on_i(JNIEnv *env, jclass k, jint a) { __sync_add_and_fetch(&events, 1); }
+static void JNICALL on_oi(JNIEnv *env, jclass k, jobject o, jint a) { __sync_add_and_fetch(&events, 1); }
+static void JNICALL on_ii(JNIEnv *env, jclass k, jint a, jint b) { __sync_add_and_fetch(&events, 1); }
+static void JNICALL on_iii(JNIEnv *env, jclass k, jint a, jint b, jint c) { __sync_add_and_fetch(&events, 1); }
+static void JNICALL on_iiii(JNIEnv *env, jclass k, jint a, jint b, jint c, jint d) { __sync_add_and_fetch(&events, 1); }
+static void JNICALL on_iiiii(JNIEnv *env, jclass k, jint a, jint b, jint c, jint d, jint e) { __sync_add_and_fetch(&events, 1); }
+static void JNICALL on_oiii(JNIEnv *env, jclass k, jobject o, jint a, jint b, jint c) { __sync_add_and_fetch(&events, 1); }
+static void JNICALL on_ooiii(JNIEnv *env, jclass k, jobject o, jobject p, jint a, jint b, jint c) { __sync_add_and_fetch(&events, 1); }
+
+/* FILE's method tracker (JvmpiShimMethods), when the shim's class files call it (METHOD_ENTRY/
+ * EXIT), defined in the boot loader with natives that only count. */
+static void define_method_tracker(jvmtiEnv *j, JNIEnv *env) {
+    struct entry *r = slot("JvmpiShimMethods", 16);
+    if (!r || !r->name) return;
+    jclass k = (*env)->DefineClass(env, "JvmpiShimMethods", NULL, (const jbyte *)r->data, (jsize)r->len);
+    if (!k) { (*env)->ExceptionDescribe(env); return; }
+    JNINativeMethod natives[] = {
+        {"enter", "(I)V", (void *)on_i},
+        {"enterThis", "(Ljava/lang/Object;I)V", (void *)on_oi},
+        {"exit", "(I)V", (void *)on_i},
+        {"insn", "(II)V", (void *)on_ii},
+        {"ifInt", "(IIII)V", (void *)on_iiii},
+        {"ifCmp", "(IIIII)V", (void *)on_iiiii},
+        {"ifRef", "(Ljava/lang/Object;III)V", (void *)on_oiii},
+        {"ifAcmp", "(Ljava/lang/Object;Ljava/lang/Object;III)V", (void *)on_ooiii},
+        {"tableSwitch", "(IIIII)V", (void *)on_iiiii},
+        {"lookupSwitch", "(III)V", (void *)on_iii},
+    };
+    if ((*env)->RegisterNatives(env, k, natives, 10) != 0) { (*env)->ExceptionDescribe(env); return; }
+    jclass object = (*env)->FindClass(env, "java/lang/Object");
+    if (object) (*j)->AddModuleReads(j, (*env)->GetModule(env, object), (*env)->GetModule(env, k));
+    (*env)->ExceptionClear(env);
+}
+
 static void define_tracker(jvmtiEnv *j, JNIEnv *env) {
     struct entry *r = slot("JvmpiShimTracker", 16);
-    if (!r || !r->name) { fprintf(stderr, "floor: no JvmpiShimTracker in %s\n", dir); return; }
+    define_method_tracker(j, env);
+    if (!r || !r->name) {
+        if (!slot("JvmpiShimMethods", 16) || !slot("JvmpiShimMethods", 16)->name)
+            fprintf(stderr, "floor: no JvmpiShimTracker or JvmpiShimMethods in %s\n", dir);
+        return;
+    }
     jclass k = (*env)->DefineClass(env, "JvmpiShimTracker", NULL, (const jbyte *)r->data, (jsize)r->len);
     if (!k) { (*env)->ExceptionDescribe(env); return; }
     JNINativeMethod natives[] = {

@@ -4,8 +4,10 @@
 #   (b) with a plain JVMTI agent that enables nothing (benches/trace_jvmti.c, "empty"): what
 #       loading any agent costs,
 #   (c) with the shim and a JVMPI agent that enables nothing (benches/startup_jvmpi.c),
-#   (d) the same agent enabling OBJECT_ALLOC and OBJECT_FREE,
-#   (e) the same agent enabling METHOD_ENTRY and METHOD_EXIT,
+#   (d) the same agent enabling OBJECT_ALLOC and OBJECT_FREE, the start-up rewrite cache warm
+#       (the classes retransformed at start-up taken from it, as on every start after the first),
+#   (e) the same agent enabling METHOD_ENTRY and METHOD_EXIT, the cache warm,
+#   (k), (l): (d) and (e) with the cache off (cache=off: every class rewritten, as on a first start),
 #   (f) a plain JVMTI agent retransforming every loaded class at VMInit, unchanged
 #       (benches/retransform_jvmti.c): the JVM's own part of instrumenting the classes loaded
 #       before a legacy agent's JVM_OnLoad (run at VMInit) enabled (d)'s or (e)'s events,
@@ -17,6 +19,8 @@
 #       with the floor agent's "dump" behind the shim) and a tracker whose natives only count:
 #       the JVM's whole part of (d), the floor of (d) for any emulation that rewrites classes as
 #       the shim does (what stays above it is the shim's own: its rewriting and its events),
+#   (j) the same for (e): (g) with the shim's own class files of (e) handed to the JVM and a
+#       method tracker whose natives only count, the floor of (e),
 # RUNS interleaved rounds per JDK; the median wall time (and its spread) of each, and its
 # difference to (a); and the median CPU time (user + system, all threads), steadier when the
 # machine is shared.
@@ -35,13 +39,15 @@ cc_agent "$out/libstartup_jvmpi.so" benches/startup_jvmpi.c
 cc_agent "$out/libretransform_jvmti.so" benches/retransform_jvmti.c -lpthread
 javac -d "$out/classes" --release 11 tests/java/Hello.java
 
-keys=(a b c d e f g h i)
+keys=(a b c d e k l f g h i j)
 declare -A agentopt=(
     [a]=""
     [b]="-agentpath:$out/libtrace_jvmti.so=empty"
     [c]="-agentpath:$shim=agent=$out/libstartup_jvmpi.so:none"
-    [d]="-agentpath:$shim=agent=$out/libstartup_jvmpi.so:alloc"
-    [e]="-agentpath:$shim=agent=$out/libstartup_jvmpi.so:methods"
+    [d]="-agentpath:$shim=cache=$PWD/$out/rewrite-cache,agent=$out/libstartup_jvmpi.so:alloc"
+    [e]="-agentpath:$shim=cache=$PWD/$out/rewrite-cache,agent=$out/libstartup_jvmpi.so:methods"
+    [k]="-agentpath:$shim=cache=off,agent=$out/libstartup_jvmpi.so:alloc"
+    [l]="-agentpath:$shim=cache=off,agent=$out/libstartup_jvmpi.so:methods"
     [f]="-agentpath:$out/libretransform_jvmti.so"
     [g]="-agentpath:$out/libretransform_jvmti.so=two"
 )
@@ -51,25 +57,34 @@ declare -A label=(
     [c]="shim + JVMPI agent, nothing enabled"
     [d]="shim + OBJECT_ALLOC/OBJECT_FREE"
     [e]="shim + METHOD_ENTRY/METHOD_EXIT"
+    [k]="(d), rewrite cache off"
+    [l]="(e), rewrite cache off"
     [f]="plain JVMTI, all classes retransformed"
     [g]="the same in two threads"
     [h]="(g) + (d)'s classes, 1 constant added"
     [i]="(g) + (d)'s class files replayed"
+    [j]="(g) + (e)'s class files replayed"
 )
-declare -A target=([c]=10 [d]=60 [e]=60)
+declare -A target=([c]=10 [d]=60 [e]=60 [k]=60 [l]=60)
 for feature in "${jdks[@]}"; do
     bench_java "$feature"
     [ -x "$java" ] || { echo "JDK $feature: no $java (scripts/install-jdks.sh)"; continue; }
     echo "JDK $feature ($("$java" -version 2>&1 | head -1)); RUNS=$runs; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
     # (d)'s class files as the shim leaves them, for (h) and (i); in one thread on JDK 11, as the
     # shim retransforms there (jvm::PARALLEL_FROM_JDK).
+    rm -rf "$out/rewrite-cache"   # warmed by the two recording runs below
     dump=$PWD/$out/startup-classes-$feature.bin
     rm -f "$dump"
     # shellcheck disable=SC2086
     "$java" ${EXTRA:-} ${agentopt[d]} "-agentpath:$out/libretransform_jvmti.so=dump=$dump" -cp "$out/classes" Hello >/dev/null
+    dump_e=$PWD/$out/startup-classes-methods-$feature.bin
+    rm -f "$dump_e"
+    # shellcheck disable=SC2086
+    "$java" ${EXTRA:-} ${agentopt[e]} "-agentpath:$out/libretransform_jvmti.so=dump=$dump_e" -cp "$out/classes" Hello >/dev/null
     threads=two; [ "$feature" -ge 17 ] || threads=one
     agentopt[h]="-agentpath:$out/libretransform_jvmti.so=$threads,append=$dump"
     agentopt[i]="-agentpath:$out/libretransform_jvmti.so=$threads,replay=$dump"
+    agentopt[j]="-agentpath:$out/libretransform_jvmti.so=$threads,replay=$dump_e"
     declare -A times=() cpus=() delta=() cdelta=()
     for ((r = 0; r < runs; r++)); do
         for k in "${keys[@]}"; do
@@ -102,7 +117,11 @@ for feature in "${jdks[@]}"; do
     echo "SUMMARY|start-up, nothing enabled|$feature|ms of wall time more than no agent (c)-(a)|${delta[c]}|<= 10"
     echo "SUMMARY|start-up, OBJECT_ALLOC|$feature|ms of wall time more than no agent (d)-(a)|${delta[d]}|<= 60"
     echo "SUMMARY|start-up, METHOD_ENTRY|$feature|ms of wall time more than no agent (e)-(a)|${delta[e]}|<= 60"
+    echo "SUMMARY|start-up, OBJECT_ALLOC|$feature|the same, rewrite cache off (a first start) (k)-(a)|${delta[k]}|<= 60"
+    echo "SUMMARY|start-up, METHOD_ENTRY|$feature|the same, rewrite cache off (a first start) (l)-(a)|${delta[l]}|<= 60"
     echo "SUMMARY|start-up, OBJECT_ALLOC|$feature|its floor: (d)'s class files replayed by plain JVMTI, ms of wall time more than no agent (i)-(a)|${delta[i]}|-"
     echo "SUMMARY|start-up, OBJECT_ALLOC|$feature|ms of CPU time (d)-(a), its floor (i)-(a)|${cdelta[d]}, ${cdelta[i]}|-"
+    echo "SUMMARY|start-up, METHOD_ENTRY|$feature|its floor: (e)'s class files replayed by plain JVMTI, ms of wall time more than no agent (j)-(a)|${delta[j]}|-"
+    echo "SUMMARY|start-up, METHOD_ENTRY|$feature|ms of CPU time (e)-(a), its floor (j)-(a)|${cdelta[e]}, ${cdelta[j]}|-"
     echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 done

@@ -61,6 +61,7 @@
 //! | [`record`](face::record)                     | calls, refused IDs and deliveries, for the report and the trace |
 //! | [`jvm`](vm::jvm)                             | the JVMTI environments, capabilities, event switching, JVMTI/JNI facade |
 //! | [`bci`](vm::bci)                             | the class-file rewriting layer (bytecode instrumentation) |
+//! | [`rewrites`](vm::rewrites)                   | the start-up rewrite cache: the start-up retransformation's outputs kept on disk |
 //! | [`logger`](vm::logger)                       | one-line messages on stderr; `guard`: no panic unwinds into the JVM or the agent |
 //! | [`cputime`](vm::cputime)                     | the calling thread's CPU time, mostly without a system call |
 //! | [`idhash`](vm::idhash)                       | concurrent maps keyed by the shim's own integers (tags, addresses), hashed cheaply |
@@ -85,6 +86,6 @@ pub(crate) use face::{events, ids, table};
 pub(crate) use rooms::{
     alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader, methods, monitors, natives, objects, options, report, reset, threads,
 };
-pub(crate) use vm::{idhash, jvm, logger, safemem};
+pub(crate) use vm::{idhash, jvm, logger, rewrites, safemem};
 
 pub(crate) use vm::logger::{guard, lock, lock_until};

@@ -100,6 +100,7 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     }
     jvm::add_capabilities(owned_monitors).map_err(|e| format!("JVMTI capabilities: {e}"))?;
     crate::methods::set_up(opts.methods_jvmti)?;
+    crate::rewrites::configure(opts.cache.as_deref());
     jvm::set_callbacks(callbacks::table()).map_err(|e| format!("JVMTI callbacks: {}", jvm::err_name(e)))?;
     jvm::set_up_hook_env(callbacks::agent_class_file_load_hook, callbacks::early_class_file_load_hook)
         .map_err(|e| format!("JVMTI class-hook environment: {}", jvm::err_name(e)))?;
@@ -122,9 +123,9 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
 /// on the emulation the first one set up. Its `JVM_OnLoad` runs at VMInit after the earlier
 /// agents'.
 fn add_agent(opts: &options::Options) -> Result<(), String> {
-    if opts.report.is_some() || opts.trace.is_some() || opts.methods_jvmti || opts.owned_monitors.is_some() {
+    if opts.report.is_some() || opts.trace.is_some() || opts.methods_jvmti || opts.owned_monitors.is_some() || opts.cache.is_some() {
         return Err(format!(
-            "agent={}: report=, trace=, methods= and owned-monitors= apply to every agent of the JVM: give them in the first \
+            "agent={}: report=, trace=, methods=, owned-monitors= and cache= apply to every agent of the JVM: give them in the first \
              -agentpath:…/libjvmpi_shim.so=…",
             opts.agent
         ));

@@ -59,7 +59,7 @@
 //! with the JNI floor).
 
 use crate::abi::*;
-use crate::{alloc, bci, calltrace, classes, events, ids, jvm};
+use crate::{alloc, bci, calltrace, classes, events, ids, jvm, rewrites};
 use crate::idhash::IdMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jmethodID, jobject, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti;
@@ -146,6 +146,12 @@ fn new_index() -> Option<i32> {
     if c >= CHUNK || i > i32::MAX as usize {
         return None;
     }
+    make_chunk(c);
+    Some(i as i32)
+}
+
+/// Chunk `c` of the slots exists when this returns.
+fn make_chunk(c: usize) {
     if STATE.slots[c].load(Acquire).is_null() {
         let _g = crate::lock(&STATE.grow);
         if STATE.slots[c].load(Acquire).is_null() {
@@ -153,7 +159,6 @@ fn new_index() -> Option<i32> {
             STATE.slots[c].store(Box::into_raw(chunk), Release);
         }
     }
-    Some(i as i32)
 }
 
 /// The slot of method number `index`.
@@ -166,6 +171,18 @@ fn slot_of(index: jint) -> Option<&'static AtomicUsize> {
     }
     // SAFETY: chunks are allocated once and never freed.
     Some(unsafe { &(*chunk)[i & (CHUNK - 1)] })
+}
+
+/// Method numbers below `end` (those the rewrite cache's class files use) are not given out from
+/// now on, and each has its slot; returns the first number not given out before.
+fn reserve_numbers(end: u32) -> u32 {
+    if end as usize > CHUNK * CHUNK {
+        // More than the table holds: nothing is reserved, and no cached class is used.
+        return u32::MAX;
+    }
+    let before = STATE.next.fetch_max(end as usize, SeqCst);
+    (0..(end as usize).div_ceil(CHUNK)).for_each(make_chunk);
+    u32::try_from(before).unwrap_or(u32::MAX)
 }
 
 /// The method of number `index` if it has been resolved already (loads only).
@@ -287,7 +304,7 @@ pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
 fn retransform(plan: u8) {
     let t = std::time::Instant::now();
     let (_, before) = rewrite_figures();
-    let n = jvm::retransform_all(events::before_gate());
+    let n = rewrites::at_startup(events::before_gate(), || jvm::retransform_all(events::before_gate()));
     if plan == 0 {
         jvm::unwant(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
     }
@@ -391,11 +408,31 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
         exit: plan & EXIT != 0,
         instructions: plan & INSTRUCTIONS != 0,
     };
+    // The start-up retransformation's classes may come from the rewrite cache: the same bytes
+    // and plan give the same output (switch keys and native wrappers are not kept there).
+    let cacheable = redefined.is_some() && rewrap.is_none() && !wrap_new && plan & INSTRUCTIONS == 0;
+    let cache_plan = u64::from(alloc.is_some()) | u64::from(plan) << 1;
+    let probe = if cacheable { rewrites::lookup(class_file, cache_plan, &reserve_numbers) } else { rewrites::Probe::Off };
+    let miss = match probe {
+        rewrites::Probe::Hit(out) => {
+            if out.is_some() {
+                STATE.rewritten.fetch_add(1, Relaxed);
+                if plan != 0 && !STATE.dirty.load(Relaxed) {
+                    STATE.dirty.store(true, SeqCst);
+                }
+            }
+            return out;
+        }
+        rewrites::Probe::Miss(key) => Some(key),
+        rewrites::Probe::Off => None,
+    };
+    let mut numbers = u32::MAX..0;
     let mut next = |_: &str, _: &str, lookups: &[bci::Lookup]| -> i32 {
         let Some(i) = new_index() else { return -1 };
         for l in lookups {
             STATE.lookups.insert((i as u32, l.offset), l.keys.clone());
         }
+        numbers = numbers.start.min(i as u32)..numbers.end.max(i as u32 + 1);
         i
     };
     let methods = (plan != 0).then_some((&hooks, &mut next as &mut dyn FnMut(&str, &str, &[bci::Lookup]) -> i32));
@@ -411,6 +448,10 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
     let t = std::time::Instant::now();
     let r = bci::instrument_class_wrapping(class_file, alloc.as_ref(), methods, wrap.as_ref());
     STATE.rewrite_nanos.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+    if let (Some(key), Ok((out, _))) = (miss, &r) {
+        let numbers = if numbers.is_empty() { 0..0 } else { numbers.clone() };
+        rewrites::record(key, cache_plan, out.as_deref(), numbers);
+    }
     match r {
         Ok((out, wrapped)) => {
             if wrapped > 0 && !STATE.wrapping.swap(true, SeqCst) {

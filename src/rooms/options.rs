@@ -7,7 +7,9 @@
 //!   stderr, a name ending in `.json` for JSON); `trace=<file>` (every event and call as JSON
 //!   lines), `trace-events=<family>+<family>…` (keep only these: thread, class, object, gc,
 //!   monitor, method, jni, vm, call) and `trace-max=<lines>` (default 1000000);
-//!   `methods=bci|jvmti`; `owned-monitors=yes|no` (default: yes from JDK 16).
+//!   `methods=bci|jvmti`; `owned-monitors=yes|no` (default: yes from JDK 16); `cache=<dir>|off`
+//!   (the start-up rewrite cache, `vm::rewrites`; default `$XDG_CACHE_HOME/jvmpi-shim` or
+//!   `~/.cache/jvmpi-shim`).
 //! * `agent=` must be the last shim option: everything after it belongs to the legacy agent.
 //!   The library is named up to the first `:`; everything after that `:` is handed to the
 //!   agent's `JVM_OnLoad` byte for byte, exactly as `-Xrun<name>:<options>` did — commas, `=`
@@ -40,6 +42,8 @@ pub struct Options {
     pub trace_events: Vec<String>,
     /// `trace-max=`: the most lines a trace holds.
     pub trace_max: u64,
+    /// `cache=`: the start-up rewrite cache's directory, or `off`; `None`: the default one.
+    pub cache: Option<String>,
 }
 
 /// The first JDK whose C2 keeps escape analysis on while an environment possesses
@@ -54,7 +58,7 @@ pub const TRACE_FAMILIES: [&str; 9] = ["thread", "class", "object", "gc", "monit
 /// unquoted: jcmd's own parser takes `agent=<lib>` (and `log=…`) for a key and value of its own
 /// and passes only the key, the bare word `agent`. The message for that case (None otherwise).
 pub fn unquoted_jcmd_hint(text: &str) -> Option<String> {
-    const KEYS: [&str; 8] = ["agent", "log", "methods", "owned-monitors", "report", "trace", "trace-events", "trace-max"];
+    const KEYS: [&str; 9] = ["agent", "log", "methods", "owned-monitors", "report", "trace", "trace-events", "trace-max", "cache"];
     let word = text.trim();
     if !KEYS.contains(&word) {
         return None;
@@ -74,6 +78,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
     let (mut report, mut trace, mut trace_events, mut trace_max) = (None, None, Vec::new(), 1_000_000u64);
     let mut methods_jvmti = false;
     let mut owned_monitors = None;
+    let mut cache = None;
     let mut rest = raw;
     loop {
         if rest.is_empty() {
@@ -97,7 +102,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                      the agent's own options go after a ':' (agent=<lib>:<options>)"
                 ));
             }
-            return Ok(Options { log, methods_jvmti, owned_monitors, agent: name.to_string(), agent_options: opts, report, trace, trace_events, trace_max });
+            return Ok(Options { log, methods_jvmti, owned_monitors, agent: name.to_string(), agent_options: opts, report, trace, trace_events, trace_max, cache });
         }
         let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
         let item = String::from_utf8_lossy(&rest[..end]).into_owned();
@@ -135,6 +140,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                     return Err(format!("bad `trace-events`: unknown family `{bad}` (known: {})", TRACE_FAMILIES.join(", ")));
                 }
             }
+            Some(("cache", v)) if !v.is_empty() => cache = Some(v.to_string()),
             Some(("trace-max", v)) => {
                 trace_max = v.parse().map_err(|_| format!("bad `trace-max={v}`: a number of lines"))?;
             }
@@ -142,7 +148,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
             _ => {
                 return Err(format!(
                     "unknown shim option `{item}` (known: log=<level>, methods=bci|jvmti, owned-monitors=yes|no, report=<file>, trace=<file>, \
-                     trace-events=<families>, trace-max=<lines>, agent=<lib>[:<agent options>]; agent= must come last)"
+                     trace-events=<families>, trace-max=<lines>, cache=<dir>|off, agent=<lib>[:<agent options>]; agent= must come last)"
                 ))
             }
         }
@@ -191,6 +197,14 @@ mod tests {
         assert_eq!(ok("owned-monitors=no,agent=x:owned-monitors=yes").owned_monitors, Some(false));
         let e = parse(Some(b"owned-monitors=maybe,agent=x")).unwrap_err();
         assert!(e.contains("owned-monitors=maybe") && e.contains("yes or no"), "{e}");
+    }
+
+    #[test]
+    fn cache_option() {
+        assert_eq!(ok("agent=x").cache, None);
+        assert_eq!(ok("cache=off,agent=x:cache=/y").cache.as_deref(), Some("off"));
+        assert_eq!(ok("cache=/tmp/c,agent=x").cache.as_deref(), Some("/tmp/c"));
+        assert!(parse(Some(b"cache=,agent=x")).is_err());
     }
 
     #[test]

@@ -1,0 +1,436 @@
+//! The start-up rewrite cache: what the shim's rewriting made of the classes loaded before a
+//! legacy agent's `JVM_OnLoad` switched on OBJECT_ALLOC or method events (the retransformation
+//! that runs before the event gate opens), kept in a file, so that the next start of the same
+//! JDK with the same plan hands the JVM the same class files without rewriting them again.
+//!
+//! Not here: the rewriting itself (`bci`), which plan is in force and what a method number
+//! means (the methods room), when a retransformation is the start-up one (the rooms that run
+//! it, through [`at_startup`]).
+//!
+//! * **What is kept.** One file per build of the shim, JDK and plan
+//!   (`<build>-<jdk>-<plan>.bin` in the cache directory, `cache=` of the shim's options,
+//!   by default `$XDG_CACHE_HOME/jvmpi-shim` or `~/.cache/jvmpi-shim`). An entry is keyed by a
+//!   128-bit hash of the class file the hook was handed and the plan (xxh3), and holds the
+//!   output (or "unchanged") and the range of method numbers the output calls the tracker with.
+//!   A hit is therefore exactly the rewriting's output for those bytes; the build's own
+//!   fingerprint (a hash of its sources, `build.rs`) keeps another build's outputs out.
+//! * **Method numbers.** The method plan's output names each method by a number the methods
+//!   room gave out in the run that rewrote it. When a file is opened, the numbers it uses are
+//!   reserved before any is given out in this run (the caller's `reserve`); an entry whose
+//!   numbers may have been given out already in this run (below the reservation's floor), or
+//!   that was handed out once in this run (two classes with the same bytes), is a miss.
+//! * **When it is written.** After the start-up retransformation, when it had misses (no file,
+//!   or more than an eighth of the classes new): the entries used in this run, no others, so
+//!   the file is always one start-up's classes. Written to a file of its own and renamed into
+//!   place (a reader never sees half a file); the whole content carries a checksum, and a file
+//!   that does not match it is ignored. The directory is made private (0700). Files of other
+//!   builds older than a day are removed when a file is written.
+//! * **Failures** (no home, a read-only directory, a full disk) cost the cache, nothing else: a
+//!   debug line, and the classes are rewritten as without it.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Mutex};
+use xxhash_rust::xxh3::{xxh3_128_with_seed, xxh3_64, Xxh3};
+
+/// The build's fingerprint: a hash of the sources it was built from (`build.rs`).
+const BUILD: &str = env!("JVMPI_SHIM_SOURCE_FINGERPRINT");
+const MAGIC: &[u8; 8] = b"JVMPIRC1";
+/// An entry's fixed part: key (16), first number, end of numbers, changed flag, length (4 each).
+const ENTRY_HEAD: usize = 32;
+
+/// Where files go: None until configured, `Some(None)`: off.
+static DIR: Mutex<Option<Option<PathBuf>>> = Mutex::new(None);
+/// A start-up retransformation is under way ([`at_startup`]).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// The open file of the start-up retransformation under way, opened at its first lookup.
+static SESSION: Mutex<Option<Arc<Session>>> = Mutex::new(None);
+/// Figures for the log and the tests: classes taken from the cache, classes rewritten.
+static HITS: AtomicUsize = AtomicUsize::new(0);
+static MISSES: AtomicUsize = AtomicUsize::new(0);
+
+/// The `cache=` option: a directory, or `off`. Without it the default directory is used.
+pub fn configure(option: Option<&str>) {
+    let dir = match option {
+        Some("off") => None,
+        Some(d) => Some(PathBuf::from(d)),
+        None => default_dir(),
+    };
+    *crate::lock(&DIR) = Some(dir);
+}
+
+fn default_dir() -> Option<PathBuf> {
+    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        Some(x) => PathBuf::from(x),
+        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".cache"),
+    };
+    Some(base.join("jvmpi-shim"))
+}
+
+fn dir() -> Option<PathBuf> {
+    let mut d = crate::lock(&DIR);
+    d.get_or_insert_with(default_dir).clone()
+}
+
+/// Runs `retransform` (the start-up retransformation) with the cache open to the class-file hook
+/// when `startup` is true (the gate has not opened), and writes what it rewrote afterwards.
+pub fn at_startup<R>(startup: bool, retransform: impl FnOnce() -> R) -> R {
+    if !startup || dir().is_none() || ACTIVE.swap(true, SeqCst) {
+        return retransform();
+    }
+    let (hits, misses) = figures();
+    let r = retransform();
+    ACTIVE.store(false, SeqCst);
+    if let Some(s) = crate::lock(&SESSION).take() {
+        let (h, m) = figures();
+        log::info!("start-up rewrite cache {}: {} classes from it, {} rewritten", s.path.display(), h - hits, m - misses);
+        s.finish();
+    }
+    r
+}
+
+/// What a lookup found.
+pub enum Probe {
+    /// No cache for this class (none open, or another plan's).
+    Off,
+    /// The output for these bytes: `None` for "unchanged".
+    Hit(Option<Vec<u8>>),
+    /// Not in the cache: rewrite, then [`record`] the result under this key.
+    Miss(u128),
+}
+
+/// Looks the class file `input` up for `plan` (a number naming the plan in force, whatever
+/// makes the output differ). `reserve(end)` is called once, when the file is opened: it must
+/// make every method number below `end` unavailable to anything given out from then on and
+/// return the first number not given out before (numbers below it may be in use already).
+pub fn lookup(input: &[u8], plan: u64, reserve: &dyn Fn(u32) -> u32) -> Probe {
+    if !ACTIVE.load(SeqCst) {
+        return Probe::Off;
+    }
+    let Some(s) = session(plan, reserve) else { return Probe::Off };
+    let key = key_of(input, plan);
+    let Some(e) = s.entries.get(&key) else {
+        MISSES.fetch_add(1, Relaxed);
+        return Probe::Miss(key);
+    };
+    let numbered = e.end > e.first;
+    if numbered && (e.first < s.floor || e.used.swap(true, SeqCst)) {
+        log::debug!("rewrite cache: numbers {}..{} not usable (floor {})", e.first, e.end, s.floor);
+        MISSES.fetch_add(1, Relaxed);
+        return Probe::Miss(key);
+    }
+    e.used.store(true, SeqCst);
+    HITS.fetch_add(1, Relaxed);
+    Probe::Hit(e.changed.then(|| s.data[e.at..e.at + e.len].to_vec()))
+}
+
+/// The rewriting's result for a [`Probe::Miss`]: its output (`None`: unchanged) and the method
+/// numbers it gave out (`first..end`; empty if none).
+pub fn record(key: u128, plan: u64, output: Option<&[u8]>, numbers: std::ops::Range<u32>) {
+    let Some(s) = crate::lock(&SESSION).clone() else { return };
+    if s.plan != plan {
+        return;
+    }
+    crate::lock(&s.fresh).push(Fresh { key, output: output.map(<[u8]>::to_vec), first: numbers.start, end: numbers.end });
+}
+
+/// Classes taken from the cache and classes looked up and not found, since the start.
+pub fn figures() -> (usize, usize) {
+    (HITS.load(Relaxed), MISSES.load(Relaxed))
+}
+
+struct Loaded {
+    at: usize,
+    len: usize,
+    changed: bool,
+    first: u32,
+    end: u32,
+    used: AtomicBool,
+}
+
+struct Fresh {
+    key: u128,
+    output: Option<Vec<u8>>,
+    first: u32,
+    end: u32,
+}
+
+struct Session {
+    plan: u64,
+    path: PathBuf,
+    /// The file as read (empty if there was none).
+    data: Vec<u8>,
+    loaded: bool,
+    entries: HashMap<u128, Loaded>,
+    /// Method numbers below this may have been given out before the file was opened.
+    floor: u32,
+    fresh: Mutex<Vec<Fresh>>,
+}
+
+/// The session of the retransformation under way, opened for `plan` at the first lookup.
+fn session(plan: u64, reserve: &dyn Fn(u32) -> u32) -> Option<Arc<Session>> {
+    let mut g = crate::lock(&SESSION);
+    if let Some(s) = g.as_ref() {
+        return (s.plan == plan).then(|| s.clone());
+    }
+    let dir = dir()?;
+    let path = dir.join(format!("{BUILD}-{:016x}-{plan:x}.bin", jdk_key()));
+    let (data, entries, end) = match std::fs::read(&path) {
+        Ok(d) => match parse(&d) {
+            Some((entries, end)) => (d, entries, end),
+            None => {
+                log::debug!("rewrite cache {}: not a valid file, ignored", path.display());
+                (Vec::new(), HashMap::new(), 0)
+            }
+        },
+        Err(_) => (Vec::new(), HashMap::new(), 0),
+    };
+    let loaded = !entries.is_empty();
+    let floor = reserve(end);
+    let s = Arc::new(Session { plan, path, data, loaded, entries, floor, fresh: Mutex::new(Vec::new()) });
+    *g = Some(s.clone());
+    Some(s)
+}
+
+/// The key of a class file for `plan`: a hash of its bytes with its methods taken in the order
+/// of their bytes. The class files the JVM reconstitutes for retransformation list the methods
+/// in the order of their names' addresses, which changes from run to run for some classes
+/// (JDK 21: about 40 of 430 at start-up); the methods' order means nothing to the JVM (it
+/// sorts them itself), nor to the rewriting (each method is rewritten by itself), so the same
+/// output serves both orders. A class file this cannot walk is hashed as it is.
+fn key_of(input: &[u8], plan: u64) -> u128 {
+    let Some((head, mut methods, tail)) = methods_of(input) else { return xxh3_128_with_seed(input, plan) };
+    methods.sort_unstable();
+    let mut h = Xxh3::with_seed(plan);
+    h.update(head);
+    for m in methods {
+        h.update(&(m.len() as u32).to_le_bytes());
+        h.update(m);
+    }
+    h.update(tail);
+    h.digest128()
+}
+
+/// A class file cut in three: everything before its methods, each `method_info`, and what
+/// follows them (the class's attributes). None if it is not a class file this can walk.
+fn methods_of(b: &[u8]) -> Option<(&[u8], Vec<&[u8]>, &[u8])> {
+    let u2 = |p: usize| -> Option<usize> { Some(usize::from(u16::from_be_bytes(b.get(p..p + 2)?.try_into().ok()?))) };
+    let u4 = |p: usize| -> Option<usize> { Some(u32::from_be_bytes(b.get(p..p + 4)?.try_into().ok()?) as usize) };
+    let count = u2(8)?;
+    let (mut p, mut i) = (10, 1);
+    while i < count {
+        p += match *b.get(p)? {
+            1 => 3 + u2(p + 1)?,
+            3 | 4 | 9 | 10 | 11 | 12 | 17 | 18 => 5,
+            5 | 6 => {
+                i += 1;
+                9
+            }
+            7 | 8 | 16 | 19 | 20 => 3,
+            15 => 4,
+            _ => return None,
+        };
+        i += 1;
+    }
+    p += 6;
+    p += 2 + 2 * u2(p)?;
+    // Fields, then methods: access, name, descriptor, attributes.
+    let mut q = p;
+    let skip = |q: &mut usize| -> Option<Vec<std::ops::Range<usize>>> {
+        let n = u2(*q)?;
+        *q += 2;
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            let s = *q;
+            *q += 6;
+            let attrs = u2(*q)?;
+            *q += 2;
+            for _ in 0..attrs {
+                *q += 6 + u4(*q + 2)?;
+            }
+            v.push(s..*q);
+        }
+        Some(v)
+    };
+    skip(&mut q)?;
+    let methods_at = q;
+    let ms = skip(&mut q)?;
+    let head = b.get(..methods_at)?;
+    let tail = b.get(q..)?;
+    Some((head, ms.into_iter().map(|r| &b[r]).collect(), tail))
+}
+
+/// The JDK this run is on: its home, its version, the size and time of its modules image.
+fn jdk_key() -> u64 {
+    let mut text = String::new();
+    for p in ["java.home", "java.vm.version", "java.runtime.version", "java.vm.name"] {
+        text.push_str(&crate::jvm::system_property(p).unwrap_or_default());
+        text.push('\n');
+    }
+    if let Some(home) = crate::jvm::system_property("java.home") {
+        if let Ok(m) = std::fs::metadata(Path::new(&home).join("lib/modules")) {
+            let t = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
+            text.push_str(&format!("{} {t}", m.len()));
+        }
+    }
+    xxh3_64(text.as_bytes())
+}
+
+fn u32_at(d: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(d.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// The entries of a file and the end of the method numbers they use; None if it is not one
+/// (wrong magic, wrong checksum, truncated).
+fn parse(d: &[u8]) -> Option<(HashMap<u128, Loaded>, u32)> {
+    if d.len() < 20 || &d[..8] != MAGIC || u64::from_le_bytes(d[8..16].try_into().ok()?) != xxh3_64(&d[16..]) {
+        return None;
+    }
+    let count = u32_at(d, 16)? as usize;
+    let mut at = 20;
+    let mut entries = HashMap::with_capacity(count);
+    let mut end = 0;
+    for _ in 0..count {
+        let key = u128::from_le_bytes(d.get(at..at + 16)?.try_into().ok()?);
+        let (first, last, changed, len) = (u32_at(d, at + 16)?, u32_at(d, at + 20)?, u32_at(d, at + 24)?, u32_at(d, at + 28)? as usize);
+        at += ENTRY_HEAD;
+        d.get(at..at + len)?;
+        entries.insert(key, Loaded { at, len, changed: changed != 0, first, end: last, used: AtomicBool::new(false) });
+        end = end.max(last);
+        at += len;
+    }
+    (at == d.len()).then_some((entries, end))
+}
+
+impl Session {
+    /// After the retransformation: the file written again if it was missing or stale.
+    fn finish(&self) {
+        let fresh = std::mem::take(&mut *crate::lock(&self.fresh));
+        let used: Vec<(&u128, &Loaded)> = self.entries.iter().filter(|(_, e)| e.used.load(SeqCst)).collect();
+        let total = used.len() + fresh.len();
+        if total == 0 || (self.loaded && fresh.len() * 8 <= total) {
+            return;
+        }
+        let mut body = Vec::with_capacity(self.data.len() + fresh.iter().map(|f| f.output.as_ref().map_or(0, Vec::len) + ENTRY_HEAD).sum::<usize>());
+        body.extend_from_slice(&(total as u32).to_le_bytes());
+        let mut put = |key: u128, first: u32, end: u32, out: Option<&[u8]>| {
+            body.extend_from_slice(&key.to_le_bytes());
+            body.extend_from_slice(&first.to_le_bytes());
+            body.extend_from_slice(&end.to_le_bytes());
+            body.extend_from_slice(&u32::from(out.is_some()).to_le_bytes());
+            let out = out.unwrap_or_default();
+            body.extend_from_slice(&(out.len() as u32).to_le_bytes());
+            body.extend_from_slice(out);
+        };
+        for (k, e) in used {
+            put(*k, e.first, e.end, e.changed.then(|| &self.data[e.at..e.at + e.len]));
+        }
+        for f in &fresh {
+            put(f.key, f.first, f.end, f.output.as_deref());
+        }
+        match write(&self.path, &body) {
+            Ok(()) => log::debug!("rewrite cache {}: {total} classes kept ({} new)", self.path.display(), fresh.len()),
+            Err(e) => log::debug!("rewrite cache {}: not written: {e}", self.path.display()),
+        }
+    }
+}
+
+/// Writes a cache file (magic, checksum, `body`) through a file of its own renamed into place,
+/// and removes other builds' files older than a day.
+fn write(path: &Path, body: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = path.parent().ok_or_else(|| std::io::Error::other("no directory"))?;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let tmp = path.with_extension(format!("{}.part", std::process::id()));
+    let r = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(MAGIC)?;
+        f.write_all(&xxh3_64(body).to_le_bytes())?;
+        f.write_all(body)?;
+        std::fs::rename(&tmp, path)
+    })();
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r?;
+    let day = std::time::Duration::from_secs(86_400);
+    for e in std::fs::read_dir(dir)?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let old = e.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok()).is_some_and(|a| a > day);
+        if old && !name.starts_with(BUILD) && (name.ends_with(".bin") || name.ends_with(".part")) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_ignores_the_order_of_methods_only() {
+        use ristretto_classfile::attributes::{Attribute, Instruction};
+        use ristretto_classfile::{ClassFile, ConstantPool, Method, MethodAccessFlags};
+        let class = |names: [&str; 2]| {
+            let mut cp = ConstantPool::new();
+            let this_class = cp.add_class("K").unwrap();
+            let super_class = cp.add_class("java/lang/Object").unwrap();
+            let code = cp.add_utf8("Code").unwrap();
+            let desc = cp.add_utf8("()V").unwrap();
+            let ids: Vec<u16> = ["a", "b", "c"].iter().map(|n| cp.add_utf8(n).unwrap()).collect();
+            let id = |n: &str| ids[usize::from(n.as_bytes()[0] - b'a')];
+            let methods = names
+                .iter()
+                .map(|n| Method {
+                    access_flags: MethodAccessFlags::STATIC,
+                    name_index: id(n),
+                    descriptor_index: desc,
+                    attributes: vec![Attribute::Code { name_index: code, max_stack: 0, max_locals: 0, code: vec![Instruction::Return], exception_table: vec![], attributes: vec![] }],
+                })
+                .collect();
+            let mut out = Vec::new();
+            ClassFile { constant_pool: cp, this_class, super_class, methods, ..ClassFile::default() }.to_bytes(&mut out).unwrap();
+            out
+        };
+        let (ab, ba, ac) = (class(["a", "b"]), class(["b", "a"]), class(["a", "c"]));
+        assert_ne!(ab, ba);
+        assert_eq!(methods_of(&ab).unwrap().1.len(), 2);
+        assert_eq!(key_of(&ab, 1), key_of(&ba, 1));
+        assert_ne!(key_of(&ab, 1), key_of(&ac, 1));
+        assert_ne!(key_of(&ab, 1), key_of(&ab, 2), "the plan is part of the key");
+        assert!(methods_of(&ab[..ab.len() - 3]).is_none(), "a truncated class file");
+    }
+
+    #[test]
+    fn a_file_reads_back_and_a_damaged_one_is_refused() {
+        let dir = std::env::temp_dir().join(format!("jvmpi-rc-{}", std::process::id()));
+        let path = dir.join("x.bin");
+        let mut body = Vec::new();
+        body.extend_from_slice(&2u32.to_le_bytes());
+        for (k, first, end, out) in [(7u128, 0u32, 0u32, Some(&b"abc"[..])), (9, 10, 20, None)] {
+            body.extend_from_slice(&k.to_le_bytes());
+            body.extend_from_slice(&first.to_le_bytes());
+            body.extend_from_slice(&end.to_le_bytes());
+            body.extend_from_slice(&u32::from(out.is_some()).to_le_bytes());
+            body.extend_from_slice(&(out.unwrap_or_default().len() as u32).to_le_bytes());
+            body.extend_from_slice(out.unwrap_or_default());
+        }
+        write(&path, &body).unwrap();
+        let d = std::fs::read(&path).unwrap();
+        let (entries, end) = parse(&d).unwrap();
+        assert_eq!(end, 20);
+        let e = &entries[&7];
+        assert!(e.changed && &d[e.at..e.at + e.len] == b"abc");
+        assert!(!entries[&9].changed && entries[&9].first == 10);
+        for i in [0, 12, 20, d.len() - 1] {
+            let mut bad = d.clone();
+            bad[i] ^= 1;
+            assert!(parse(&bad).is_none(), "byte {i} changed and still read");
+        }
+        assert!(parse(&d[..d.len() - 1]).is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
