@@ -41,15 +41,26 @@ const MAGIC: &[u8; 8] = b"JVMPIRC1";
 /// An entry's fixed part: key (16), first number, end of numbers, changed flag, length (4 each).
 const ENTRY_HEAD: usize = 32;
 
-/// Where files go: None until configured, `Some(None)`: off.
-static DIR: Mutex<Option<Option<PathBuf>>> = Mutex::new(None);
-/// A start-up retransformation is under way ([`at_startup`]).
-static ACTIVE: AtomicBool = AtomicBool::new(false);
-/// The open file of the start-up retransformation under way, opened at its first lookup.
-static SESSION: Mutex<Option<Arc<Session>>> = Mutex::new(None);
-/// Figures for the log and the tests: classes taken from the cache, classes rewritten.
-static HITS: AtomicUsize = AtomicUsize::new(0);
-static MISSES: AtomicUsize = AtomicUsize::new(0);
+/// The cache's state: one `static`, each field what it holds and who writes it.
+struct CacheState {
+    /// Where files go: None until [`configure`]d, `Some(None)`: off.
+    dir: Mutex<Option<Option<PathBuf>>>,
+    /// A start-up retransformation is under way (set and cleared by [`at_startup`]).
+    active: AtomicBool,
+    /// The file of the start-up retransformation under way, opened at its first lookup.
+    session: Mutex<Option<Arc<Session>>>,
+    /// Classes taken from the cache, and classes looked up and not found (the log, the tests).
+    hits: AtomicUsize,
+    misses: AtomicUsize,
+}
+
+static STATE: CacheState = CacheState {
+    dir: Mutex::new(None),
+    active: AtomicBool::new(false),
+    session: Mutex::new(None),
+    hits: AtomicUsize::new(0),
+    misses: AtomicUsize::new(0),
+};
 
 /// The `cache=` option: a directory, or `off`. Without it the default directory is used.
 pub fn configure(option: Option<&str>) {
@@ -58,7 +69,7 @@ pub fn configure(option: Option<&str>) {
         Some(d) => Some(PathBuf::from(d)),
         None => default_dir(),
     };
-    *crate::lock(&DIR) = Some(dir);
+    *crate::lock(&STATE.dir) = Some(dir);
 }
 
 fn default_dir() -> Option<PathBuf> {
@@ -70,20 +81,20 @@ fn default_dir() -> Option<PathBuf> {
 }
 
 fn dir() -> Option<PathBuf> {
-    let mut d = crate::lock(&DIR);
+    let mut d = crate::lock(&STATE.dir);
     d.get_or_insert_with(default_dir).clone()
 }
 
 /// Runs `retransform` (the start-up retransformation) with the cache open to the class-file hook
 /// when `startup` is true (the gate has not opened), and writes what it rewrote afterwards.
 pub fn at_startup<R>(startup: bool, retransform: impl FnOnce() -> R) -> R {
-    if !startup || dir().is_none() || ACTIVE.swap(true, SeqCst) {
+    if !startup || dir().is_none() || STATE.active.swap(true, SeqCst) {
         return retransform();
     }
     let (hits, misses) = figures();
     let r = retransform();
-    ACTIVE.store(false, SeqCst);
-    if let Some(s) = crate::lock(&SESSION).take() {
+    STATE.active.store(false, SeqCst);
+    if let Some(s) = crate::lock(&STATE.session).take() {
         let (h, m) = figures();
         log::info!("start-up rewrite cache {}: {} classes from it, {} rewritten", s.path.display(), h - hits, m - misses);
         s.finish();
@@ -106,30 +117,30 @@ pub enum Probe {
 /// make every method number below `end` unavailable to anything given out from then on and
 /// return the first number not given out before (numbers below it may be in use already).
 pub fn lookup(input: &[u8], plan: u64, reserve: &dyn Fn(u32) -> u32) -> Probe {
-    if !ACTIVE.load(SeqCst) {
+    if !STATE.active.load(SeqCst) {
         return Probe::Off;
     }
     let Some(s) = session(plan, reserve) else { return Probe::Off };
     let key = key_of(input, plan);
     let Some(e) = s.entries.get(&key) else {
-        MISSES.fetch_add(1, Relaxed);
+        STATE.misses.fetch_add(1, Relaxed);
         return Probe::Miss(key);
     };
     let numbered = e.end > e.first;
     if numbered && (e.first < s.floor || e.used.swap(true, SeqCst)) {
         log::debug!("rewrite cache: numbers {}..{} not usable (floor {})", e.first, e.end, s.floor);
-        MISSES.fetch_add(1, Relaxed);
+        STATE.misses.fetch_add(1, Relaxed);
         return Probe::Miss(key);
     }
     e.used.store(true, SeqCst);
-    HITS.fetch_add(1, Relaxed);
+    STATE.hits.fetch_add(1, Relaxed);
     Probe::Hit(e.changed.then(|| s.data[e.at..e.at + e.len].to_vec()))
 }
 
 /// The rewriting's result for a [`Probe::Miss`]: its output (`None`: unchanged) and the method
 /// numbers it gave out (`first..end`; empty if none).
 pub fn record(key: u128, plan: u64, output: Option<&[u8]>, numbers: std::ops::Range<u32>) {
-    let Some(s) = crate::lock(&SESSION).clone() else { return };
+    let Some(s) = crate::lock(&STATE.session).clone() else { return };
     if s.plan != plan {
         return;
     }
@@ -138,7 +149,7 @@ pub fn record(key: u128, plan: u64, output: Option<&[u8]>, numbers: std::ops::Ra
 
 /// Classes taken from the cache and classes looked up and not found, since the start.
 pub fn figures() -> (usize, usize) {
-    (HITS.load(Relaxed), MISSES.load(Relaxed))
+    (STATE.hits.load(Relaxed), STATE.misses.load(Relaxed))
 }
 
 struct Loaded {
@@ -171,7 +182,7 @@ struct Session {
 
 /// The session of the retransformation under way, opened for `plan` at the first lookup.
 fn session(plan: u64, reserve: &dyn Fn(u32) -> u32) -> Option<Arc<Session>> {
-    let mut g = crate::lock(&SESSION);
+    let mut g = crate::lock(&STATE.session);
     if let Some(s) = g.as_ref() {
         return (s.plan == plan).then(|| s.clone());
     }
