@@ -10,7 +10,9 @@
 //!   counts in all four, and the method names right (the cached class files name methods by
 //!   numbers given out in the run that wrote them).
 //! * `allocation_events_are_the_same_from_the_cache`: the recorder counting OBJECT_ALLOC by
-//!   class for the Allocs program, cold and warm: the same counts.
+//!   class for the Allocs program, cold and warm: the same counts; in the warm run the classes
+//!   loaded after the start-up retransformation (the program's own among them) come from the
+//!   cache too.
 
 mod harness;
 use harness::*;
@@ -32,6 +34,15 @@ fn cache_figures(r: &Run) -> (usize, usize) {
     let hits = words[at("classes") - 1].parse().unwrap();
     let misses = words[at("rewritten") - 1].parse().unwrap();
     (hits, misses)
+}
+
+/// "N classes from it in this run, M rewritten" of the shim's line at VM death.
+fn run_figures(r: &Run) -> (usize, usize) {
+    let l: Vec<&str> = r.stderr_lines_with("jvmpi-shim: rewrite cache ").into_iter().filter(|l| l.contains(" in this run, ")).collect();
+    assert_eq!(l.len(), 1, "one line at VM death\n{}", r.describe());
+    let words: Vec<&str> = l[0].split_whitespace().collect();
+    let at = |w: &str| words.iter().position(|x| *x == w).unwrap();
+    (words[at("classes") - 1].parse().unwrap(), words[at("rewritten") - 1].parse().unwrap())
 }
 
 fn counts(r: &Run) -> BTreeMap<String, u64> {
@@ -130,6 +141,12 @@ fn allocation_events_are_the_same_from_the_cache() {
         let (h1, m1) = cache_figures(&warm);
         assert_eq!(h0, 0, "{}", cold.describe());
         assert!(m0 > 300 && h1 + m1 == m0 && m1 * 10 <= m0, "cold {m0} rewritten, warm {h1} + {m1}\n{}", warm.describe());
+        // The classes loaded after the start-up retransformation (the program's own among them)
+        // come from the cache too.
+        let (rh0, rm0) = run_figures(&cold);
+        let (rh1, rm1) = run_figures(&warm);
+        assert!(rh0 == 0 && rm0 > m0, "cold run: {rh0} from the cache, {rm0} rewritten\n{}", cold.describe());
+        assert!(rh1 > h1 && rm1 * 10 <= rm0, "warm run: {rh1} from the cache, {rm1} rewritten\n{}", warm.describe());
         // Strings and string builders the program's and the JDK's code (the cached classes)
         // allocate: the same classes, kinds and counts.
         let groups = |r: &Run| -> Vec<String> {

@@ -15,7 +15,7 @@
 
 use crate::abi::*;
 use crate::face::record;
-use crate::{alloc, classes, control, events, gc, jvm, loader, natives, report, reset, table, threads};
+use crate::{alloc, classes, control, events, gc, jvm, loader, natives, report, reset, rewrites, table, threads};
 use jvmti_bindings::sys::jni::{jint, jthread, JNIEnv, JavaVM, JNI_OK};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -161,6 +161,7 @@ pub fn vm_death(env: *mut JNIEnv) {
     reset::disarm();
     record::finish_trace();
     report::write(None);
+    rewrites::at_exit();
 }
 
 /// JVMTI DataDumpRequest (SIGQUIT, `jcmd <pid> Thread.print`): DATA_DUMP_REQUEST, then

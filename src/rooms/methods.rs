@@ -408,9 +408,10 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
         exit: plan & EXIT != 0,
         instructions: plan & INSTRUCTIONS != 0,
     };
-    // The start-up retransformation's classes may come from the rewrite cache: the same bytes
-    // and plan give the same output (switch keys and native wrappers are not kept there).
-    let cacheable = redefined.is_some() && rewrap.is_none() && !wrap_new && plan & INSTRUCTIONS == 0;
+    // Once the start-up retransformation has opened the rewrite cache, classes may come from it:
+    // the same bytes and plan give the same output (switch keys and native wrappers are not kept
+    // there).
+    let cacheable = rewrap.is_none() && !wrap_new && plan & INSTRUCTIONS == 0;
     let cache_plan = u64::from(alloc.is_some()) | u64::from(plan) << 1;
     let probe = if cacheable { rewrites::lookup(class_file, cache_plan, &reserve_numbers) } else { rewrites::Probe::Off };
     let miss = match probe {

@@ -1,7 +1,8 @@
-//! The start-up rewrite cache: what the shim's rewriting made of the classes loaded before a
-//! legacy agent's `JVM_OnLoad` switched on OBJECT_ALLOC or method events (the retransformation
-//! that runs before the event gate opens), kept in a file, so that the next start of the same
-//! JDK with the same plan hands the JVM the same class files without rewriting them again.
+//! The rewrite cache: what the shim's rewriting made of a run's classes when a legacy agent's
+//! `JVM_OnLoad` switched on OBJECT_ALLOC or method events — the classes loaded before (the
+//! retransformation that runs before the event gate opens) and those loaded after — kept in a
+//! file, so that the next start of the same JDK with the same plan hands the JVM the same class
+//! files without rewriting them again.
 //!
 //! Not here: the rewriting itself (`bci`), which plan is in force and what a method number
 //! means (the methods room), when a retransformation is the start-up one (the rooms that run
@@ -19,9 +20,9 @@
 //!   reserved before any is given out in this run (the caller's `reserve`); an entry whose
 //!   numbers may have been given out already in this run (below the reservation's floor), or
 //!   that was handed out once in this run (two classes with the same bytes), is a miss.
-//! * **When it is written.** After the start-up retransformation, when it had misses (no file,
-//!   or more than an eighth of the classes new): the entries used in this run, no others, so
-//!   the file is always one start-up's classes. Written to a file of its own and renamed into
+//! * **When it is written.** At VM death, when the run had misses (no file, or more than an
+//!   eighth of its classes new): the entries used in this run, no others, so the file is always
+//!   one run's classes (at most 64 MiB of new outputs are kept for it). Written to a file of its own and renamed into
 //!   place (a reader never sees half a file); the whole content carries a checksum, and a file
 //!   that does not match it is ignored. The directory is made private (0700). Files of other
 //!   builds older than a day are removed when a file is written.
@@ -86,20 +87,36 @@ fn dir() -> Option<PathBuf> {
 }
 
 /// Runs `retransform` (the start-up retransformation) with the cache open to the class-file hook
-/// when `startup` is true (the gate has not opened), and writes what it rewrote afterwards.
+/// when `startup` is true (the gate has not opened). The cache stays open for the classes loaded
+/// afterwards, until [`at_exit`].
 pub fn at_startup<R>(startup: bool, retransform: impl FnOnce() -> R) -> R {
-    if !startup || dir().is_none() || STATE.active.swap(true, SeqCst) {
+    if !startup || dir().is_none() {
         return retransform();
     }
+    // A second start-up retransformation (OBJECT_ALLOC switched on in JVM_OnLoad, method events
+    // when the gate opens) runs with another plan: the first one's file is closed first.
+    if let Some(s) = crate::lock(&STATE.session).take() {
+        s.finish();
+    }
+    STATE.active.store(true, SeqCst);
     let (hits, misses) = figures();
     let r = retransform();
+    if let Some(s) = crate::lock(&STATE.session).as_ref() {
+        let (h, m) = figures();
+        log::info!("start-up rewrite cache {}: {} classes from it, {} rewritten", s.path.display(), h - hits, m - misses);
+    }
+    r
+}
+
+/// VM death: the cache closes; the file is written again if this run rewrote more than an
+/// eighth of its classes (or there was none).
+pub fn at_exit() {
     STATE.active.store(false, SeqCst);
     if let Some(s) = crate::lock(&STATE.session).take() {
         let (h, m) = figures();
-        log::info!("start-up rewrite cache {}: {} classes from it, {} rewritten", s.path.display(), h - hits, m - misses);
+        log::info!("rewrite cache {}: {h} classes from it in this run, {m} rewritten", s.path.display());
         s.finish();
     }
-    r
 }
 
 /// What a lookup found.
@@ -144,8 +161,18 @@ pub fn record(key: u128, plan: u64, output: Option<&[u8]>, numbers: std::ops::Ra
     if s.plan != plan {
         return;
     }
-    crate::lock(&s.fresh).push(Fresh { key, output: output.map(<[u8]>::to_vec), first: numbers.start, end: numbers.end });
+    let mut fresh = crate::lock(&s.fresh);
+    let size = output.map_or(0, <[u8]>::len);
+    if fresh.1 + size > FRESH_MAX {
+        return;
+    }
+    fresh.1 += size;
+    fresh.0.push(Fresh { key, output: output.map(<[u8]>::to_vec), first: numbers.start, end: numbers.end });
 }
+
+/// The most bytes of new outputs a run keeps for writing (a program that loads classes without
+/// end does not grow the shim without end).
+const FRESH_MAX: usize = 64 << 20;
 
 /// Classes taken from the cache and classes looked up and not found, since the start.
 pub fn figures() -> (usize, usize) {
@@ -177,7 +204,8 @@ struct Session {
     entries: HashMap<u128, Loaded>,
     /// Method numbers below this may have been given out before the file was opened.
     floor: u32,
-    fresh: Mutex<Vec<Fresh>>,
+    /// The outputs of the misses, and their bytes in all.
+    fresh: Mutex<(Vec<Fresh>, usize)>,
 }
 
 /// The session of the retransformation under way, opened for `plan` at the first lookup.
@@ -200,7 +228,7 @@ fn session(plan: u64, reserve: &dyn Fn(u32) -> u32) -> Option<Arc<Session>> {
     };
     let loaded = !entries.is_empty();
     let floor = reserve(end);
-    let s = Arc::new(Session { plan, path, data, loaded, entries, floor, fresh: Mutex::new(Vec::new()) });
+    let s = Arc::new(Session { plan, path, data, loaded, entries, floor, fresh: Mutex::new((Vec::new(), 0)) });
     *g = Some(s.clone());
     Some(s)
 }
@@ -318,7 +346,7 @@ fn parse(d: &[u8]) -> Option<(HashMap<u128, Loaded>, u32)> {
 impl Session {
     /// After the retransformation: the file written again if it was missing or stale.
     fn finish(&self) {
-        let fresh = std::mem::take(&mut *crate::lock(&self.fresh));
+        let (fresh, _) = std::mem::take(&mut *crate::lock(&self.fresh));
         let used: Vec<(&u128, &Loaded)> = self.entries.iter().filter(|(_, e)| e.used.load(SeqCst)).collect();
         let total = used.len() + fresh.len();
         if total == 0 || (self.loaded && fresh.len() * 8 <= total) {
