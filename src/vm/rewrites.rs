@@ -329,7 +329,7 @@ fn parse(d: &[u8]) -> Option<(HashMap<u128, Loaded>, u32)> {
     }
     let count = u32_at(d, 16)? as usize;
     let mut at = 20;
-    let mut entries = HashMap::with_capacity(count);
+    let mut entries = HashMap::with_capacity(count.min(d.len() / ENTRY_HEAD));
     let mut end = 0;
     for _ in 0..count {
         let key = u128::from_le_bytes(d.get(at..at + 16)?.try_into().ok()?);
