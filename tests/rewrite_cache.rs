@@ -9,6 +9,11 @@
 //!   cache file damaged (refused, everything rewritten) and one with `cache=off`: the same
 //!   counts in all four, and the method names right (the cached class files name methods by
 //!   numbers given out in the run that wrote them).
+//! * `method_and_allocation_events_retransform_once_and_are_the_same_from_the_cache`: the same
+//!   with OBJECT_ALLOC switched on after the method events, as a profiler taking times and
+//!   allocation sites does: one start-up retransformation applies both plans (the one the
+//!   method events deferred to the gate's opening is left out), and the allocations counted
+//!   agree too.
 //! * `allocation_events_are_the_same_from_the_cache`: the recorder counting OBJECT_ALLOC by
 //!   class for the Allocs program, cold and warm: the same counts; in the warm run the classes
 //!   loaded after the start-up retransformation (the program's own among them) come from the
@@ -66,11 +71,23 @@ fn damage(dir: &Path) {
 
 #[test]
 fn method_events_are_the_same_from_the_cache() {
+    method_events_from_the_cache("methods", "");
+}
+
+/// As a profiler taking times and allocation sites at once (HPROF `cpu=times,heap=sites`):
+/// method events switched on in `JVM_OnLoad`, then OBJECT_ALLOC, whose retransformation applies
+/// both plans — the one the method events deferred to the gate's opening is left out.
+#[test]
+fn method_and_allocation_events_retransform_once_and_are_the_same_from_the_cache() {
+    method_events_from_the_cache("both", ",alloc");
+}
+
+fn method_events_from_the_cache(tag: &str, extra: &str) {
     for_each_jdk(|jdk| {
-        let dir = cache_dir("methods", jdk);
+        let dir = cache_dir(tag, jdk);
         let run_with = |cache: &str| {
             let opts = format!(
-                "log=info,cache={cache},agent={}:log={{log}},only=java.lang.String,enable=entry+exit,count",
+                "log=info,cache={cache},agent={}:log={{log}},only=java.lang.String,enable=entry+exit,count{extra}",
                 agent("methodagent").display()
             );
             let r = run(jdk, &opts, "MethodsProg", &["calls"], &[]);
@@ -114,6 +131,16 @@ fn method_events_are_the_same_from_the_cache() {
             };
             let (a, b) = (total(&cold), total(other));
             assert!((a - b).abs() <= a / 100.0, "JDK {}: {name} run: {b} entries against {a}", jdk.feature);
+            if !extra.is_empty() {
+                let allocs = |r: &Run| -> f64 {
+                    let l = r.lines_with("TOTAL entries=");
+                    l.first().and_then(|l| l.split_whitespace().last()).and_then(|w| w.trim_start_matches("allocs=").parse().ok()).unwrap()
+                };
+                let (a, b) = (allocs(&cold), allocs(other));
+                assert!(a > 0.0 && (a - b).abs() <= a / 100.0, "JDK {}: {name} run: {b} allocations against {a}", jdk.feature);
+                // One retransformation with both plans: no "method hooks" retransformation after it.
+                assert!(other.stderr_lines_with("jvmpi-shim: method hooks ").is_empty(), "{}", other.describe());
+            }
         }
         let _ = std::fs::remove_dir_all(&dir);
     });

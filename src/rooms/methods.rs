@@ -113,6 +113,9 @@ struct MethodsState {
     wrapping: AtomicBool,
     /// A switch happened before the gate opened; its retransformation waits for `gate_opening`.
     deferred: AtomicBool,
+    /// `jvm::retransforms().0` when that switch was deferred: a whole retransformation begun
+    /// after it (OBJECT_ALLOC switched on later in `JVM_OnLoad`) applied the plan already.
+    deferred_at: AtomicUsize,
     /// A class was rewritten with method hooks that retransformation has not undone since.
     dirty: AtomicBool,
     /// Classes rewritten (allocation and method plans): a figure of the migration report.
@@ -134,6 +137,7 @@ static STATE: MethodsState = MethodsState {
     prefixed: AtomicBool::new(false),
     wrapping: AtomicBool::new(false),
     deferred: AtomicBool::new(false),
+    deferred_at: AtomicUsize::new(0),
     dirty: AtomicBool::new(false),
     rewritten: std::sync::atomic::AtomicU64::new(0),
     rewrite_nanos: std::sync::atomic::AtomicU64::new(0),
@@ -283,6 +287,7 @@ pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
         // already loaded are retransformed once, when the gate opens ([`gate_opening`]), and
         // not at all if the events are off again by then. Classes loading meanwhile get the
         // plan as they load.
+        STATE.deferred_at.store(jvm::retransforms().0, SeqCst);
         STATE.deferred.store(true, SeqCst);
         if plan == 0 {
             jvm::unwant(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
@@ -323,6 +328,14 @@ pub fn gate_opening() {
     }
     let _g = crate::lock(&STATE.switch);
     let plan = STATE.plan.load(SeqCst);
+    let (begun, ended) = jvm::retransforms();
+    if begun > STATE.deferred_at.load(SeqCst) && begun == ended {
+        // Every class was retransformed after the last switch (OBJECT_ALLOC switched on in
+        // JVM_OnLoad after the method events), with the plan in force now: nothing is left.
+        log::debug!("method hooks {:?}: the classes were retransformed with them already", describe(plan));
+        STATE.dirty.store(false, SeqCst);
+        return;
+    }
     if plan != 0 || STATE.dirty.load(SeqCst) {
         if plan == 0 {
             // Undo the classes rewritten meanwhile (`retransform` gives the hook back).

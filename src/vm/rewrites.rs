@@ -24,8 +24,10 @@
 //!   eighth of its classes new): the entries used in this run, no others, so the file is always
 //!   one run's classes (at most 64 MiB of new outputs are kept for it). Written to a file of its own and renamed into
 //!   place (a reader never sees half a file); the whole content carries a checksum, and a file
-//!   that does not match it is ignored. The directory is made private (0700). Files of other
-//!   builds older than a day are removed when a file is written.
+//!   that does not match it is ignored. The directory is made private (0700), and a file is
+//!   read only if it and its directory are the user's and nobody else may write them (its
+//!   class files go to the JVM unverified). When a file is written, other builds' files older
+//!   than a day, this build's unused for a month and parts a killed writer left are removed.
 //! * **Failures** (no home, a read-only directory, a full disk) cost the cache, nothing else: a
 //!   debug line, and the classes are rewritten as without it.
 
@@ -95,15 +97,17 @@ pub fn at_startup<R>(startup: bool, retransform: impl FnOnce() -> R) -> R {
     }
     // A second start-up retransformation (OBJECT_ALLOC switched on in JVM_OnLoad, method events
     // when the gate opens) runs with another plan: the first one's file is closed first.
-    if let Some(s) = crate::lock(&STATE.session).take() {
+    let first = crate::lock(&STATE.session).take();
+    if let Some(s) = first {
         s.finish();
     }
     STATE.active.store(true, SeqCst);
     let (hits, misses) = figures();
     let r = retransform();
-    if let Some(s) = crate::lock(&STATE.session).as_ref() {
+    let path = crate::lock(&STATE.session).as_ref().map(|s| s.path.clone());
+    if let Some(path) = path {
         let (h, m) = figures();
-        log::info!("start-up rewrite cache {}: {} classes from it, {} rewritten", s.path.display(), h - hits, m - misses);
+        log::info!("start-up rewrite cache {}: {} classes from it, {} rewritten", path.display(), h - hits, m - misses);
     }
     r
 }
@@ -112,7 +116,8 @@ pub fn at_startup<R>(startup: bool, retransform: impl FnOnce() -> R) -> R {
 /// eighth of its classes (or there was none).
 pub fn at_exit() {
     STATE.active.store(false, SeqCst);
-    if let Some(s) = crate::lock(&STATE.session).take() {
+    let open = crate::lock(&STATE.session).take();
+    if let Some(s) = open {
         let (h, m) = figures();
         log::info!("rewrite cache {}: {h} classes from it in this run, {m} rewritten", s.path.display());
         s.finish();
@@ -163,7 +168,7 @@ pub fn record(key: u128, plan: u64, output: Option<&[u8]>, numbers: std::ops::Ra
     }
     let mut fresh = crate::lock(&s.fresh);
     let size = output.map_or(0, <[u8]>::len);
-    if fresh.1 + size > FRESH_MAX {
+    if fresh.1 + size > FRESH_MAX || fresh.0.len() >= FRESH_ENTRIES {
         return;
     }
     fresh.1 += size;
@@ -173,6 +178,8 @@ pub fn record(key: u128, plan: u64, output: Option<&[u8]>, numbers: std::ops::Ra
 /// The most bytes of new outputs a run keeps for writing (a program that loads classes without
 /// end does not grow the shim without end).
 const FRESH_MAX: usize = 64 << 20;
+/// The most new entries (unchanged classes too) a run keeps for writing.
+const FRESH_ENTRIES: usize = 200_000;
 
 /// Classes taken from the cache and classes looked up and not found, since the start.
 pub fn figures() -> (usize, usize) {
@@ -210,28 +217,56 @@ struct Session {
 
 /// The session of the retransformation under way, opened for `plan` at the first lookup.
 fn session(plan: u64, reserve: &dyn Fn(u32) -> u32) -> Option<Arc<Session>> {
-    let mut g = crate::lock(&STATE.session);
-    if let Some(s) = g.as_ref() {
+    if let Some(s) = crate::lock(&STATE.session).as_ref() {
         return (s.plan == plan).then(|| s.clone());
     }
+    // Opened without the lock (a file read, JVMTI calls); the first thread to install it wins.
     let dir = dir()?;
     let path = dir.join(format!("{BUILD}-{:016x}-{plan:x}.bin", jdk_key()));
-    let (data, entries, end) = match std::fs::read(&path) {
-        Ok(d) => match parse(&d) {
+    let (data, entries, end) = match read_trusted(&dir, &path) {
+        Some(d) => match parse(&d) {
             Some((entries, end)) => (d, entries, end),
             None => {
                 log::debug!("rewrite cache {}: not a valid file, ignored", path.display());
                 (Vec::new(), HashMap::new(), 0)
             }
         },
-        Err(_) => (Vec::new(), HashMap::new(), 0),
+        None => (Vec::new(), HashMap::new(), 0),
     };
+    let mut g = crate::lock(&STATE.session);
+    if let Some(s) = g.as_ref() {
+        return (s.plan == plan).then(|| s.clone());
+    }
     let loaded = !entries.is_empty();
     let floor = reserve(end);
     let s = Arc::new(Session { plan, path, data, loaded, entries, floor, fresh: Mutex::new((Vec::new(), 0)) });
     *g = Some(s.clone());
     Some(s)
 }
+
+/// The file at `path` if it and its directory belong to this user and nobody else may write
+/// them (a class file from it goes to the JVM unverified, boot classes included); its time is
+/// renewed when it is older than a day, so that files in use are not removed as stale.
+fn read_trusted(dir: &Path, path: &Path) -> Option<Vec<u8>> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let private = |m: &std::fs::Metadata| m.uid() == me && m.mode() & 0o022 == 0;
+    let (dm, fm) = (std::fs::metadata(dir).ok()?, std::fs::metadata(path).ok()?);
+    if !private(&dm) || !private(&fm) || !fm.is_file() {
+        log::debug!("rewrite cache {}: not read (the file or its directory is not this user's alone)", path.display());
+        return None;
+    }
+    let d = std::fs::read(path).ok()?;
+    if fm.modified().ok().and_then(|t| t.elapsed().ok()).is_some_and(|a| a > DAY) {
+        let _ = std::fs::File::options().append(true).open(path).and_then(|f| f.set_modified(std::time::SystemTime::now()));
+    }
+    Some(d)
+}
+
+const DAY: std::time::Duration = std::time::Duration::from_secs(86_400);
+/// A file of this build not used for this long is removed when another is written.
+const UNUSED: std::time::Duration = std::time::Duration::from_secs(30 * 86_400);
 
 /// The key of a class file for `plan`: a hash of its bytes with its methods taken in the order
 /// of their bytes. The class files the JVM reconstitutes for retransformation list the methods
@@ -379,12 +414,14 @@ impl Session {
 /// Writes a cache file (magic, checksum, `body`) through a file of its own renamed into place,
 /// and removes other builds' files older than a day.
 fn write(path: &Path, body: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let dir = path.parent().ok_or_else(|| std::io::Error::other("no directory"))?;
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    let tmp = path.with_extension(format!("{}.part", std::process::id()));
+    // A name no other writer has (JVMs in containers sharing the directory may have one pid).
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let tmp = path.with_extension(format!("{}-{nanos:x}.part", std::process::id()));
     let r = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = std::fs::File::options().write(true).create_new(true).mode(0o600).open(&tmp)?;
         f.write_all(MAGIC)?;
         f.write_all(&xxh3_64(body).to_le_bytes())?;
         f.write_all(body)?;
@@ -394,11 +431,19 @@ fn write(path: &Path, body: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     r?;
-    let day = std::time::Duration::from_secs(86_400);
+    // Stale files: another build's after a day, this build's when unused for a month, and parts
+    // a killed writer left after a day.
     for e in std::fs::read_dir(dir)?.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let old = e.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok()).is_some_and(|a| a > day);
-        if old && !name.starts_with(BUILD) && (name.ends_with(".bin") || name.ends_with(".part")) {
+        let age = e.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok()).unwrap_or_default();
+        let stale = if name.ends_with(".part") {
+            age > DAY
+        } else if name.ends_with(".bin") {
+            if name.starts_with(BUILD) { age > UNUSED } else { age > DAY }
+        } else {
+            false
+        };
+        if stale {
             let _ = std::fs::remove_file(e.path());
         }
     }

@@ -14,7 +14,8 @@
  * each event), bench (count METHOD_ENTRY (or ENTRY2) and METHOD_EXIT only, print the totals at shutdown),
  * off-again (disable the events again at the end of JVM_OnLoad), bench-lock (with bench: also
  * count INSTRUCTION_START, inside RawMonitorEnter/Exit of one raw monitor, as JCOV's handler
- * does; scripts/bench-instructions.sh).
+ * does; scripts/bench-instructions.sh), alloc (after its method events, also enable OBJECT_ALLOC
+ * and count it, as a profiler taking both times and allocation sites does).
  * The program's natives `MethodsProg.mark(Object)` and `MethodsProg.toggle(boolean)` are
  * implemented here.
  */
@@ -33,8 +34,8 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char only[128];
 static int opt_trace, opt_count, opt_bench, opt_off_again, opt_bench_lock;
 static JVMPI_RawMonitor bench_monitor;
-static int want_entry, want_entry2, want_exit, want_insn;
-static volatile long entries, exits, entries2, insns;
+static int want_entry, want_entry2, want_exit, want_insn, want_alloc;
+static volatile long entries, exits, entries2, insns, allocs;
 
 #define SLOTS (1 << 20)
 struct meth { jmethodID id; char *name; int start_line; long count; int logged; };
@@ -134,6 +135,9 @@ static void notify(JVMPI_Event *e) {
     case JVMPI_EVENT_CLASS_LOAD:
         class_load(e);
         break;
+    case JVMPI_EVENT_OBJECT_ALLOC:
+        allocs++;
+        break;
     case JVMPI_EVENT_METHOD_ENTRY:
         entries++;
         if ((m = method(e->u.method.method_id)) && m->logged) {
@@ -164,7 +168,7 @@ static void notify(JVMPI_Event *e) {
         if (opt_count)
             for (unsigned i = 0; i < SLOTS; i++)
                 if (table[i].id && table[i].logged) line("COUNT %s %ld", table[i].name, table[i].count);
-        line("TOTAL entries=%ld entries2=%ld exits=%ld insns=%ld", entries, entries2, exits, insns);
+        line("TOTAL entries=%ld entries2=%ld exits=%ld insns=%ld allocs=%ld", entries, entries2, exits, insns, allocs);
         if (opt_bench) fprintf(stderr, "agent: METHOD_ENTRY %ld METHOD_EXIT %ld INSTRUCTION_START %ld\n", entries, exits, insns);
         break;
     }
@@ -184,6 +188,7 @@ static jint set_events(int on) {
     if (want_entry2 && f(JVMPI_EVENT_METHOD_ENTRY2, NULL) != JVMPI_SUCCESS) r = JVMPI_FAIL;
     if (want_exit && f(JVMPI_EVENT_METHOD_EXIT, NULL) != JVMPI_SUCCESS) r = JVMPI_FAIL;
     if (want_insn && f(JVMPI_EVENT_INSTRUCTION_START, NULL) != JVMPI_SUCCESS) r = JVMPI_FAIL;
+    if (want_alloc && f(JVMPI_EVENT_OBJECT_ALLOC, NULL) != JVMPI_SUCCESS) r = JVMPI_FAIL;
     return r;
 }
 
@@ -202,6 +207,7 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
         else if (!strcmp(tok, "bench")) opt_bench = 1;
         else if (!strcmp(tok, "bench-lock")) opt_bench = opt_bench_lock = 1;
         else if (!strcmp(tok, "off-again")) opt_off_again = 1;
+        else if (!strcmp(tok, "alloc")) want_alloc = 1;
         else if (!strncmp(tok, "enable=", 7)) {
             char *p = tok + 7;
             want_entry = want_entry2 = 0;

@@ -762,6 +762,9 @@ fn run_with_env(jdk: &Jdk, args: &[String], tag: &str, timeout: Duration, env: &
         .env_remove("JAVA_TOOL_OPTIONS")
         .env_remove("JDK_JAVA_OPTIONS")
         .env_remove("_JAVA_OPTIONS")
+        // The shim's rewrite cache (`cache=` not given) under the target directory, not the
+        // user's home: shared by the tests of one build, cold again for every new build.
+        .env("XDG_CACHE_HOME", target_dir().join("test-cache"))
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

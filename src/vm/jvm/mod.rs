@@ -95,6 +95,8 @@ struct JvmState {
     exit_deadline: OnceLock<std::time::Instant>,
     /// One heap walk or suspension of other threads at a time in the process ([`heap::exclusive`]).
     snapshot: Reentrant,
+    /// `retransform_all`s begun and ended ([`classes::retransforms`]).
+    retransforms: (AtomicUsize, AtomicUsize),
 }
 
 static STATE: JvmState = JvmState {
@@ -110,6 +112,7 @@ static STATE: JvmState = JvmState {
     event_switch: Mutex::new(()),
     exit_deadline: OnceLock::new(),
     snapshot: Reentrant::new(),
+    retransforms: (AtomicUsize::new(0), AtomicUsize::new(0)),
 };
 
 /// A lock that its holder may take again (depth counted); other threads wait.
