@@ -41,6 +41,20 @@ fn cache_figures(r: &Run) -> (usize, usize) {
     (hits, misses)
 }
 
+/// The start-up figures of a cold and a warm run: the cold one rewrote every class (more than
+/// 300), the warm one took nine in ten or more from the cache. Returns (classes, warm hits).
+fn cold_then_warm(cold: &Run, warm: &Run) -> (usize, usize) {
+    let (h0, m0) = cache_figures(cold);
+    let (h1, m1) = cache_figures(warm);
+    assert_eq!(h0, 0, "an empty cache gave classes\n{}", cold.describe());
+    assert!(m0 > 300, "only {m0} classes rewritten at start-up\n{}", cold.describe());
+    // A few class files the JDK hands the hook may differ from run to run (JDK 21: 4 of 429):
+    // those are rewritten again.
+    assert_eq!(h1 + m1, m0, "{}", warm.describe());
+    assert!(m1 * 10 <= m0, "the warm run rewrote {m1} of {m0} classes\n{}", warm.describe());
+    (m0, h1)
+}
+
 /// "N classes from it in this run, M rewritten" of the shim's line at VM death.
 fn run_figures(r: &Run) -> (usize, usize) {
     let l: Vec<&str> = r.stderr_lines_with("jvmpi-shim: rewrite cache ").into_iter().filter(|l| l.contains(" in this run, ")).collect();
@@ -98,14 +112,7 @@ fn method_events_from_the_cache(tag: &str, extra: &str) {
         let d = dir.display().to_string();
         let cold = run_with(&d);
         let warm = run_with(&d);
-        let (h0, m0) = cache_figures(&cold);
-        let (h1, m1) = cache_figures(&warm);
-        assert_eq!(h0, 0, "an empty cache gave classes\n{}", cold.describe());
-        assert!(m0 > 300, "only {m0} classes rewritten at start-up\n{}", cold.describe());
-        // A few class files the JDK hands the hook may differ from run to run (JDK 21: 4 of
-        // 429): those are rewritten again.
-        assert_eq!(h1 + m1, m0, "{}", warm.describe());
-        assert!(m1 * 10 <= m0, "the warm run rewrote {m1} of {m0} classes\n{}", warm.describe());
+        let (m0, _) = cold_then_warm(&cold, &warm);
         damage(&dir);
         let damaged = run_with(&d);
         assert_eq!(cache_figures(&damaged), (0, m0), "a damaged file was read\n{}", damaged.describe());
@@ -164,10 +171,7 @@ fn allocation_events_are_the_same_from_the_cache() {
         let d = dir.display().to_string();
         let cold = run_with(&d);
         let warm = run_with(&d);
-        let (h0, m0) = cache_figures(&cold);
-        let (h1, m1) = cache_figures(&warm);
-        assert_eq!(h0, 0, "{}", cold.describe());
-        assert!(m0 > 300 && h1 + m1 == m0 && m1 * 10 <= m0, "cold {m0} rewritten, warm {h1} + {m1}\n{}", warm.describe());
+        let (m0, h1) = cold_then_warm(&cold, &warm);
         // The classes loaded after the start-up retransformation (the program's own among them)
         // come from the cache too.
         let (rh0, rm0) = run_figures(&cold);
