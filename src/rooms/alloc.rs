@@ -236,7 +236,7 @@ pub fn enable() -> Result<(), String> {
         jvm::want(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK).map_err(jvm::err_name)?;
         jvm::want(jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC).map_err(jvm::err_name)?;
         let t = std::time::Instant::now();
-        let n = rewrites::at_startup(events::before_gate(), || jvm::retransform_all(events::before_gate()));
+        let n = rewrites::retransform_all(events::before_gate());
         log::info!("allocation tracking on: {n} loaded classes instrumented in {:?}", t.elapsed());
     }
     Ok(())

@@ -309,7 +309,7 @@ pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
 fn retransform(plan: u8) {
     let t = std::time::Instant::now();
     let (_, before) = rewrite_figures();
-    let n = rewrites::at_startup(events::before_gate(), || jvm::retransform_all(events::before_gate()));
+    let n = rewrites::retransform_all(events::before_gate());
     if plan == 0 {
         jvm::unwant(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
     }
@@ -427,19 +427,6 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
     let cacheable = rewrap.is_none() && !wrap_new && plan & INSTRUCTIONS == 0;
     let cache_plan = u64::from(alloc.is_some()) | u64::from(plan) << 1;
     let probe = if cacheable { rewrites::lookup(class_file, cache_plan, &reserve_numbers) } else { rewrites::Probe::Off };
-    let miss = match probe {
-        rewrites::Probe::Hit(out) => {
-            if out.is_some() {
-                STATE.rewritten.fetch_add(1, Relaxed);
-                if plan != 0 && !STATE.dirty.load(Relaxed) {
-                    STATE.dirty.store(true, SeqCst);
-                }
-            }
-            return out;
-        }
-        rewrites::Probe::Miss(key) => Some(key),
-        rewrites::Probe::Off => None,
-    };
     let mut numbers = u32::MAX..0;
     let mut next = |_: &str, _: &str, lookups: &[bci::Lookup]| -> i32 {
         let Some(i) = new_index() else { return -1 };
@@ -459,13 +446,19 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
     } else {
         None
     };
-    let t = std::time::Instant::now();
-    let r = bci::instrument_class_wrapping(class_file, alloc.as_ref(), methods, wrap.as_ref());
-    STATE.rewrite_nanos.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
-    if let (Some(key), Ok((out, _))) = (miss, &r) {
-        let numbers = if numbers.is_empty() { 0..0 } else { numbers.clone() };
-        rewrites::record(key, cache_plan, out.as_deref(), numbers);
-    }
+    let r = match probe {
+        rewrites::Probe::Hit(out) => Ok((out, 0)),
+        probe => {
+            let t = std::time::Instant::now();
+            let r = bci::instrument_class_wrapping(class_file, alloc.as_ref(), methods, wrap.as_ref());
+            STATE.rewrite_nanos.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+            if let (rewrites::Probe::Miss(key), Ok((out, _))) = (probe, &r) {
+                let numbers = if numbers.is_empty() { 0..0 } else { numbers.clone() };
+                rewrites::record(key, cache_plan, out.as_deref(), numbers);
+            }
+            r
+        }
+    };
     match r {
         Ok((out, wrapped)) => {
             if wrapped > 0 && !STATE.wrapping.swap(true, SeqCst) {

@@ -6,7 +6,7 @@
 //!
 //! Not here: the rewriting itself (`bci`), which plan is in force and what a method number
 //! means (the methods room), when a retransformation is the start-up one (the rooms that run
-//! it, through [`at_startup`]).
+//! it, through [`retransform_all`]).
 //!
 //! * **What is kept.** One file per build of the shim, JDK and plan
 //!   (`<build>-<jdk>-<plan>.bin` in the cache directory, `cache=` of the shim's options,
@@ -48,7 +48,7 @@ const ENTRY_HEAD: usize = 32;
 struct CacheState {
     /// Where files go: None until [`configure`]d, `Some(None)`: off.
     dir: Mutex<Option<Option<PathBuf>>>,
-    /// A start-up retransformation is under way (set and cleared by [`at_startup`]).
+    /// A start-up retransformation is under way (set and cleared by [`retransform_all`]).
     active: AtomicBool,
     /// The file of the start-up retransformation under way, opened at its first lookup.
     session: Mutex<Option<Arc<Session>>>,
@@ -88,12 +88,12 @@ fn dir() -> Option<PathBuf> {
     d.get_or_insert_with(default_dir).clone()
 }
 
-/// Runs `retransform` (the start-up retransformation) with the cache open to the class-file hook
-/// when `startup` is true (the gate has not opened). The cache stays open for the classes loaded
-/// afterwards, until [`at_exit`].
-pub fn at_startup<R>(startup: bool, retransform: impl FnOnce() -> R) -> R {
-    if !startup || dir().is_none() {
-        return retransform();
+/// `jvm::retransform_all(before_gate)`; when the gate has not opened (the start-up
+/// retransformation) with the cache open to the class-file hook, and it stays open for the
+/// classes loaded afterwards, until [`at_exit`].
+pub fn retransform_all(before_gate: bool) -> usize {
+    if !before_gate || dir().is_none() {
+        return crate::jvm::retransform_all(before_gate);
     }
     // A second start-up retransformation (OBJECT_ALLOC switched on in JVM_OnLoad, method events
     // when the gate opens) runs with another plan: the first one's file is closed first.
@@ -103,7 +103,7 @@ pub fn at_startup<R>(startup: bool, retransform: impl FnOnce() -> R) -> R {
     }
     STATE.active.store(true, SeqCst);
     let (hits, misses) = figures();
-    let r = retransform();
+    let r = crate::jvm::retransform_all(before_gate);
     let path = crate::lock(&STATE.session).as_ref().map(|s| s.path.clone());
     if let Some(path) = path {
         let (h, m) = figures();
@@ -182,7 +182,7 @@ const FRESH_MAX: usize = 64 << 20;
 const FRESH_ENTRIES: usize = 200_000;
 
 /// Classes taken from the cache and classes looked up and not found, since the start.
-pub fn figures() -> (usize, usize) {
+fn figures() -> (usize, usize) {
     (STATE.hits.load(Relaxed), STATE.misses.load(Relaxed))
 }
 

@@ -136,16 +136,18 @@ pub fn constant_pool(k: jclass) -> Result<Vec<u8>> {
 /// it only before the event gate opens: whatever the helper thread causes then (a class it
 /// loads) is announced by the catch-up, never as an event of a thread the agent does not know.
 pub fn retransform_all(two_threads: bool) -> usize {
-    STATE.retransforms.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    use std::sync::atomic::Ordering::SeqCst;
+    STATE.retransforms.0.fetch_add(1, SeqCst);
     let n = retransform_all_now(two_threads);
-    STATE.retransforms.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    STATE.retransforms.1.fetch_add(1, SeqCst);
     n
 }
 
 /// How many [`retransform_all`]s have begun and how many have ended: a room that deferred a
 /// retransformation can tell whether a whole one began after it decided, and has ended.
 pub fn retransforms() -> (usize, usize) {
-    (STATE.retransforms.0.load(std::sync::atomic::Ordering::SeqCst), STATE.retransforms.1.load(std::sync::atomic::Ordering::SeqCst))
+    use std::sync::atomic::Ordering::SeqCst;
+    (STATE.retransforms.0.load(SeqCst), STATE.retransforms.1.load(SeqCst))
 }
 
 fn retransform_all_now(two_threads: bool) -> usize {
