@@ -41,7 +41,7 @@
 use crate::abi::*;
 use crate::{bci, calltrace, classes, events, ids, jvm, rewrites, threads};
 use crate::idhash::IdMap;
-use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, JNIEnv};
+use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, jobject, jvalue, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
@@ -97,6 +97,19 @@ impl Shape {
     }
 }
 
+/// The tracker's table of shapes (`bci::shape_class`): one entry per slot, the slot at the
+/// class's identity hash; a slot whose class is alive keeps it (a class colliding with it goes on
+/// through the shim's per-thread caches).
+struct Published {
+    /// The `shapes` array (a global reference).
+    table: usize,
+    /// The shape class (a global reference) and its constructor.
+    class: usize,
+    ctor: usize,
+    /// For each slot, a weak reference to the class of its entry; 0: empty.
+    slots: Vec<usize>,
+}
+
 /// The allocation room's state, shared by every thread: one `static`, each field what it holds
 /// and who writes it (a field costs what a separate `static` cost: the natives read them directly).
 struct AllocState {
@@ -112,6 +125,9 @@ struct AllocState {
     /// allocation, its instance size filled in by the first one measured, taken out by
     /// [`forget_class`] when the GC room finds the class dead.
     shapes: LazyLock<IdMap<jlong, Shape>>,
+    /// The tracker's table of shapes and what fills it (set by [`define_tracker`]; entries added
+    /// by [`offer`]).
+    published: Mutex<Option<Published>>,
     /// Whether the JVM registers finalizable objects at allocation
     /// (`-XX:-RegisterFinalizersAtInit`): read from the command line and the option variables
     /// the first time it is asked.
@@ -124,6 +140,7 @@ static STATE: AllocState = AllocState {
     instrumenting: AtomicBool::new(false),
     arena_sent: AtomicBool::new(false),
     shapes: LazyLock::new(IdMap::default),
+    published: Mutex::new(None),
     finalizers_at_allocation: LazyLock::new(finalizers_flag),
 };
 
@@ -273,6 +290,10 @@ fn set_on(jni: &jvm::Jni, on: bool) {
 }
 
 fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
+    let shape_name = bci::shape_class_name(TRACKER);
+    let shape = jni
+        .define_boot_class(&shape_name, &bci::shape_class(TRACKER))
+        .ok_or("cannot define the allocation tracker's shape class in the boot class loader")?;
     let k = jni
         .define_boot_class(TRACKER, &bci::tracker_class(TRACKER))
         .ok_or("cannot define the allocation tracker class in the boot class loader")?;
@@ -286,6 +307,10 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
         jvm::Native { name: c"onNewObject", signature: with_hash, f: on_new_object as *mut c_void },
         jvm::Native { name: c"onMade", signature: sig, f: on_made as *mut c_void },
         jvm::Native { name: c"onReflectNew", signature: sig, f: on_reflect_new as *mut c_void },
+        // bci::SHAPED_NATIVES
+        jvm::Native { name: c"onInitShaped", signature: c"(Ljava/lang/Object;Ljava/lang/Class;JJII)V", f: on_init_shaped as *mut c_void },
+        jvm::Native { name: c"onNewShaped", signature: c"(Ljava/lang/Object;Ljava/lang/Class;JJII)V", f: on_new_shaped as *mut c_void },
+        jvm::Native { name: c"onNewObjectShaped", signature: c"(Ljava/lang/Object;JJI)V", f: on_new_object_shaped as *mut c_void },
     ];
     if !jni.register_natives(k, &natives) {
         return Err("cannot bind the allocation tracker's native method".into());
@@ -300,6 +325,7 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
         .iter()
         .zip(bci::NATIVE_DESCRIPTORS)
         .flat_map(|((h, n), d)| [(*h, hook), (*n, d)])
+        .chain(bci::SHAPED_NATIVES)
         .filter_map(|(n, d)| jni.method_id_in(k, n, d, true))
         .collect();
     calltrace::hide(&own);
@@ -309,7 +335,29 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
     if let Some(m) = jni.method_id("java/lang/Object", "<init>", "()V", false) {
         calltrace::set_object_init(m);
     }
+    publish_table(jni, k, shape)?;
     STATE.tracker_class.store(k as usize, Release);
+    Ok(())
+}
+
+/// Makes the tracker's table of shapes (`shapes`, empty) and keeps what [`offer`] needs.
+fn publish_table(jni: &jvm::Jni, tracker: jclass, shape: jclass) -> Result<(), String> {
+    let ctor = jni.method_id_in(shape, "<init>", bci::SHAPE_INIT, false).ok_or("the shape class has no constructor")? as usize;
+    let table = jni.new_object_array(bci::SHAPES as jint, shape).ok_or("cannot make the tracker's table of shapes")?;
+    let sig = format!("[L{};", bci::shape_class_name(TRACKER));
+    let set = jni.set_static_object(tracker, "shapes", &sig, table);
+    let global = jni.new_global_ref(table);
+    jni.delete_local_ref(table);
+    if !set || global.is_null() {
+        return Err("cannot set the tracker's table of shapes".into());
+    }
+    // The shape class is linked and initialised now, not in [`offer`] (no class loads under
+    // its lock).
+    let zero = [jvalue { l: std::ptr::null_mut() }, jvalue { j: 0 }, jvalue { j: 0 }, jvalue { i: 0 }, jvalue { i: 0 }];
+    let probe = jni.new_object(shape, ctor as jmethodID, &zero).ok_or("cannot make a shape")?;
+    jni.delete_local_ref(probe);
+    *crate::lock(&STATE.published) =
+        Some(Published { table: global as usize, class: shape as usize, ctor, slots: vec![0; bci::SHAPES] });
     Ok(())
 }
 
@@ -329,14 +377,58 @@ pub enum Source {
     VmOrJni,
 }
 
-/// The class of an object as the tracker's Java code hands it over: the class and its identity
-/// hash (which indexes this thread's class cache).
-type Hint = Option<(jclass, u32)>;
+/// What the caller knows of the class of an object.
+#[derive(Clone, Copy)]
+enum Hint {
+    /// Nothing: the class is asked for.
+    None,
+    /// The class and its identity hash (which indexes this thread's class cache), as the
+    /// tracker's Java code hands them over.
+    Hashed(jclass, u32),
+    /// The class with its tag and complete shape, from the tracker's table of shapes.
+    Known(jclass, jlong, Shape),
+}
+
+impl Hint {
+    fn hash(self) -> Option<u32> {
+        match self {
+            Hint::Hashed(_, h) => Some(h),
+            _ => None,
+        }
+    }
+}
+
+/// A shape as the tracker's table keeps it (see `bci::shape_class`): `kind` is `is_array` and
+/// `nested << 16`.
+fn known(klass: jclass, tag: jlong, id: jlong, size: jint, kind: jint) -> Hint {
+    Hint::Known(klass, tag, Shape { class_id: id as usize, size, is_array: kind as i16, nested: (kind >> 16) as i16 })
+}
+
+/// The tracker's native `onInitShaped(Object, Class, long, long, int, int)`: [`on_init`] for an
+/// object whose class the tracker's table of shapes knew.
+unsafe extern "system" fn on_init_shaped(env: *mut JNIEnv, _tracker: jclass, obj: jobject, klass: jclass, tag: jlong, id: jlong, size: jint, kind: jint) {
+    crate::guard("JvmpiShimTracker.onInitShaped", (), || init(env, obj, known(klass, tag, id, size, kind)))
+}
+
+/// The tracker's native `onNewShaped(Object, Class, long, long, int, int)`: [`on_new`] for an
+/// array whose class the tracker's table of shapes knew.
+unsafe extern "system" fn on_new_shaped(env: *mut JNIEnv, _tracker: jclass, obj: jobject, klass: jclass, tag: jlong, id: jlong, size: jint, kind: jint) {
+    crate::guard("JvmpiShimTracker.onNewShaped", (), || report_with(env, obj, Source::Bytecode, known(klass, tag, id, size, kind)))
+}
+
+/// The tracker's native `onNewObjectShaped(Class, long, long, int)`: [`on_new_object`] for a
+/// class the tracker's table of shapes knew.
+unsafe extern "system" fn on_new_object_shaped(env: *mut JNIEnv, _tracker: jclass, klass: jobject, tag: jlong, id: jlong, size: jint) {
+    let sp = stack_mark();
+    crate::guard("JvmpiShimTracker.onNewObjectShaped", (), || {
+        reserve_with(env, klass, sp, false, known(klass, tag, id, size, JVMPI_NORMAL_OBJECT));
+    })
+}
 
 /// The tracker's native `onNew(Object, Class, int)`: an array (of that class, whose identity
 /// hash is given) has just been made in this thread.
 unsafe extern "system" fn on_new(env: *mut JNIEnv, _tracker: jclass, obj: jobject, klass: jclass, hash: jint) {
-    let hint = (!klass.is_null()).then_some((klass, hash as u32));
+    let hint = if klass.is_null() { Hint::None } else { Hint::Hashed(klass, hash as u32) };
     crate::guard("JvmpiShimTracker.onNew", (), || report_with(env, obj, Source::Bytecode, hint))
 }
 
@@ -344,7 +436,7 @@ unsafe extern "system" fn on_new(env: *mut JNIEnv, _tracker: jclass, obj: jobjec
 /// the object takes the ID its `new` announced, or is reported now if no hook saw it being
 /// allocated.
 unsafe extern "system" fn on_init(env: *mut JNIEnv, _tracker: jclass, obj: jobject, klass: jclass, hash: jint) {
-    let hint = (!klass.is_null()).then_some((klass, hash as u32));
+    let hint = if klass.is_null() { Hint::None } else { Hint::Hashed(klass, hash as u32) };
     crate::guard("JvmpiShimTracker.onInit", (), || init(env, obj, hint))
 }
 
@@ -353,7 +445,7 @@ unsafe extern "system" fn on_init(env: *mut JNIEnv, _tracker: jclass, obj: jobje
 unsafe extern "system" fn on_new_object(env: *mut JNIEnv, _tracker: jclass, klass: jobject, hash: jint) {
     let sp = stack_mark();
     crate::guard("JvmpiShimTracker.onNewObject", (), || {
-        reserve_with(env, klass, sp, false, Some(hash as u32));
+        reserve_with(env, klass, sp, false, Hint::Hashed(klass, hash as u32));
     })
 }
 
@@ -381,7 +473,7 @@ unsafe extern "system" fn on_reflect_new(env: *mut JNIEnv, _tracker: jclass, cto
 
 /// Sends OBJECT_ALLOC for `obj` unless it has been reported (or given an ID) already.
 pub fn report(env: *mut JNIEnv, obj: jobject, source: Source) {
-    report_with(env, obj, source, None)
+    report_with(env, obj, source, Hint::None)
 }
 
 /// [`report`], with the object's class when the caller knows it.
@@ -423,7 +515,7 @@ fn drain_deferred(env: *mut JNIEnv) {
         }
         let jni = jvm::Jni::of(env);
         for g in v {
-            report_one(env, g as jobject, Source::VmOrJni, None);
+            report_one(env, g as jobject, Source::VmOrJni, Hint::None);
             jni.delete_global_ref(g as jobject);
         }
     }
@@ -435,8 +527,9 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
         return;
     }
     let shape = match hint {
-        Some((klass, hash)) => shape_of(env, &jni, klass, Some(hash)),
-        None => {
+        Hint::Known(klass, ctag, shape) => Some(known_shape(env, klass, ctag, shape)),
+        Hint::Hashed(klass, hash) => shape_of(env, &jni, klass, Some(hash)),
+        Hint::None => {
             let klass = jni.object_class(obj);
             let shape = shape_of(env, &jni, klass, None);
             jni.delete_local_ref(klass);
@@ -499,7 +592,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
             // Every instance of a class has the same size: measure it once.
             if let Some(mut e) = STATE.shapes.get_mut(&ctag) {
                 e.size = s;
-                cache_shape(ctag, *e, hint.map(|h| h.1));
+                cache_shape(ctag, *e, hint.hash());
             }
         }
         s
@@ -526,11 +619,20 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
         // Sub-arrays made together with their outer array (multianewarray).
         for e in jni.array_elements(obj) {
             if !e.is_null() {
-                report_one(env, e, Source::VmOrJni, None);
+                report_one(env, e, Source::VmOrJni, Hint::None);
                 jni.delete_local_ref(e);
             }
         }
     }
+}
+
+/// A shape the tracker's table of shapes handed over, as [`shape_of`] answers for a cached one.
+fn known_shape(env: *mut JNIEnv, klass: jclass, ctag: jlong, s: Shape) -> (jlong, Shape) {
+    if s.is_array() == JVMPI_NORMAL_OBJECT {
+        // As in `shape_of`: CLASS_LOAD may have been enabled since the shape was published.
+        let _ = classes::ensure_announced_tagged(env, klass, ctag);
+    }
+    (ctag, s)
 }
 
 fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlong, Shape)> {
@@ -543,6 +645,11 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) 
         }
         if cached.is_none() {
             cache_shape(ctag, s, hash);
+        }
+        if let Some(h) = hash {
+            if s.complete() && !offered(ctag, h, false) && offer(jni, klass, h, ctag, s) {
+                offered(ctag, h, true);
+            }
         }
         return Some((ctag, s));
     }
@@ -611,11 +718,11 @@ fn abandon(p: Pending) {
 /// Returns the reserved tag, or None when nothing was announced (the object is then reported
 /// from `Object.<init>`).
 pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Option<jlong> {
-    reserve_with(env, klass, sp, checked, None)
+    reserve_with(env, klass, sp, checked, Hint::None)
 }
 
-/// [`reserve`], with the class's identity hash when the caller knows it.
-fn reserve_with(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool, hash: Option<u32>) -> Option<jlong> {
+/// [`reserve`], with what the caller knows of the class (its identity hash, or its shape).
+fn reserve_with(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool, hint: Hint) -> Option<jlong> {
     if klass.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() {
         return None;
     }
@@ -632,7 +739,11 @@ fn reserve_with(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool, hash:
         }
     }
     let jni = jvm::Jni::of(env);
-    let (ctag, shape) = shape_of(env, &jni, klass, hash)?;
+    let hash = hint.hash();
+    let (ctag, shape) = match hint {
+        Hint::Known(_, ctag, shape) => known_shape(env, klass, ctag, shape),
+        _ => shape_of(env, &jni, klass, hash)?,
+    };
     if shape.is_array() != JVMPI_NORMAL_OBJECT {
         return None;
     }
@@ -724,8 +835,9 @@ fn init(env: *mut JNIEnv, obj: jobject, hint: Hint) {
     if (any_pending || any_made) && flags() & jvm::INTERNAL == 0 && !reporting() {
         let jni = jvm::Jni::of(env);
         let ctag = match hint {
-            Some((klass, hash)) => class_tag(&jni, klass, Some(hash)),
-            None => {
+            Hint::Known(_, ctag, _) => Some(ctag),
+            Hint::Hashed(klass, hash) => class_tag(&jni, klass, Some(hash)),
+            Hint::None => {
                 let klass = jni.object_class(obj);
                 let ctag = class_tag(&jni, klass, None);
                 jni.delete_local_ref(klass);
@@ -815,6 +927,8 @@ const SET_BITS: u32 = SETS.trailing_zeros();
 const LOW: u32 = (1 << SET_BITS) - 1;
 /// In [`Entry::key`]: the shape is not complete yet (no JVMPI `is_array` value is this big).
 const KIND_NONE: u32 = 0xF;
+/// In [`Entry::key`]: this thread has offered the class's shape to the tracker's table.
+const OFFERED: u32 = 1 << (SET_BITS - 1);
 
 /// An entry of the class cache indexed by identity hash: 32 bytes, so that a set of two is
 /// one cache line (the first load of an entry was the hottest instruction of the lookup, a
@@ -835,13 +949,13 @@ struct Entry {
 
 impl Entry {
     fn shape(&self) -> Option<Shape> {
-        let kind = (self.key & LOW) >> 1;
+        let kind = (self.key >> 1) & KIND_NONE;
         (kind != KIND_NONE).then_some(Shape { class_id: self.class_id, size: self.size, is_array: kind as i16, nested: (self.key & 1) as i16 })
     }
     fn set_shape(&mut self, s: Shape) {
         self.class_id = s.class_id;
         self.size = s.size;
-        self.key = (self.key & !LOW) | ((s.is_array as u32 & KIND_NONE) << 1) | (s.nested as u32 & 1);
+        self.key = (self.key & (!LOW | OFFERED)) | ((s.is_array as u32 & KIND_NONE) << 1) | (s.nested as u32 & 1);
     }
 }
 
@@ -940,6 +1054,51 @@ fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlo
         });
     }
     Some((tag, None))
+}
+
+/// Whether this thread has offered the class (tag `ctag`, identity hash `hash`) to the tracker's
+/// table; `mark`: it has now. (No entry in this thread's cache: as if offered.)
+fn offered(ctag: jlong, hash: u32, mark: bool) -> bool {
+    local(|l| {
+        let mut d = l.direct.borrow_mut();
+        let Some(set) = d.get_mut(hash as usize % SETS) else { return true };
+        let Some(e) = set.0.iter_mut().find(|e| e.weak != 0 && e.ctag == ctag) else { return true };
+        if mark {
+            e.key |= OFFERED;
+        }
+        e.key & OFFERED != 0
+    })
+}
+
+/// Puts the complete shape of `klass` (tag `ctag`, identity hash `hash`) in the tracker's table,
+/// if its slot is free (empty, or its class unloaded): from then on the class's allocations
+/// reach the shim with their shape ([`Hint::Known`]). False: another thread is filling the
+/// table, to be offered again later (the lock is never waited for: a thread holding it may be
+/// suspended by the agent at its next JNI call).
+fn offer(jni: &jvm::Jni, klass: jclass, hash: u32, ctag: jlong, s: Shape) -> bool {
+    let Ok(mut g) = STATE.published.try_lock() else { return false };
+    let Some(p) = g.as_mut() else { return true };
+    let i = hash as usize & (bci::SHAPES - 1);
+    let old = p.slots[i];
+    if old != 0 && (jni.is_same(old as jobject, klass) || !jni.is_same(old as jobject, std::ptr::null_mut())) {
+        return true; // there already, or the slot of another class that is still loaded
+    }
+    let kind = s.is_array as jint | (s.nested as jint) << 16;
+    let args = [jvalue { l: klass }, jvalue { j: ctag }, jvalue { j: s.class_id as jlong }, jvalue { i: s.size }, jvalue { i: kind }];
+    // The shape class is initialised (`publish_table`) and its constructor calls only
+    // WeakReference's: no class loads, and no event (the call is the shim's own).
+    let Some(o) = jni.new_object(p.class as jclass, p.ctor as jmethodID, &args) else { return true };
+    let w = jni.new_weak(klass);
+    if !w.is_null() && jni.set_array_element(p.table as jobject, i as jint, o) {
+        if old != 0 {
+            jni.delete_weak(old as jobject);
+        }
+        p.slots[i] = w as usize;
+    } else if !w.is_null() {
+        jni.delete_weak(w);
+    }
+    jni.delete_local_ref(o);
+    true
 }
 
 /// Keeps a complete shape (instance size known, or an array) in this thread's cache entries of

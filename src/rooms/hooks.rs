@@ -133,8 +133,8 @@ pub fn on_agent_class_hook(env: *mut JNIEnv, name: Option<&CStr>, data: &[u8]) -
         return None;
     }
     let name = name.map(CStr::to_bytes);
-    if name == Some(alloc::TRACKER.as_bytes()) {
-        // The shim's own class (defined when OBJECT_ALLOC is first enabled): not the program's.
+    if name.and_then(|n| std::str::from_utf8(n).ok()).is_some_and(|n| crate::bci::is_tracker_class(alloc::TRACKER, n)) {
+        // The shim's own classes (defined when OBJECT_ALLOC is first enabled): not the program's.
         return None;
     }
     if !STATE.early_done.load(SeqCst) {
@@ -286,7 +286,6 @@ pub fn offer_early() {
 fn waiting(jni: &jvm::Jni) -> Vec<(usize, jclass)> {
     let Ok(all) = jvm::loaded_classes() else { return Vec::new() };
     let recent: HashSet<Vec<u8>> = crate::lock(&STATE.recent).iter().cloned().collect();
-    let tracker = format!("L{};", alloc::TRACKER);
     let mut slots = crate::lock(&STATE.slots);
     let mut out = Vec::new();
     for k in all {
@@ -294,7 +293,7 @@ fn waiting(jni: &jvm::Jni) -> Vec<(usize, jclass)> {
             && jvm::early_tag(k).is_ok_and(|t| t == 0)
             && jvm::class_signature(k).is_ok_and(|s| {
                 let name = s.strip_prefix('L').and_then(|s| s.strip_suffix(';')).unwrap_or(&s);
-                s != tracker && !recent.contains(name.as_bytes())
+                !crate::bci::is_tracker_class(alloc::TRACKER, name) && !recent.contains(name.as_bytes())
             });
         if take && jvm::set_early_tag(k, slots.len() as jlong + 1).is_ok() {
             out.push((slots.len(), k));

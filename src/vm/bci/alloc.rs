@@ -4,7 +4,7 @@
 
 use super::classfile::ClassEditor;
 use super::BciError;
-use ristretto_classfile::attributes::{Attribute, Instruction, StackFrame};
+use ristretto_classfile::attributes::{Attribute, Instruction, StackFrame, VerificationType};
 use ristretto_classfile::{
     ClassAccessFlags, ClassFile, ConstantPool, Field, FieldAccessFlags, FieldType, Method, MethodAccessFlags,
     JAVA_8,
@@ -16,6 +16,41 @@ pub struct AllocHooks<'a> {
     /// Internal name of the tracker class, e.g. `"JvmpiShimTracker"`.
     pub tracker: &'a str,
 }
+
+impl AllocHooks<'_> {
+    /// Whether `name` is one of the tracker's own classes (the tracker and its shape class),
+    /// which are never instrumented.
+    pub fn owns(&self, name: &str) -> bool {
+        is_tracker_class(self.tracker, name)
+    }
+}
+
+/// Whether `name` is the tracker `tracker` or its shape class ([`shape_class_name`]).
+pub fn is_tracker_class(tracker: &str, name: &str) -> bool {
+    name.strip_prefix(tracker).is_some_and(|rest| rest.is_empty() || rest == SHAPE_SUFFIX)
+}
+
+const SHAPE_SUFFIX: &str = "$Shape";
+
+/// The internal name of the tracker's shape class: `<tracker>$Shape`.
+pub fn shape_class_name(tracker: &str) -> String {
+    format!("{tracker}{SHAPE_SUFFIX}")
+}
+
+/// The size of the tracker's table of shapes (`shapes`, indexed by a class's identity hash
+/// masked with `SHAPES - 1`).
+pub const SHAPES: usize = 1 << 16;
+
+/// The descriptor of the shape class's constructor: (class, tag, class ID, size, kind).
+pub const SHAPE_INIT: &str = "(Ljava/lang/Object;JJII)V";
+
+/// The tracker's natives that take a class's shape from its table, in the order of the hooks
+/// that call them (`objectInit`, `newArray`, `newObject`): (name, descriptor).
+pub const SHAPED_NATIVES: [(&str, &str); 3] = [
+    ("onInitShaped", "(Ljava/lang/Object;Ljava/lang/Class;JJII)V"),
+    ("onNewShaped", "(Ljava/lang/Object;Ljava/lang/Class;JJII)V"),
+    ("onNewObjectShaped", "(Ljava/lang/Object;JJI)V"),
+];
 
 const HOOK: &str = "(Ljava/lang/Object;)V";
 
@@ -67,7 +102,7 @@ const LDC_CLASS: u16 = 49;
 /// is an `Err` saying why (the caller keeps the original).
 pub fn instrument_allocations(class_file: &[u8], hooks: &AllocHooks) -> Result<Option<Vec<u8>>, BciError> {
     let mut ce = ClassEditor::parse(class_file)?;
-    if ce.class_name() == hooks.tracker {
+    if hooks.owns(ce.class_name()) {
         return Ok(None);
     }
     let mut refs: Option<AllocRefs> = None;
@@ -303,15 +338,24 @@ pub fn plan_allocations(
 /// ```java
 /// public final class <tracker> {
 ///     public static volatile boolean on;
-///     public static void objectInit(Object o) { if (on) onInit(o, o.getClass(), System.identityHashCode(o.getClass())); }
-///     public static void newArray(Object a)   { if (on) onNew(a, a.getClass(), System.identityHashCode(a.getClass())); }
-///     public static void newObject(Object c)  { if (on) onNewObject(c, System.identityHashCode(c)); }  // c: the Class
+///     public static <tracker>$Shape[] shapes;  // SHAPES entries, set by the shim before `on`
+///     public static void objectInit(Object o) {
+///         if (on) {
+///             Class k = o.getClass(); int h = System.identityHashCode(k);
+///             <tracker>$Shape s = shapes[h & (SHAPES - 1)];
+///             if (s != null && s.get() == k) onInitShaped(o, k, s.tag, s.id, s.size, s.kind);
+///             else onInit(o, k, h);
+///         }
+///     }
+///     public static void newArray(Object a)   { … the same, onNewShaped or onNew }
+///     public static void newObject(Object c)  { … the same with c, the Class: onNewObjectShaped(c, s.tag, s.id, s.size) or onNewObject(c, h) }
 ///     public static void made(Object o)       { if (on) onMade(o); }
 ///     public static void reflectNew(Object c) { if (on) onReflectNew(c); } // c: a Constructor
-///     private static native void onInit(Object o, Class k, int hash); // … one per hook
+///     private static native void onInit(Object o, Class k, int hash); // … one per hook, and SHAPED_NATIVES
 /// }
 /// ```
-/// (`o.getClass()` is computed once and duplicated.)
+/// A class found in `shapes` costs its event no lookup in the shim (the comparison of the
+/// entry's class is a load in compiled Java code, where the shim's own cache needs a JNI call).
 pub fn tracker_class(tracker: &str) -> Vec<u8> {
     build_tracker(tracker, false).expect("the tracker class is well-formed")
 }
@@ -356,26 +400,26 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
     };
     let public_static = FieldAccessFlags::PUBLIC | FieldAccessFlags::STATIC;
     field(&mut cp, "on", "Z", public_static | FieldAccessFlags::VOLATILE)?;
+    // A hook: `frames` are ristretto's (the first frame's delta is its target's instruction
+    // index, each later one's the distance from the frame before less one).
+    let code_method = |name_index: u16, body: Vec<Instruction>, max_stack: u16, max_locals: u16, frames: Vec<StackFrame>| Method {
+        access_flags: MethodAccessFlags::PUBLIC | MethodAccessFlags::STATIC,
+        name_index,
+        descriptor_index: hook_desc,
+        attributes: vec![Attribute::Code {
+            name_index: code_name,
+            max_stack,
+            max_locals,
+            code: body,
+            exception_table: Vec::new(),
+            attributes: vec![Attribute::StackMapTable { name_index: smt_name, frames }],
+        }],
+    };
+    // A hook whose one branch is `if (on) { … }`: one frame, at the return, reached by the
+    // ifeq and by falling through.
     let hook_method = |name_index: u16, body: Vec<Instruction>, max_stack: u16| {
-        // The frame after `if (on) { … }`: the return, reached by the ifeq and by falling through.
         let target = body.len() - 1;
-        Method {
-            access_flags: MethodAccessFlags::PUBLIC | MethodAccessFlags::STATIC,
-            name_index,
-            descriptor_index: hook_desc,
-            attributes: vec![Attribute::Code {
-                name_index: code_name,
-                max_stack,
-                max_locals: 1,
-                code: body,
-                exception_table: Vec::new(),
-                attributes: vec![Attribute::StackMapTable {
-                    name_index: smt_name,
-                    // ristretto's delta of the first frame is the target's instruction index.
-                    frames: vec![StackFrame::SameFrame { frame_type: target as u8 }],
-                }],
-            }],
-        }
+        code_method(name_index, body, max_stack, 1, vec![StackFrame::SameFrame { frame_type: target as u8 }])
     };
     let mut methods = Vec::new();
     if counting {
@@ -404,48 +448,141 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
         let get_class = cp.add_method_ref(super_class, "getClass", "()Ljava/lang/Class;")?;
         let system = cp.add_class("java/lang/System")?;
         let identity_hash = cp.add_method_ref(system, "identityHashCode", "(Ljava/lang/Object;)I")?;
+        let shape_name = shape_class_name(tracker);
+        let shape = cp.add_class(&shape_name)?;
+        let shapes = cp.add_field_ref(this_class, "shapes", &format!("[L{shape_name};"))?;
+        field(&mut cp, "shapes", &format!("[L{shape_name};"), public_static)?;
+        let reference = cp.add_class("java/lang/ref/Reference")?;
+        let referent = cp.add_method_ref(reference, "get", "()Ljava/lang/Object;")?;
+        let tag = cp.add_field_ref(shape, "tag", "J")?;
+        let id = cp.add_field_ref(shape, "id", "J")?;
+        let size = cp.add_field_ref(shape, "size", "I")?;
+        let kind = cp.add_field_ref(shape, "kind", "I")?;
+        let mask = cp.add_integer(SHAPES as i32 - 1)?;
+        let class_type = VerificationType::Object { cpool_index: cp.add_class("java/lang/Class")? };
+        let shape_type = VerificationType::Object { cpool_index: shape };
         for (k, (hook, native)) in ALLOC_HOOKS.iter().enumerate() {
             let name = cp.add_utf8(hook)?;
             let target = cp.add_method_ref(this_class, *native, NATIVE_DESCRIPTORS[k])?;
-            let (mut body, max_stack) = match k {
-                // native(o, o.getClass(), System.identityHashCode(o.getClass()))
-                OBJECT_INIT | NEW_ARRAY => (
-                    vec![
+            let method = match k {
+                // Class k = o.getClass(); int h = System.identityHashCode(k);
+                // Shape s = shapes[h & (SHAPES - 1)];
+                // if (s != null && s.get() == k) shaped(o, k, s.tag, s.id, s.size, s.kind);
+                // else native(o, k, h);
+                OBJECT_INIT | NEW_ARRAY => {
+                    let shaped = cp.add_method_ref(this_class, SHAPED_NATIVES[k].0, SHAPED_NATIVES[k].1)?;
+                    let mut body = vec![
                         I::Getstatic(on),
                         I::Ifeq(0),
-                        I::Aload_0,
                         I::Aload_0,
                         I::Invokevirtual(get_class),
-                        I::Dup,
+                        I::Astore_1,
+                        I::Aload_1,
                         I::Invokestatic(identity_hash),
-                        I::Invokestatic(target),
+                        I::Istore_2,
+                        I::Getstatic(shapes),
+                        I::Iload_2,
+                        I::Ldc_w(mask),
+                        I::Iand,
+                        I::Aaload,
+                        I::Astore_3,
+                        I::Aload_3,
+                        I::Ifnull(0),
+                        I::Aload_3,
+                        I::Invokevirtual(referent),
+                        I::Aload_1,
+                        I::If_acmpne(0),
+                        I::Aload_0,
+                        I::Aload_1,
+                        I::Aload_3,
+                        I::Getfield(tag),
+                        I::Aload_3,
+                        I::Getfield(id),
+                        I::Aload_3,
+                        I::Getfield(size),
+                        I::Aload_3,
+                        I::Getfield(kind),
+                        I::Invokestatic(shaped),
                         I::Return,
-                    ],
-                    3,
-                ),
-                // native(c, System.identityHashCode(c))
-                NEW_OBJECT => (
-                    vec![
+                    ];
+                    let slow = body.len() as u16;
+                    body.extend([I::Aload_0, I::Aload_1, I::Iload_2, I::Invokestatic(target), I::Return, I::Return]);
+                    let done = body.len() as u16 - 1;
+                    body[1] = I::Ifeq(done);
+                    body[15] = I::Ifnull(slow);
+                    body[19] = I::If_acmpne(slow);
+                    let frames = vec![
+                        StackFrame::AppendFrame {
+                            frame_type: 254,
+                            offset_delta: slow,
+                            locals: vec![class_type.clone(), VerificationType::Integer, shape_type.clone()],
+                        },
+                        StackFrame::ChopFrame { frame_type: 248, offset_delta: done - slow - 1 },
+                    ];
+                    code_method(name, body, 8, 4, frames)
+                }
+                // int h = System.identityHashCode(c); Shape s = shapes[h & (SHAPES - 1)];
+                // if (s != null && s.get() == c) shaped(c, s.tag, s.id, s.size); else native(c, h);
+                NEW_OBJECT => {
+                    let shaped = cp.add_method_ref(this_class, SHAPED_NATIVES[k].0, SHAPED_NATIVES[k].1)?;
+                    let mut body = vec![
                         I::Getstatic(on),
                         I::Ifeq(0),
                         I::Aload_0,
-                        I::Aload_0,
                         I::Invokestatic(identity_hash),
-                        I::Invokestatic(target),
+                        I::Istore_1,
+                        I::Getstatic(shapes),
+                        I::Iload_1,
+                        I::Ldc_w(mask),
+                        I::Iand,
+                        I::Aaload,
+                        I::Astore_2,
+                        I::Aload_2,
+                        I::Ifnull(0),
+                        I::Aload_2,
+                        I::Invokevirtual(referent),
+                        I::Aload_0,
+                        I::If_acmpne(0),
+                        I::Aload_0,
+                        I::Aload_2,
+                        I::Getfield(tag),
+                        I::Aload_2,
+                        I::Getfield(id),
+                        I::Aload_2,
+                        I::Getfield(size),
+                        I::Invokestatic(shaped),
                         I::Return,
-                    ],
-                    2,
-                ),
-                _ => (vec![I::Getstatic(on), I::Ifeq(0), I::Aload_0, I::Invokestatic(target), I::Return], 1),
+                    ];
+                    let slow = body.len() as u16;
+                    body.extend([I::Aload_0, I::Iload_1, I::Invokestatic(target), I::Return, I::Return]);
+                    let done = body.len() as u16 - 1;
+                    body[1] = I::Ifeq(done);
+                    body[12] = I::Ifnull(slow);
+                    body[16] = I::If_acmpne(slow);
+                    let frames = vec![
+                        StackFrame::AppendFrame {
+                            frame_type: 253,
+                            offset_delta: slow,
+                            locals: vec![VerificationType::Integer, shape_type.clone()],
+                        },
+                        StackFrame::ChopFrame { frame_type: 249, offset_delta: done - slow - 1 },
+                    ];
+                    code_method(name, body, 6, 3, frames)
+                }
+                _ => {
+                    let mut body = vec![I::Getstatic(on), I::Ifeq(0), I::Aload_0, I::Invokestatic(target), I::Return];
+                    body[1] = I::Ifeq(body.len() as u16 - 1);
+                    hook_method(name, body, 1)
+                }
             };
-            body[1] = I::Ifeq(body.len() as u16 - 1);
-            methods.push(hook_method(name, body, max_stack));
+            methods.push(method);
         }
-        for (k, (_, native)) in ALLOC_HOOKS.iter().enumerate() {
+        let natives = ALLOC_HOOKS.iter().map(|(_, n)| *n).zip(NATIVE_DESCRIPTORS).chain(SHAPED_NATIVES);
+        for (native, descriptor) in natives {
             methods.push(Method {
                 access_flags: MethodAccessFlags::PRIVATE | MethodAccessFlags::STATIC | MethodAccessFlags::NATIVE,
                 name_index: cp.add_utf8(native)?,
-                descriptor_index: cp.add_utf8(NATIVE_DESCRIPTORS[k])?,
+                descriptor_index: cp.add_utf8(descriptor)?,
                 attributes: Vec::new(),
             });
         }
@@ -458,6 +595,72 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
         super_class,
         fields,
         methods,
+        ..ClassFile::default()
+    };
+    let mut out = Vec::new();
+    class.to_bytes(&mut out)?;
+    Ok(out)
+}
+
+/// The tracker's shape class, `<tracker>$Shape` (class file version 52): what the allocation
+/// events of one class need, kept in the tracker's table `shapes` at the class's identity hash,
+/// the class itself held weakly (its entry does not keep it loaded).
+///
+/// ```java
+/// public final class <tracker>$Shape extends java.lang.ref.WeakReference {
+///     public final long tag, id;  // the class's tag; the event's class_id
+///     public final int size, kind; // instance size (0: each array's own); is_array | nested << 16
+///     public <tracker>$Shape(Object k, long tag, long id, int size, int kind) { super(k); … }
+/// }
+/// ```
+pub fn shape_class(tracker: &str) -> Vec<u8> {
+    build_shape(tracker).expect("the shape class is well-formed")
+}
+
+fn build_shape(tracker: &str) -> ristretto_classfile::Result<Vec<u8>> {
+    use Instruction as I;
+    let mut cp = ConstantPool::new();
+    let this_class = cp.add_class(shape_class_name(tracker))?;
+    let super_class = cp.add_class("java/lang/ref/WeakReference")?;
+    let code_name = cp.add_utf8("Code")?;
+    let super_init = cp.add_method_ref(super_class, "<init>", "(Ljava/lang/Object;)V")?;
+    let mut fields = Vec::new();
+    let mut body = vec![I::Aload_0, I::Aload_1, I::Invokespecial(super_init)];
+    // (name, descriptor, the constructor's load of its argument)
+    let values = [("tag", "J", I::Lload_2), ("id", "J", I::Lload(4)), ("size", "I", I::Iload(6)), ("kind", "I", I::Iload(7))];
+    for (name, desc, load) in values {
+        fields.push(Field {
+            access_flags: FieldAccessFlags::PUBLIC | FieldAccessFlags::FINAL,
+            name_index: cp.add_utf8(name)?,
+            descriptor_index: cp.add_utf8(desc)?,
+            field_type: FieldType::parse(desc)?,
+            attributes: Vec::new(),
+        });
+        let f = cp.add_field_ref(this_class, name, desc)?;
+        body.extend([I::Aload_0, load, I::Putfield(f)]);
+    }
+    body.push(I::Return);
+    let init = Method {
+        access_flags: MethodAccessFlags::PUBLIC,
+        name_index: cp.add_utf8("<init>")?,
+        descriptor_index: cp.add_utf8(SHAPE_INIT)?,
+        attributes: vec![Attribute::Code {
+            name_index: code_name,
+            max_stack: 3,
+            max_locals: 8,
+            code: body,
+            exception_table: Vec::new(),
+            attributes: Vec::new(),
+        }],
+    };
+    let class = ClassFile {
+        version: JAVA_8,
+        constant_pool: cp,
+        access_flags: ClassAccessFlags::PUBLIC | ClassAccessFlags::FINAL | ClassAccessFlags::SUPER,
+        this_class,
+        super_class,
+        fields,
+        methods: vec![init],
         ..ClassFile::default()
     };
     let mut out = Vec::new();

@@ -20,7 +20,7 @@ type I = Instruction;
 pub struct MethodHooks<'a> {
     /// Internal name of the tracker class, e.g. `"JvmpiShimMethods"`.
     pub tracker: &'a str,
-    /// Another class never to hook (e.g. the allocation tracker).
+    /// Another class never to hook (the allocation tracker; its shape class is not hooked either).
     pub also_skip: &'a str,
     /// The entry hook.
     pub entry: bool,
@@ -266,7 +266,10 @@ pub fn instrument_class_wrapping(
     wrap: Option<&NativeWrap<'_>>,
 ) -> Result<(Option<Vec<u8>>, usize), BciError> {
     let skip = |name: &str| {
-        alloc.is_some_and(|a| a.tracker == name) || methods.as_ref().is_some_and(|m| m.0.tracker == name || m.0.also_skip == name)
+        alloc.is_some_and(|a| a.owns(name))
+            || methods.as_ref().is_some_and(|m| {
+                m.0.tracker == name || (!m.0.also_skip.is_empty() && super::alloc::is_tracker_class(m.0.also_skip, name))
+            })
     };
     let mut wrapped = Vec::new();
     let mut wrapped_class = None;

@@ -102,7 +102,10 @@ mod frames;
 mod methods;
 mod sites;
 
-pub use alloc::{instrument_allocations, tracker_class, tracker_class_counting, AllocHooks, ALLOC_HOOKS, NATIVE_DESCRIPTORS};
+pub use alloc::{
+    instrument_allocations, is_tracker_class, shape_class, shape_class_name, tracker_class, tracker_class_counting, AllocHooks,
+    ALLOC_HOOKS, NATIVE_DESCRIPTORS, SHAPED_NATIVES, SHAPES, SHAPE_INIT,
+};
 pub use methods::{
     branch_taken, instrument_class, instrument_class_wrapping, instrument_methods, NativeWrap, methods_tracker_class, plan_method, plan_probe, push_int, Lookup, MethodHooks,
     TRACKER_METHODS,

@@ -798,7 +798,7 @@ fn code_too_large_is_an_error_and_the_tracker_is_left_alone() {
 
 #[test]
 fn tracker_classes_are_well_formed() {
-    for bytes in [tracker_class("JvmpiShimTracker"), tracker_class_counting("a/b/Counting")] {
+    for (bytes, counting) in [(tracker_class("JvmpiShimTracker"), false), (tracker_class_counting("a/b/Counting"), true)] {
         let c = ristretto_classfile::ClassFile::from_bytes(&bytes).expect("parses");
         c.verify().expect("ristretto's verifier accepts it");
         assert_eq!(c.version.major(), 52);
@@ -807,8 +807,17 @@ fn tracker_classes_are_well_formed() {
             let info = ce.method(m).unwrap();
             if info.has_code {
                 let f = ce.full_code(m).unwrap();
-                assert_eq!(f.frames.len(), 1, "one frame, at the return");
-                assert_eq!(f.frames[0].0, f.insns.len() - 1);
+                let last = f.insns.len() - 1;
+                if !counting && m < 3 {
+                    // objectInit, newArray, newObject: the call with the table's shape, then the
+                    // call without (an append frame), then the `on` test's return (a chop frame).
+                    assert_eq!(f.frames.len(), 2, "{}", info.name);
+                    assert_eq!(f.frames[1].0, last);
+                    assert!(matches!(f.insns[f.frames[0].0 - 1], Instruction::Return), "{}: the slow call follows a return", info.name);
+                } else {
+                    assert_eq!(f.frames.len(), 1, "one frame, at the return");
+                    assert_eq!(f.frames[0].0, last);
+                }
             }
         }
     }
@@ -817,11 +826,21 @@ fn tracker_classes_are_well_formed() {
     let names: Vec<String> = (0..ce.method_count()).map(|m| ce.method(m).unwrap().name).collect();
     assert_eq!(
         names,
-        ["objectInit", "newArray", "newObject", "made", "reflectNew", "onInit", "onNew", "onNewObject", "onMade", "onReflectNew"]
+        [
+            "objectInit", "newArray", "newObject", "made", "reflectNew", "onInit", "onNew", "onNewObject", "onMade", "onReflectNew",
+            "onInitShaped", "onNewShaped", "onNewObjectShaped"
+        ]
     );
-    for m in 5..10 {
+    for m in 5..13 {
         assert_eq!(ce.method(m).unwrap().access, 0x010A, "private static native");
     }
+    let shape = super::shape_class("T");
+    let c = ristretto_classfile::ClassFile::from_bytes(&shape).expect("the shape class parses");
+    c.verify().expect("ristretto's verifier accepts the shape class");
+    let ce = ClassEditor::parse(&shape).unwrap();
+    assert_eq!(ce.class_name(), "T$Shape");
+    assert!(super::is_tracker_class("T", "T$Shape") && super::is_tracker_class("T", "T"));
+    assert!(!super::is_tracker_class("T", "T$Other") && !super::is_tracker_class("T", "Tx"));
 }
 
 #[test]

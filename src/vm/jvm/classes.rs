@@ -284,6 +284,52 @@ impl Jni {
             }
         }
     }
+    /// Sets a (non-final) `static` object field of type `sig` to `v`.
+    pub fn set_static_object(&self, k: jclass, name: &str, sig: &str, v: jobject) -> bool {
+        let _i = Internal::enter();
+        // SAFETY: `k` is a live class and `v` a live reference; the field is looked up by name
+        // and type first, and is not final.
+        unsafe {
+            match self.0.get_static_field_id(k, name, sig) {
+                Some(f) => {
+                    self.0.set_static_object_field(k, f, v);
+                    !self.clear_exception()
+                }
+                None => {
+                    self.clear_exception();
+                    false
+                }
+            }
+        }
+    }
+    /// A new array of `n` NULL elements of class `k` (a local reference).
+    pub fn new_object_array(&self, n: jint, k: jclass) -> Option<jobject> {
+        let _i = Internal::enter();
+        // SAFETY: `k` is a live class; NULL is a valid initial element.
+        let a = unsafe { self.0.new_object_array(n, k, std::ptr::null_mut()) };
+        if self.clear_exception() {
+            return None;
+        }
+        a
+    }
+    /// A new instance of `k` made by its constructor `ctor` with `args` (a local reference).
+    pub fn new_object(&self, k: jclass, ctor: jmethodID, args: &[jni::jvalue]) -> Option<jobject> {
+        let _i = Internal::enter();
+        // SAFETY: `ctor` is a constructor of the live class `k` and `args` match its descriptor.
+        let o = unsafe { self.0.new_object(k, ctor, args) };
+        if self.clear_exception() {
+            return None;
+        }
+        o
+    }
+    /// Stores `v` at index `i` of the object array `a` (both live, `i` within the array,
+    /// `v` of its element type).
+    pub fn set_array_element(&self, a: jobject, i: jint, v: jobject) -> bool {
+        let _i = Internal::enter();
+        // SAFETY: see above; an exception (none expected) is cleared.
+        unsafe { self.0.set_object_array_element(a, i, v) };
+        !self.clear_exception()
+    }
     /// Makes java.base read the module of `k` (the unnamed module of the boot loader).
     pub fn java_base_reads_module_of(&self, k: jclass) -> Result<()> {
         let _i = Internal::enter();
