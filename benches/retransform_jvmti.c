@@ -137,6 +137,16 @@ static void JNICALL hook(jvmtiEnv *j, JNIEnv *env, jclass redefined, jobject loa
     const unsigned char *b = r->data;
     long n = r->len;
     if (n == len && memcmp(b, data, len) == 0) return;  /* the shim left it unchanged */
+    if (redefined) {  /* a class loaded while another is retransformed (JDK 25: Module$ReflectionData) */
+        char *sig = NULL;
+        int other = 0;
+        if ((*j)->GetClassSignature(j, redefined, &sig, NULL) == JVMTI_ERROR_NONE && sig) {
+            size_t m = strlen(sig);
+            other = !(m == strlen(name) + 2 && memcmp(sig + 1, name, m - 2) == 0);
+            (*j)->Deallocate(j, (unsigned char *)sig);
+        }
+        if (other) return;
+    }
     unsigned char *out = NULL;
     long out_len = 0;
     if (replay) {
@@ -167,6 +177,8 @@ static void JNICALL hook(jvmtiEnv *j, JNIEnv *env, jclass redefined, jobject loa
 static void JNICALL on_class(JNIEnv *env, jclass k, jobject o, jclass c, jint h) { __sync_add_and_fetch(&events, 1); }
 static void JNICALL on_hash(JNIEnv *env, jclass k, jobject o, jint h) { __sync_add_and_fetch(&events, 1); }
 static void JNICALL on_object(JNIEnv *env, jclass k, jobject o) { __sync_add_and_fetch(&events, 1); }
+static void JNICALL on_shaped(JNIEnv *env, jclass k, jobject o, jclass c, jlong t, jlong i, jint s, jint n) { __sync_add_and_fetch(&events, 1); }
+static void JNICALL on_obj_shaped(JNIEnv *env, jclass k, jobject o, jlong t, jlong i, jint s) { __sync_add_and_fetch(&events, 1); }
 
 /* The method tracker's natives (static), for the class files of METHOD_ENTRY/EXIT. */
 static void JNICALL on_i(JNIEnv *env, jclass k, jint a) { __sync_add_and_fetch(&events, 1); }
@@ -211,16 +223,33 @@ static void define_tracker(jvmtiEnv *j, JNIEnv *env) {
             fprintf(stderr, "floor: no JvmpiShimTracker or JvmpiShimMethods in %s\n", dir);
         return;
     }
+    /* The tracker's table of shapes: its shape class as the shim defined it, the table empty (every
+     * hook takes the counting native without a shape). */
+    struct entry *sh = slot("JvmpiShimTracker$Shape", 22);
+    jclass shape = NULL;
+    if (sh && sh->name) {
+        shape = (*env)->DefineClass(env, "JvmpiShimTracker$Shape", NULL, (const jbyte *)sh->data, (jsize)sh->len);
+        if (!shape) { (*env)->ExceptionDescribe(env); return; }
+    }
     jclass k = (*env)->DefineClass(env, "JvmpiShimTracker", NULL, (const jbyte *)r->data, (jsize)r->len);
     if (!k) { (*env)->ExceptionDescribe(env); return; }
+    if (shape) {
+        jobjectArray table = (*env)->NewObjectArray(env, 1 << 16, shape, NULL);
+        jfieldID f = (*env)->GetStaticFieldID(env, k, "shapes", "[LJvmpiShimTracker$Shape;");
+        if (!table || !f) { (*env)->ExceptionDescribe(env); return; }
+        (*env)->SetStaticObjectField(env, k, f, table);
+    }
     JNINativeMethod natives[] = {
         {"onInit", "(Ljava/lang/Object;Ljava/lang/Class;I)V", (void *)on_class},
         {"onNew", "(Ljava/lang/Object;Ljava/lang/Class;I)V", (void *)on_class},
         {"onNewObject", "(Ljava/lang/Object;I)V", (void *)on_hash},
         {"onMade", "(Ljava/lang/Object;)V", (void *)on_object},
         {"onReflectNew", "(Ljava/lang/Object;)V", (void *)on_object},
+        {"onInitShaped", "(Ljava/lang/Object;Ljava/lang/Class;JJII)V", (void *)on_shaped},
+        {"onNewShaped", "(Ljava/lang/Object;Ljava/lang/Class;JJII)V", (void *)on_shaped},
+        {"onNewObjectShaped", "(Ljava/lang/Object;JJI)V", (void *)on_obj_shaped},
     };
-    if ((*env)->RegisterNatives(env, k, natives, 5) != 0) { (*env)->ExceptionDescribe(env); return; }
+    if ((*env)->RegisterNatives(env, k, natives, 8) != 0) { (*env)->ExceptionDescribe(env); return; }
     /* java.base's classes call it: java.base reads the boot loader's unnamed module. */
     jclass object = (*env)->FindClass(env, "java/lang/Object");
     if (object) (*j)->AddModuleReads(j, (*env)->GetModule(env, object), (*env)->GetModule(env, k));
@@ -234,9 +263,12 @@ static void JNICALL vm_init(jvmtiEnv *j, JNIEnv *env, jthread t) {
     jint n = 0, m = 0;
     jclass *all;
     if (dump) return;
-    live = 1;
     clock_gettime(CLOCK_MONOTONIC, &a);
+    /* Not live yet: the classes AddModuleReads loads (JDK 25: Module$ReflectionData, WeakPairMap)
+     * are loaded unchanged (changed, the JVM's Modules.transformedByAgent loads them again) and
+     * replayed at the retransformation below. */
     if (replay) define_tracker(j, env);
+    live = 1;
     if ((*j)->GetLoadedClasses(j, &n, &all) != JVMTI_ERROR_NONE) return;
     for (jint i = 0; i < n; i++) {
         jboolean ok = JNI_FALSE;

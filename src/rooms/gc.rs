@@ -356,6 +356,12 @@ const DEATHS_QUIET_IDLE: Duration = Duration::from_millis(5);
 
 /// The quiet time VM death waits for (see [`DEATHS_QUIET`]).
 fn quiet_at_exit() -> Duration {
+    // No collection finished since VM init (GarbageCollectionFinish is always followed, and a
+    // collection under way when the heap iteration before this was requested has finished and
+    // been counted by the time it returns): no object died, the Service Thread owes no death.
+    if STATE.finished.load(SeqCst) == 0 {
+        return Duration::ZERO;
+    }
     let last = STATE.last_finish_ns.load(SeqCst);
     let recent = last != 0
         && STATE.epoch.get().is_some_and(|e| (e.elapsed().as_nanos() as u64).saturating_sub(last) < DEATHS_QUIET.as_nanos() as u64);
