@@ -234,7 +234,7 @@ static void define_tracker(jvmtiEnv *j, JNIEnv *env) {
     jclass k = (*env)->DefineClass(env, "JvmpiShimTracker", NULL, (const jbyte *)r->data, (jsize)r->len);
     if (!k) { (*env)->ExceptionDescribe(env); return; }
     if (shape) {
-        jobjectArray table = (*env)->NewObjectArray(env, 1 << 16, shape, NULL);
+        jobjectArray table = (*env)->NewObjectArray(env, 1 << 14, shape, NULL); /* bci::SHAPES */
         jfieldID f = (*env)->GetStaticFieldID(env, k, "shapes", "[LJvmpiShimTracker$Shape;");
         if (!table || !f) { (*env)->ExceptionDescribe(env); return; }
         (*env)->SetStaticObjectField(env, k, f, table);

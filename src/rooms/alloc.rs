@@ -353,7 +353,7 @@ fn publish_table(jni: &jvm::Jni, tracker: jclass, shape: jclass) -> Result<(), S
     }
     // The shape class is linked and initialised now, not in [`offer`] (no class loads under
     // its lock).
-    let zero = [jvalue { l: std::ptr::null_mut() }, jvalue { j: 0 }, jvalue { j: 0 }, jvalue { i: 0 }, jvalue { i: 0 }];
+    let zero = [jvalue { l: std::ptr::null_mut() }, jvalue { j: 0 }, jvalue { j: 0 }, jvalue { i: 0 }, jvalue { i: 0 }, jvalue { i: 0 }];
     let probe = jni.new_object(shape, ctor as jmethodID, &zero).ok_or("cannot make a shape")?;
     jni.delete_local_ref(probe);
     *crate::lock(&STATE.published) =
@@ -1084,7 +1084,14 @@ fn offer(jni: &jvm::Jni, klass: jclass, hash: u32, ctag: jlong, s: Shape) -> boo
         return true; // there already, or the slot of another class that is still loaded
     }
     let kind = s.is_array as jint | (s.nested as jint) << 16;
-    let args = [jvalue { l: klass }, jvalue { j: ctag }, jvalue { j: s.class_id as jlong }, jvalue { i: s.size }, jvalue { i: kind }];
+    let args = [
+        jvalue { l: klass },
+        jvalue { j: ctag },
+        jvalue { j: s.class_id as jlong },
+        jvalue { i: s.size },
+        jvalue { i: kind },
+        jvalue { i: hash as jint },
+    ];
     // The shape class is initialised (`publish_table`) and its constructor calls only
     // WeakReference's: no class loads, and no event (the call is the shim's own).
     let Some(o) = jni.new_object(p.class as jclass, p.ctor as jmethodID, &args) else { return true };

@@ -356,10 +356,11 @@ const DEATHS_QUIET_IDLE: Duration = Duration::from_millis(5);
 
 /// The quiet time VM death waits for (see [`DEATHS_QUIET`]).
 fn quiet_at_exit() -> Duration {
-    // No collection finished since VM init (GarbageCollectionFinish is always followed, and a
-    // collection under way when the heap iteration before this was requested has finished and
-    // been counted by the time it returns): no object died, the Service Thread owes no death.
-    if STATE.finished.load(SeqCst) == 0 {
+    // No collection finished since VM init (GarbageCollectionFinish is followed from VM init
+    // until ProfilerExit switches it off for the exit, and a collection under way when the heap
+    // iteration before this was requested has finished and been counted by the time it
+    // returns): no object died, the Service Thread owes no death.
+    if STATE.finished.load(SeqCst) == 0 && !jvm::gc_events_silenced() {
         return Duration::ZERO;
     }
     let last = STATE.last_finish_ns.load(SeqCst);

@@ -39,10 +39,11 @@ pub fn shape_class_name(tracker: &str) -> String {
 
 /// The size of the tracker's table of shapes (`shapes`, indexed by a class's identity hash
 /// masked with `SHAPES - 1`).
-pub const SHAPES: usize = 1 << 16;
+pub const SHAPES: usize = 1 << 14;
 
-/// The descriptor of the shape class's constructor: (class, tag, class ID, size, kind).
-pub const SHAPE_INIT: &str = "(Ljava/lang/Object;JJII)V";
+/// The descriptor of the shape class's constructor: (class, tag, class ID, size, kind, the
+/// class's identity hash).
+pub const SHAPE_INIT: &str = "(Ljava/lang/Object;JJIII)V";
 
 /// The tracker's natives that take a class's shape from its table, in the order of the hooks
 /// that call them (`objectInit`, `newArray`, `newObject`): (name, descriptor).
@@ -338,12 +339,12 @@ pub fn plan_allocations(
 /// ```java
 /// public final class <tracker> {
 ///     public static volatile boolean on;
-///     public static <tracker>$Shape[] shapes;  // SHAPES entries, set by the shim before `on`
+///     private static <tracker>$Shape[] shapes;  // SHAPES entries, set by the shim before `on`
 ///     public static void objectInit(Object o) {
 ///         if (on) {
 ///             Class k = o.getClass(); int h = System.identityHashCode(k);
 ///             <tracker>$Shape s = shapes[h & (SHAPES - 1)];
-///             if (s != null && s.get() == k) onInitShaped(o, k, s.tag, s.id, s.size, s.kind);
+///             if (s != null && s.hash == h && s.get() == k) onInitShaped(o, k, s.tag, s.id, s.size, s.kind);
 ///             else onInit(o, k, h);
 ///         }
 ///     }
@@ -451,14 +452,15 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
         let shape_name = shape_class_name(tracker);
         let shape = cp.add_class(&shape_name)?;
         let shapes = cp.add_field_ref(this_class, "shapes", &format!("[L{shape_name};"))?;
-        field(&mut cp, "shapes", &format!("[L{shape_name};"), public_static)?;
+        field(&mut cp, "shapes", &format!("[L{shape_name};"), FieldAccessFlags::PRIVATE | FieldAccessFlags::STATIC)?;
         let reference = cp.add_class("java/lang/ref/Reference")?;
         let referent = cp.add_method_ref(reference, "get", "()Ljava/lang/Object;")?;
         let tag = cp.add_field_ref(shape, "tag", "J")?;
         let id = cp.add_field_ref(shape, "id", "J")?;
         let size = cp.add_field_ref(shape, "size", "I")?;
         let kind = cp.add_field_ref(shape, "kind", "I")?;
-        let mask = cp.add_integer(SHAPES as i32 - 1)?;
+        let hash = cp.add_field_ref(shape, "hash", "I")?;
+        let mask = (SHAPES - 1) as i16;
         let class_type = VerificationType::Object { cpool_index: cp.add_class("java/lang/Class")? };
         let shape_type = VerificationType::Object { cpool_index: shape };
         for (k, (hook, native)) in ALLOC_HOOKS.iter().enumerate() {
@@ -467,7 +469,7 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
             let method = match k {
                 // Class k = o.getClass(); int h = System.identityHashCode(k);
                 // Shape s = shapes[h & (SHAPES - 1)];
-                // if (s != null && s.get() == k) shaped(o, k, s.tag, s.id, s.size, s.kind);
+                // if (s != null && s.hash == h && s.get() == k) shaped(o, k, s.tag, s.id, s.size, s.kind);
                 // else native(o, k, h);
                 OBJECT_INIT | NEW_ARRAY => {
                     let shaped = cp.add_method_ref(this_class, SHAPED_NATIVES[k].0, SHAPED_NATIVES[k].1)?;
@@ -482,12 +484,16 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
                         I::Istore_2,
                         I::Getstatic(shapes),
                         I::Iload_2,
-                        I::Ldc_w(mask),
+                        I::Sipush(mask),
                         I::Iand,
                         I::Aaload,
                         I::Astore_3,
                         I::Aload_3,
                         I::Ifnull(0),
+                        I::Aload_3,
+                        I::Getfield(hash),
+                        I::Iload_2,
+                        I::If_icmpne(0),
                         I::Aload_3,
                         I::Invokevirtual(referent),
                         I::Aload_1,
@@ -509,8 +515,7 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
                     body.extend([I::Aload_0, I::Aload_1, I::Iload_2, I::Invokestatic(target), I::Return, I::Return]);
                     let done = body.len() as u16 - 1;
                     body[1] = I::Ifeq(done);
-                    body[15] = I::Ifnull(slow);
-                    body[19] = I::If_acmpne(slow);
+                    to_slow(&mut body, slow);
                     let frames = vec![
                         StackFrame::AppendFrame {
                             frame_type: 254,
@@ -522,7 +527,7 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
                     code_method(name, body, 8, 4, frames)
                 }
                 // int h = System.identityHashCode(c); Shape s = shapes[h & (SHAPES - 1)];
-                // if (s != null && s.get() == c) shaped(c, s.tag, s.id, s.size); else native(c, h);
+                // if (s != null && s.hash == h && s.get() == c) shaped(c, s.tag, s.id, s.size); else native(c, h);
                 NEW_OBJECT => {
                     let shaped = cp.add_method_ref(this_class, SHAPED_NATIVES[k].0, SHAPED_NATIVES[k].1)?;
                     let mut body = vec![
@@ -533,12 +538,16 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
                         I::Istore_1,
                         I::Getstatic(shapes),
                         I::Iload_1,
-                        I::Ldc_w(mask),
+                        I::Sipush(mask),
                         I::Iand,
                         I::Aaload,
                         I::Astore_2,
                         I::Aload_2,
                         I::Ifnull(0),
+                        I::Aload_2,
+                        I::Getfield(hash),
+                        I::Iload_1,
+                        I::If_icmpne(0),
                         I::Aload_2,
                         I::Invokevirtual(referent),
                         I::Aload_0,
@@ -557,8 +566,7 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
                     body.extend([I::Aload_0, I::Iload_1, I::Invokestatic(target), I::Return, I::Return]);
                     let done = body.len() as u16 - 1;
                     body[1] = I::Ifeq(done);
-                    body[12] = I::Ifnull(slow);
-                    body[16] = I::If_acmpne(slow);
+                    to_slow(&mut body, slow);
                     let frames = vec![
                         StackFrame::AppendFrame {
                             frame_type: 253,
@@ -602,17 +610,33 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
     Ok(out)
 }
 
+/// Points the table lookup's three tests (`ifnull`, `if_icmpne`, `if_acmpne`, written with
+/// target 0) at `slow`, the call without a shape.
+fn to_slow(body: &mut [Instruction], slow: u16) {
+    for i in body.iter_mut() {
+        match i {
+            Instruction::Ifnull(0) => *i = Instruction::Ifnull(slow),
+            Instruction::If_icmpne(0) => *i = Instruction::If_icmpne(slow),
+            Instruction::If_acmpne(0) => *i = Instruction::If_acmpne(slow),
+            _ => {}
+        }
+    }
+}
+
 /// The tracker's shape class, `<tracker>$Shape` (class file version 52): what the allocation
 /// events of one class need, kept in the tracker's table `shapes` at the class's identity hash,
 /// the class itself held weakly (its entry does not keep it loaded).
 ///
 /// ```java
 /// public final class <tracker>$Shape extends java.lang.ref.WeakReference {
-///     public final long tag, id;  // the class's tag; the event's class_id
-///     public final int size, kind; // instance size (0: each array's own); is_array | nested << 16
-///     public <tracker>$Shape(Object k, long tag, long id, int size, int kind) { super(k); … }
+///     final long tag, id;  // the class's tag; the event's class_id
+///     final int size, kind; // instance size (0: each array's own); is_array | nested << 16
+///     final int hash;       // the class's identity hash
+///     <tracker>$Shape(Object k, long tag, long id, int size, int kind, int hash) { super(k); … }
 /// }
 /// ```
+/// The hooks compare `hash` before they call `get()`: `Reference.get` keeps its referent alive
+/// while the collector marks, and a class that only shares the slot must not be kept loaded.
 pub fn shape_class(tracker: &str) -> Vec<u8> {
     build_shape(tracker).expect("the shape class is well-formed")
 }
@@ -627,10 +651,13 @@ fn build_shape(tracker: &str) -> ristretto_classfile::Result<Vec<u8>> {
     let mut fields = Vec::new();
     let mut body = vec![I::Aload_0, I::Aload_1, I::Invokespecial(super_init)];
     // (name, descriptor, the constructor's load of its argument)
-    let values = [("tag", "J", I::Lload_2), ("id", "J", I::Lload(4)), ("size", "I", I::Iload(6)), ("kind", "I", I::Iload(7))];
+    let values =
+        [("tag", "J", I::Lload_2), ("id", "J", I::Lload(4)), ("size", "I", I::Iload(6)), ("kind", "I", I::Iload(7)), ("hash", "I", I::Iload(8))];
     for (name, desc, load) in values {
+        // Package-private (the tracker shares the boot loader's unnamed package): no other code
+        // reads or makes shapes.
         fields.push(Field {
-            access_flags: FieldAccessFlags::PUBLIC | FieldAccessFlags::FINAL,
+            access_flags: FieldAccessFlags::FINAL,
             name_index: cp.add_utf8(name)?,
             descriptor_index: cp.add_utf8(desc)?,
             field_type: FieldType::parse(desc)?,
@@ -641,13 +668,13 @@ fn build_shape(tracker: &str) -> ristretto_classfile::Result<Vec<u8>> {
     }
     body.push(I::Return);
     let init = Method {
-        access_flags: MethodAccessFlags::PUBLIC,
+        access_flags: MethodAccessFlags::empty(),
         name_index: cp.add_utf8("<init>")?,
         descriptor_index: cp.add_utf8(SHAPE_INIT)?,
         attributes: vec![Attribute::Code {
             name_index: code_name,
             max_stack: 3,
-            max_locals: 8,
+            max_locals: 9,
             code: body,
             exception_table: Vec::new(),
             attributes: Vec::new(),
