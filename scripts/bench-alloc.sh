@@ -128,13 +128,14 @@ done
 # held to; what the shim could change in the loop is the code C2 makes of it (a capability such
 # as can_get_owned_monitor_info switches escape analysis off before JDK 16). So the size of the
 # loop's C2-compiled (OSR) code, with no agent and with the shim enabling nothing, from one
-# LogCompilation run each: equal sizes mean the loop runs the same machine code.
+# LogCompilation run each: equal sizes mean the loop runs the same machine code (the OSR
+# compilation: a standard compilation of main made after the loop, in some runs, is not the loop).
 c2_code_bytes() {
     local log="$out/c2-$feature-$1-$2.log"
     # shellcheck disable=SC2086
     "$java" ${agentopt[$1]} -XX:+UnlockDiagnosticVMOptions -XX:+LogCompilation -XX:LogFile="$log" $heap \
         -cp "$out/classes" AllocBench "$nfast" "$window" "$2" >/dev/null 2>&1
-    grep "<nmethod" "$log" | grep "compiler='c2'" | grep "method='AllocBench main" | tail -1 |
+    grep "<nmethod" "$log" | grep "compiler='c2'" | grep "compile_kind='osr'" | grep "method='AllocBench main" | tail -1 |
         sed -n "s/.*insts_offset='\([0-9]*\)' stub_offset='\([0-9]*\)'.*/\2 \1/p" | awk '{ print $1 - $2 }'
 }
 for w in $workloads; do
