@@ -467,115 +467,66 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
             let name = cp.add_utf8(hook)?;
             let target = cp.add_method_ref(this_class, *native, NATIVE_DESCRIPTORS[k])?;
             let method = match k {
-                // Class k = o.getClass(); int h = System.identityHashCode(k);
-                // Shape s = shapes[h & (SHAPES - 1)];
-                // if (s != null && s.hash == h && s.get() == k) shaped(o, k, s.tag, s.id, s.size, s.kind);
-                // else native(o, k, h);
-                OBJECT_INIT | NEW_ARRAY => {
+                // objectInit, newArray (o: the object):
+                //   Class k = o.getClass(); int h = System.identityHashCode(k);
+                //   Shape s = shapes[h & (SHAPES - 1)];
+                //   if (s != null && s.hash == h && s.get() == k) shaped(o, k, s.tag, s.id, s.size, s.kind);
+                //   else native(o, k, h);
+                // newObject (c: the class): the same without o, and without s.kind.
+                OBJECT_INIT | NEW_ARRAY | NEW_OBJECT => {
                     let shaped = cp.add_method_ref(this_class, SHAPED_NATIVES[k].0, SHAPED_NATIVES[k].1)?;
-                    let mut body = vec![
-                        I::Getstatic(on),
-                        I::Ifeq(0),
-                        I::Aload_0,
-                        I::Invokevirtual(get_class),
-                        I::Astore_1,
-                        I::Aload_1,
+                    let object = k != NEW_OBJECT;
+                    // Locals: the object (if any), the class, its hash, its shape.
+                    let (kl, h, sl) = if object { (1, 2, 3) } else { (0, 1, 2) };
+                    let mut body = vec![I::Getstatic(on), I::Ifeq(0)];
+                    if object {
+                        body.extend([I::Aload_0, I::Invokevirtual(get_class), I::Astore(kl)]);
+                    }
+                    body.extend([
+                        I::Aload(kl),
                         I::Invokestatic(identity_hash),
-                        I::Istore_2,
+                        I::Istore(h),
                         I::Getstatic(shapes),
-                        I::Iload_2,
+                        I::Iload(h),
                         I::Sipush(mask),
                         I::Iand,
                         I::Aaload,
-                        I::Astore_3,
-                        I::Aload_3,
+                        I::Astore(sl),
+                        I::Aload(sl),
                         I::Ifnull(0),
-                        I::Aload_3,
+                        I::Aload(sl),
                         I::Getfield(hash),
-                        I::Iload_2,
+                        I::Iload(h),
                         I::If_icmpne(0),
-                        I::Aload_3,
+                        I::Aload(sl),
                         I::Invokevirtual(referent),
-                        I::Aload_1,
+                        I::Aload(kl),
                         I::If_acmpne(0),
-                        I::Aload_0,
-                        I::Aload_1,
-                        I::Aload_3,
-                        I::Getfield(tag),
-                        I::Aload_3,
-                        I::Getfield(id),
-                        I::Aload_3,
-                        I::Getfield(size),
-                        I::Aload_3,
-                        I::Getfield(kind),
-                        I::Invokestatic(shaped),
-                        I::Return,
-                    ];
+                    ]);
+                    let head = if object { vec![I::Aload_0, I::Aload(kl)] } else { vec![I::Aload(kl)] };
+                    body.extend(head.iter().cloned());
+                    let figures = if object { vec![tag, id, size, kind] } else { vec![tag, id, size] };
+                    for f in figures {
+                        body.extend([I::Aload(sl), I::Getfield(f)]);
+                    }
+                    body.extend([I::Invokestatic(shaped), I::Return]);
                     let slow = body.len() as u16;
-                    body.extend([I::Aload_0, I::Aload_1, I::Iload_2, I::Invokestatic(target), I::Return, I::Return]);
+                    body.extend(head);
+                    body.extend([I::Iload(h), I::Invokestatic(target), I::Return, I::Return]);
                     let done = body.len() as u16 - 1;
                     body[1] = I::Ifeq(done);
                     to_slow(&mut body, slow);
+                    let mut added = vec![VerificationType::Integer, shape_type.clone()];
+                    if object {
+                        added.insert(0, class_type.clone());
+                    }
+                    let n = added.len() as u8;
                     let frames = vec![
-                        StackFrame::AppendFrame {
-                            frame_type: 254,
-                            offset_delta: slow,
-                            locals: vec![class_type.clone(), VerificationType::Integer, shape_type.clone()],
-                        },
-                        StackFrame::ChopFrame { frame_type: 248, offset_delta: done - slow - 1 },
+                        StackFrame::AppendFrame { frame_type: 251 + n, offset_delta: slow, locals: added },
+                        StackFrame::ChopFrame { frame_type: 251 - n, offset_delta: done - slow - 1 },
                     ];
-                    code_method(name, body, 8, 4, frames)
-                }
-                // int h = System.identityHashCode(c); Shape s = shapes[h & (SHAPES - 1)];
-                // if (s != null && s.hash == h && s.get() == c) shaped(c, s.tag, s.id, s.size); else native(c, h);
-                NEW_OBJECT => {
-                    let shaped = cp.add_method_ref(this_class, SHAPED_NATIVES[k].0, SHAPED_NATIVES[k].1)?;
-                    let mut body = vec![
-                        I::Getstatic(on),
-                        I::Ifeq(0),
-                        I::Aload_0,
-                        I::Invokestatic(identity_hash),
-                        I::Istore_1,
-                        I::Getstatic(shapes),
-                        I::Iload_1,
-                        I::Sipush(mask),
-                        I::Iand,
-                        I::Aaload,
-                        I::Astore_2,
-                        I::Aload_2,
-                        I::Ifnull(0),
-                        I::Aload_2,
-                        I::Getfield(hash),
-                        I::Iload_1,
-                        I::If_icmpne(0),
-                        I::Aload_2,
-                        I::Invokevirtual(referent),
-                        I::Aload_0,
-                        I::If_acmpne(0),
-                        I::Aload_0,
-                        I::Aload_2,
-                        I::Getfield(tag),
-                        I::Aload_2,
-                        I::Getfield(id),
-                        I::Aload_2,
-                        I::Getfield(size),
-                        I::Invokestatic(shaped),
-                        I::Return,
-                    ];
-                    let slow = body.len() as u16;
-                    body.extend([I::Aload_0, I::Iload_1, I::Invokestatic(target), I::Return, I::Return]);
-                    let done = body.len() as u16 - 1;
-                    body[1] = I::Ifeq(done);
-                    to_slow(&mut body, slow);
-                    let frames = vec![
-                        StackFrame::AppendFrame {
-                            frame_type: 253,
-                            offset_delta: slow,
-                            locals: vec![VerificationType::Integer, shape_type.clone()],
-                        },
-                        StackFrame::ChopFrame { frame_type: 249, offset_delta: done - slow - 1 },
-                    ];
-                    code_method(name, body, 6, 3, frames)
+                    // The shaped call's arguments: object, class, two longs, two ints (8 slots).
+                    code_method(name, body, if object { 8 } else { 6 }, sl as u16 + 1, frames)
                 }
                 _ => {
                     let mut body = vec![I::Getstatic(on), I::Ifeq(0), I::Aload_0, I::Invokestatic(target), I::Return];
@@ -595,9 +546,20 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
             });
         }
     }
+    final_class_bytes(cp, this_class, super_class, fields, methods)
+}
+
+/// A `public final` class file of version 52 (the shim's generated classes).
+pub(super) fn final_class_bytes(
+    constant_pool: ConstantPool<'static>,
+    this_class: u16,
+    super_class: u16,
+    fields: Vec<Field>,
+    methods: Vec<Method>,
+) -> ristretto_classfile::Result<Vec<u8>> {
     let class = ClassFile {
         version: JAVA_8,
-        constant_pool: cp,
+        constant_pool,
         access_flags: ClassAccessFlags::PUBLIC | ClassAccessFlags::FINAL | ClassAccessFlags::SUPER,
         this_class,
         super_class,
@@ -680,17 +642,5 @@ fn build_shape(tracker: &str) -> ristretto_classfile::Result<Vec<u8>> {
             attributes: Vec::new(),
         }],
     };
-    let class = ClassFile {
-        version: JAVA_8,
-        constant_pool: cp,
-        access_flags: ClassAccessFlags::PUBLIC | ClassAccessFlags::FINAL | ClassAccessFlags::SUPER,
-        this_class,
-        super_class,
-        fields,
-        methods: vec![init],
-        ..ClassFile::default()
-    };
-    let mut out = Vec::new();
-    class.to_bytes(&mut out)?;
-    Ok(out)
+    final_class_bytes(cp, this_class, super_class, fields, vec![init])
 }

@@ -11,7 +11,7 @@ use super::classfile::{ClassEditor, Pool, ACC_ABSTRACT, ACC_NATIVE, ACC_STATIC};
 use super::code::MethodEditor;
 use super::BciError;
 use ristretto_classfile::attributes::Instruction;
-use ristretto_classfile::{ClassAccessFlags, ClassFile, ConstantPool, Method, MethodAccessFlags, JAVA_8};
+use ristretto_classfile::{ConstantPool, Method, MethodAccessFlags};
 
 type I = Instruction;
 
@@ -366,16 +366,5 @@ fn build(tracker: &str) -> ristretto_classfile::Result<Vec<u8>> {
             attributes: Vec::new(),
         });
     }
-    let class = ClassFile {
-        version: JAVA_8,
-        constant_pool: cp,
-        access_flags: ClassAccessFlags::PUBLIC | ClassAccessFlags::FINAL | ClassAccessFlags::SUPER,
-        this_class,
-        super_class,
-        methods,
-        ..ClassFile::default()
-    };
-    let mut out = Vec::new();
-    class.to_bytes(&mut out)?;
-    Ok(out)
+    super::alloc::final_class_bytes(cp, this_class, super_class, Vec::new(), methods)
 }
