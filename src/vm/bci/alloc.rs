@@ -5,10 +5,7 @@
 use super::classfile::ClassEditor;
 use super::BciError;
 use ristretto_classfile::attributes::{Attribute, Instruction, StackFrame, VerificationType};
-use ristretto_classfile::{
-    ClassAccessFlags, ClassFile, ConstantPool, Field, FieldAccessFlags, FieldType, Method, MethodAccessFlags,
-    JAVA_8,
-};
+use ristretto_classfile::{ConstantPool, Field, FieldAccessFlags, FieldType, Method, MethodAccessFlags};
 
 /// Where the tracker lives and what it is called.
 #[derive(Debug, Clone, Copy)]
@@ -546,30 +543,7 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
             });
         }
     }
-    final_class_bytes(cp, this_class, super_class, fields, methods)
-}
-
-/// A `public final` class file of version 52 (the shim's generated classes).
-pub(super) fn final_class_bytes(
-    constant_pool: ConstantPool<'static>,
-    this_class: u16,
-    super_class: u16,
-    fields: Vec<Field>,
-    methods: Vec<Method>,
-) -> ristretto_classfile::Result<Vec<u8>> {
-    let class = ClassFile {
-        version: JAVA_8,
-        constant_pool,
-        access_flags: ClassAccessFlags::PUBLIC | ClassAccessFlags::FINAL | ClassAccessFlags::SUPER,
-        this_class,
-        super_class,
-        fields,
-        methods,
-        ..ClassFile::default()
-    };
-    let mut out = Vec::new();
-    class.to_bytes(&mut out)?;
-    Ok(out)
+    super::classfile::final_class_bytes(cp, this_class, super_class, fields, methods)
 }
 
 /// Points the table lookup's three tests (`ifnull`, `if_icmpne`, `if_acmpne`, written with
@@ -642,5 +616,5 @@ fn build_shape(tracker: &str) -> ristretto_classfile::Result<Vec<u8>> {
             attributes: Vec::new(),
         }],
     };
-    final_class_bytes(cp, this_class, super_class, fields, vec![init])
+    super::classfile::final_class_bytes(cp, this_class, super_class, fields, vec![init])
 }

@@ -813,3 +813,29 @@ fn parse_code(raw: &[u8], name_index: u16, info: Range<usize>) -> Result<RawCode
     }
     Ok(RawCode { span: info.start - 6..info.end, name_index, max_stack, max_locals, code, exceptions, attributes })
 }
+
+/// A `public final` class file of version 52 (the shim's generated classes).
+pub(super) fn final_class_bytes(
+    constant_pool: ristretto_classfile::ConstantPool<'static>,
+    this_class: u16,
+    super_class: u16,
+    fields: Vec<ristretto_classfile::Field>,
+    methods: Vec<ristretto_classfile::Method>,
+) -> ristretto_classfile::Result<Vec<u8>> {
+    let class = ristretto_classfile::ClassFile {
+        version: ristretto_classfile::JAVA_8,
+        constant_pool,
+        access_flags: {
+            use ristretto_classfile::ClassAccessFlags as F;
+            F::PUBLIC | F::FINAL | F::SUPER
+        },
+        this_class,
+        super_class,
+        fields,
+        methods,
+        ..ristretto_classfile::ClassFile::default()
+    };
+    let mut out = Vec::new();
+    class.to_bytes(&mut out)?;
+    Ok(out)
+}

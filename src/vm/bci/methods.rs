@@ -366,5 +366,5 @@ fn build(tracker: &str) -> ristretto_classfile::Result<Vec<u8>> {
             attributes: Vec::new(),
         });
     }
-    super::alloc::final_class_bytes(cp, this_class, super_class, Vec::new(), methods)
+    super::classfile::final_class_bytes(cp, this_class, super_class, Vec::new(), methods)
 }

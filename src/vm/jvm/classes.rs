@@ -287,8 +287,8 @@ impl Jni {
     /// Sets a (non-final) `static` object field of type `sig` to `v`.
     pub fn set_static_object(&self, k: jclass, name: &str, sig: &str, v: jobject) -> bool {
         let _i = Internal::enter();
-        // SAFETY: `k` is a live class and `v` a live reference; the field is looked up by name
-        // and type first, and is not final.
+        // The field is looked up by name and type first, and is not final.
+        // SAFETY: `k` is a live class and `v` a live reference of the field's type.
         unsafe {
             match self.0.get_static_field_id(k, name, sig) {
                 Some(f) => {

@@ -157,7 +157,7 @@ pub fn unwant(ev: jvmtiEvent) {
 /// The switch is tried until [`set_exiting`]'s limit: past that the events stay on, and the GC
 /// room, which the caller stops next, starts no bracket anyway.
 pub fn silence_for_exit() {
-    GC_EVENTS_SILENCED.store(true, Ordering::SeqCst);
+    STATE.gc_events_silenced.store(true, Ordering::SeqCst);
     let deadline = set_exiting();
     let Some(_g) = crate::lock_until(&STATE.event_switch, deadline) else {
         log::info!("ProfilerExit: the JVMTI event switch is held by another thread (suspended in a JVMTI call?); collection events left on");
@@ -172,12 +172,9 @@ pub fn silence_for_exit() {
     }
 }
 
-/// Set by [`silence_for_exit`]: collections from then on may not be counted.
-static GC_EVENTS_SILENCED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 /// Whether [`silence_for_exit`] has switched (or tried to switch) the collection events off.
 pub fn gc_events_silenced() -> bool {
-    GC_EVENTS_SILENCED.load(Ordering::SeqCst)
+    STATE.gc_events_silenced.load(Ordering::SeqCst)
 }
 
 pub fn phase() -> Result<jvmti::jvmtiPhase> {

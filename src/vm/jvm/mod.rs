@@ -93,6 +93,8 @@ struct JvmState {
     /// When the exit paths stop waiting for a held switch ([`set_exiting`]: 2 s after VM death
     /// or ProfilerExit began; one time limit for all of them, not 2 s each).
     exit_deadline: OnceLock<std::time::Instant>,
+    /// Set by [`silence_for_exit`]: collections from then on may not be counted.
+    gc_events_silenced: AtomicBool,
     /// One heap walk or suspension of other threads at a time in the process ([`heap::exclusive`]).
     snapshot: Reentrant,
     /// `retransform_all`s begun and ended ([`classes::retransforms`]).
@@ -111,6 +113,7 @@ static STATE: JvmState = JvmState {
     wanted: [const { AtomicU32::new(0) }; 100],
     event_switch: Mutex::new(()),
     exit_deadline: OnceLock::new(),
+    gc_events_silenced: AtomicBool::new(false),
     snapshot: Reentrant::new(),
     retransforms: (AtomicUsize::new(0), AtomicUsize::new(0)),
 };
