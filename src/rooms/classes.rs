@@ -740,6 +740,12 @@ pub fn method_class(m: jmethodID) -> jobjectID {
 /// A class is being redefined or retransformed: what the shim knows of its methods' bytecode
 /// (line tables, constructor chains) is forgotten.
 pub fn on_redefine(k: jclass) {
+    // Nothing kept, nothing to drop: no GetClassMethods, which would also make the JVM give
+    // every method of the class an ID, and so more to update in the redefinition (the start-up
+    // retransformation's hundreds of classes).
+    if lines::nothing_kept() {
+        return;
+    }
     if let Ok(ms) = jvm::class_methods(k) {
         lines::invalidate(&ms.iter().map(|&m| m as usize).collect::<Vec<_>>());
     }

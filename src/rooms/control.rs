@@ -233,6 +233,8 @@ pub fn request(event: jint, arg: *mut c_void) -> jint {
 /// already exists for the events the agent enabled.
 pub fn open_gate() {
     methods::gate_opening();
+    // No start-up retransformation is to come: the rewrite cache's files read ahead go.
+    crate::rewrites::gate_opened();
     events::open();
     // Threads first: every later event comes from a thread the agent has heard of.
     catch_up_if_enabled(CatchUp::Threads);

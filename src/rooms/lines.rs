@@ -164,6 +164,12 @@ pub fn is_chaining_call(m: jmethodID, location: jlong) -> bool {
     location >= 0 && chain(m).is_some_and(|c| c.contains(&(location as u32)))
 }
 
+/// Whether no table is kept (none was ever read, as through the start-up retransformation, or
+/// all were dropped): a redefinition then has nothing to drop.
+pub fn nothing_kept() -> bool {
+    !STATE.watch.load(Acquire) || (STATE.cache.is_empty() && STATE.chains.is_empty())
+}
+
 /// Forgets the tables of these methods (class unloaded or redefined).
 pub fn invalidate(methods: &[usize]) {
     for m in methods {

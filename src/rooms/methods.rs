@@ -392,6 +392,22 @@ fn define_tracker() -> Result<(), String> {
     Ok(())
 }
 
+/// A class file the shim hands the JVM: rewritten now, or the rewrite cache's (not copied).
+pub enum Output {
+    New(Vec<u8>),
+    Cached(rewrites::Cached),
+}
+
+impl std::ops::Deref for Output {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Output::New(v) => v,
+            Output::Cached(c) => c,
+        }
+    }
+}
+
 /// Rewrites a class file with every active plan (allocation and methods) in one pass. None:
 /// unchanged. Called from the shim's class-file hook, with the class being redefined or
 /// retransformed (None: a class being defined) and whether the boot loader defines it.
@@ -402,7 +418,7 @@ fn define_tracker() -> Result<(), String> {
 /// method. Methods cannot be added or removed later, so every retransformation of that class
 /// wraps the same natives again — with hooks while the events are on, as plain forwarding calls
 /// while they are off — and no other class ever gets wrappers.
-pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Option<Vec<u8>> {
+pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Option<Output> {
     let alloc = alloc::plan();
     let plan = STATE.plan.load(SeqCst);
     let rewrap = match redefined {
@@ -447,14 +463,14 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
         None
     };
     let r = match probe {
-        rewrites::Probe::Hit(out) => Ok((out, 0)),
+        rewrites::Probe::Hit(out) => Ok((out.map(Output::Cached), 0)),
         probe => {
             let t = std::time::Instant::now();
-            let r = bci::instrument_class_wrapping(class_file, alloc.as_ref(), methods, wrap.as_ref());
+            let r = bci::instrument_class_wrapping(class_file, alloc.as_ref(), methods, wrap.as_ref()).map(|(out, wrapped)| (out.map(Output::New), wrapped));
             STATE.rewrite_nanos.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
-            if let (rewrites::Probe::Miss(key), Ok((out, _))) = (probe, &r) {
+            if let (rewrites::Probe::Miss(keys), Ok((out, _))) = (probe, &r) {
                 let numbers = if numbers.is_empty() { 0..0 } else { numbers.clone() };
-                rewrites::record(key, cache_plan, out.as_deref(), numbers);
+                rewrites::record(keys, cache_plan, out.as_deref(), numbers);
             }
             r
         }

@@ -14,7 +14,14 @@
 //!   128-bit hash of the class file the hook was handed and the plan (xxh3), and holds the
 //!   output (or "unchanged") and the range of method numbers the output calls the tracker with.
 //!   A hit is therefore exactly the rewriting's output for those bytes; the build's own
-//!   fingerprint (a hash of its sources, `build.rs`) keeps another build's outputs out.
+//!   fingerprint (a hash of its sources, `build.rs`) keeps another build's outputs out. Each
+//!   entry has two such keys: the hash of the bytes as they were, found at the cost of one
+//!   hash, and the hash of the same bytes with the methods in a fixed order, looked for when
+//!   the first misses (see [`key_of`]).
+//! * **When it is read.** At the shim's start ([`prefetch`]), by a thread of its own, while the
+//!   JVM initialises: every file of this build and JDK (at most [`PREFETCH_FILES`]), since the
+//!   plan is not known before the legacy agent's `JVM_OnLoad`. The start-up retransformation
+//!   takes its file from there; what it did not take is dropped when the gate opens.
 //! * **Method numbers.** The method plan's output names each method by a number the methods
 //!   room gave out in the run that rewrote it. When a file is opened, the numbers it uses are
 //!   reserved before any is given out in this run (the caller's `reserve`); an entry whose
@@ -40,9 +47,10 @@ use xxhash_rust::xxh3::{xxh3_128_with_seed, xxh3_64, Xxh3};
 
 /// The build's fingerprint: a hash of the sources it was built from (`build.rs`).
 const BUILD: &str = env!("JVMPI_SHIM_SOURCE_FINGERPRINT");
-const MAGIC: &[u8; 8] = b"JVMPIRC1";
-/// An entry's fixed part: key (16), first number, end of numbers, changed flag, length (4 each).
-const ENTRY_HEAD: usize = 32;
+const MAGIC: &[u8; 8] = b"JVMPIRC2";
+/// An entry's fixed part: key, key of the bytes as they were (16 each), first number, end of
+/// numbers, changed flag, length (4 each).
+const ENTRY_HEAD: usize = 48;
 
 /// The cache's state: one `static`, each field what it holds and who writes it.
 struct CacheState {
@@ -55,7 +63,21 @@ struct CacheState {
     /// Classes taken from the cache, and classes looked up and not found (the log, the tests).
     hits: AtomicUsize,
     misses: AtomicUsize,
+    /// Hits found by the second key only (methods in another order).
+    reordered: AtomicUsize,
+    /// The files read ahead ([`prefetch`]): the reading thread, then what it read; emptied when
+    /// the gate opens ([`gate_opened`]).
+    prefetched: Mutex<Prefetched>,
 }
+
+enum Prefetched {
+    None,
+    Reading(std::thread::JoinHandle<Vec<(PathBuf, Read)>>),
+    Read(Vec<(PathBuf, Read)>),
+}
+
+/// A cache file read and parsed: its bytes, its entries, the end of their method numbers.
+type Read = (Vec<u8>, Entries, u32);
 
 static STATE: CacheState = CacheState {
     dir: Mutex::new(None),
@@ -63,6 +85,8 @@ static STATE: CacheState = CacheState {
     session: Mutex::new(None),
     hits: AtomicUsize::new(0),
     misses: AtomicUsize::new(0),
+    reordered: AtomicUsize::new(0),
+    prefetched: Mutex::new(Prefetched::None),
 };
 
 /// The `cache=` option: a directory, or `off`. Without it the default directory is used.
@@ -73,6 +97,68 @@ pub fn configure(option: Option<&str>) {
         None => default_dir(),
     };
     *crate::lock(&STATE.dir) = Some(dir);
+}
+
+/// The most files [`prefetch`] reads (one per plan used with this build and JDK).
+const PREFETCH_FILES: usize = 4;
+
+/// Reads this build's and JDK's files ahead, in a thread of its own, while the JVM initialises
+/// (called once, in Agent_OnLoad, after [`configure`]): the start-up retransformation then does
+/// not wait for the file. The thread only reads files; nothing waits for it but a session
+/// opening (see [`session`]).
+pub fn prefetch() {
+    let Some(dir) = dir() else { return };
+    let prefix = format!("{BUILD}-{:016x}-", jdk_key());
+    let Ok(list) = std::fs::read_dir(&dir) else { return };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = list
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".bin")))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if files.is_empty() {
+        return;
+    }
+    files.sort_unstable_by_key(|f| std::cmp::Reverse(f.0));
+    files.truncate(PREFETCH_FILES);
+    log::debug!("rewrite cache: reading {} file(s) ahead", files.len());
+    let reader = std::thread::Builder::new().name("jvmpi-shim cache".into()).spawn(move || {
+        files.into_iter().filter_map(|(_, path)| Some((path.clone(), read_file(&dir, &path)?))).collect()
+    });
+    match reader {
+        Ok(h) => *crate::lock(&STATE.prefetched) = Prefetched::Reading(h),
+        Err(e) => log::debug!("rewrite cache: not read ahead: {e}"),
+    }
+}
+
+/// The gate opened: no start-up retransformation is to come, what was read ahead and not taken
+/// is dropped (a thread still reading drops it itself).
+pub fn gate_opened() {
+    *crate::lock(&STATE.prefetched) = Prefetched::None;
+}
+
+/// The file at `path`, read ahead or read now.
+fn read_file(dir: &Path, path: &Path) -> Option<Read> {
+    let d = read_trusted(dir, path)?;
+    match parse(&d) {
+        Some((entries, end)) => Some((d, entries, end)),
+        None => {
+            log::debug!("rewrite cache {}: not a valid file, ignored", path.display());
+            None
+        }
+    }
+}
+
+/// The file at `path` as [`prefetch`] read it, if it did, waiting for its thread if it is still
+/// reading; None if it was not read ahead (or was taken already).
+fn take_prefetched(path: &Path) -> Option<Option<Read>> {
+    let mut g = crate::lock(&STATE.prefetched);
+    if let Prefetched::Reading(_) = &*g {
+        let Prefetched::Reading(h) = std::mem::replace(&mut *g, Prefetched::None) else { unreachable!() };
+        *g = Prefetched::Read(h.join().unwrap_or_default());
+    }
+    let Prefetched::Read(files) = &mut *g else { return None };
+    let i = files.iter().position(|(p, _)| p == path)?;
+    Some(Some(files.swap_remove(i).1))
 }
 
 fn default_dir() -> Option<PathBuf> {
@@ -104,10 +190,11 @@ pub fn retransform_all(before_gate: bool) -> usize {
     STATE.active.store(true, SeqCst);
     let (hits, misses) = figures();
     let r = crate::jvm::retransform_all(before_gate);
-    let path = crate::lock(&STATE.session).as_ref().map(|s| s.path.clone());
-    if let Some(path) = path {
+    let open = crate::lock(&STATE.session).as_ref().map(|s| (s.path.clone(), s.ahead));
+    if let Some((path, ahead)) = open {
         let (h, m) = figures();
-        log::info!("start-up rewrite cache {}: {} classes from it, {} rewritten", path.display(), h - hits, m - misses);
+        let how = if ahead { "read ahead" } else { "not read ahead" };
+        log::info!("start-up rewrite cache {}: {} classes from it, {} rewritten (the file {how})", path.display(), h - hits, m - misses);
     }
     r
 }
@@ -119,7 +206,8 @@ pub fn at_exit() {
     let open = crate::lock(&STATE.session).take();
     if let Some(s) = open {
         let (h, m) = figures();
-        log::info!("rewrite cache {}: {h} classes from it in this run, {m} rewritten", s.path.display());
+        let r = STATE.reordered.load(Relaxed);
+        log::info!("rewrite cache {}: {h} classes from it in this run, {m} rewritten ({r} found with their methods in another order)", s.path.display());
         s.finish();
     }
 }
@@ -129,9 +217,9 @@ pub enum Probe {
     /// No cache for this class (none open, or another plan's).
     Off,
     /// The output for these bytes: `None` for "unchanged".
-    Hit(Option<Vec<u8>>),
-    /// Not in the cache: rewrite, then [`record`] the result under this key.
-    Miss(u128),
+    Hit(Option<Cached>),
+    /// Not in the cache: rewrite, then [`record`] the result under these keys.
+    Miss(Keys),
 }
 
 /// Looks the class file `input` up for `plan` (a number naming the plan in force, whatever
@@ -143,25 +231,60 @@ pub fn lookup(input: &[u8], plan: u64, reserve: &dyn Fn(u32) -> u32) -> Probe {
         return Probe::Off;
     }
     let Some(s) = session(plan, reserve) else { return Probe::Off };
-    let key = key_of(input, plan);
-    let Some(e) = s.entries.get(&key) else {
-        STATE.misses.fetch_add(1, Relaxed);
-        return Probe::Miss(key);
+    let raw = xxh3_128_with_seed(input, plan);
+    let (key, found) = match s.entries.by_raw.get(&raw) {
+        Some(&i) => (s.entries.list[i].key, Some(i)),
+        None => {
+            let key = key_of(input, plan);
+            let found = s.entries.by_key.get(&key).copied();
+            if found.is_some() {
+                STATE.reordered.fetch_add(1, Relaxed);
+            }
+            (key, found)
+        }
     };
+    let keys = Keys { key, raw };
+    let Some(i) = found else {
+        STATE.misses.fetch_add(1, Relaxed);
+        return Probe::Miss(keys);
+    };
+    let e = &s.entries.list[i];
     let numbered = e.end > e.first;
     if numbered && (e.first < s.floor || e.used.swap(true, SeqCst)) {
         log::debug!("rewrite cache: numbers {}..{} not usable (floor {})", e.first, e.end, s.floor);
         STATE.misses.fetch_add(1, Relaxed);
-        return Probe::Miss(key);
+        return Probe::Miss(keys);
     }
     e.used.store(true, SeqCst);
     STATE.hits.fetch_add(1, Relaxed);
-    Probe::Hit(e.changed.then(|| s.data[e.at..e.at + e.len].to_vec()))
+    let (at, len, changed) = (e.at, e.len, e.changed);
+    Probe::Hit(changed.then_some(Cached { session: s, at, len }))
+}
+
+/// An output the cache holds, handed out without a copy.
+pub struct Cached {
+    session: Arc<Session>,
+    at: usize,
+    len: usize,
+}
+
+impl std::ops::Deref for Cached {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.session.data[self.at..self.at + self.len]
+    }
+}
+
+/// The two keys of a class file (see the module's comment).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Keys {
+    key: u128,
+    raw: u128,
 }
 
 /// The rewriting's result for a [`Probe::Miss`]: its output (`None`: unchanged) and the method
 /// numbers it gave out (`first..end`; empty if none).
-pub fn record(key: u128, plan: u64, output: Option<&[u8]>, numbers: std::ops::Range<u32>) {
+pub fn record(keys: Keys, plan: u64, output: Option<&[u8]>, numbers: std::ops::Range<u32>) {
     let Some(s) = crate::lock(&STATE.session).clone() else { return };
     if s.plan != plan {
         return;
@@ -172,7 +295,7 @@ pub fn record(key: u128, plan: u64, output: Option<&[u8]>, numbers: std::ops::Ra
         return;
     }
     fresh.1 += size;
-    fresh.0.push(Fresh { key, output: output.map(<[u8]>::to_vec), first: numbers.start, end: numbers.end });
+    fresh.0.push(Fresh { keys, output: output.map(<[u8]>::to_vec), first: numbers.start, end: numbers.end });
 }
 
 /// The most bytes of new outputs a run keeps for writing (a program that loads classes without
@@ -187,6 +310,8 @@ fn figures() -> (usize, usize) {
 }
 
 struct Loaded {
+    key: u128,
+    raw: u128,
     at: usize,
     len: usize,
     changed: bool,
@@ -195,8 +320,16 @@ struct Loaded {
     used: AtomicBool,
 }
 
+/// A file's entries, found by either key.
+#[derive(Default)]
+struct Entries {
+    list: Vec<Loaded>,
+    by_key: HashMap<u128, usize>,
+    by_raw: HashMap<u128, usize>,
+}
+
 struct Fresh {
-    key: u128,
+    keys: Keys,
     output: Option<Vec<u8>>,
     first: u32,
     end: u32,
@@ -208,7 +341,9 @@ struct Session {
     /// The file as read (empty if there was none).
     data: Vec<u8>,
     loaded: bool,
-    entries: HashMap<u128, Loaded>,
+    /// The file was read ahead ([`prefetch`]).
+    ahead: bool,
+    entries: Entries,
     /// Method numbers below this may have been given out before the file was opened.
     floor: u32,
     /// The outputs of the misses, and their bytes in all.
@@ -223,23 +358,18 @@ fn session(plan: u64, reserve: &dyn Fn(u32) -> u32) -> Option<Arc<Session>> {
     // Opened without the lock (a file read, JVMTI calls); the first thread to install it wins.
     let dir = dir()?;
     let path = dir.join(format!("{BUILD}-{:016x}-{plan:x}.bin", jdk_key()));
-    let (data, entries, end) = match read_trusted(&dir, &path) {
-        Some(d) => match parse(&d) {
-            Some((entries, end)) => (d, entries, end),
-            None => {
-                log::debug!("rewrite cache {}: not a valid file, ignored", path.display());
-                (Vec::new(), HashMap::new(), 0)
-            }
-        },
-        None => (Vec::new(), HashMap::new(), 0),
+    let (read, ahead) = match take_prefetched(&path) {
+        Some(r) => (r, true),
+        None => (read_file(&dir, &path), false),
     };
+    let (data, entries, end) = read.unwrap_or_default();
     let mut g = crate::lock(&STATE.session);
     if let Some(s) = g.as_ref() {
         return (s.plan == plan).then(|| s.clone());
     }
-    let loaded = !entries.is_empty();
+    let loaded = !entries.list.is_empty();
     let floor = reserve(end);
-    let s = Arc::new(Session { plan, path, data, loaded, entries, floor, fresh: Mutex::new((Vec::new(), 0)) });
+    let s = Arc::new(Session { plan, path, data, loaded, ahead, entries, floor, fresh: Mutex::new((Vec::new(), 0)) });
     *g = Some(s.clone());
     Some(s)
 }
@@ -358,20 +488,27 @@ fn u32_at(d: &[u8], at: usize) -> Option<u32> {
 
 /// The entries of a file and the end of the method numbers they use; None if it is not one
 /// (wrong magic, wrong checksum, truncated).
-fn parse(d: &[u8]) -> Option<(HashMap<u128, Loaded>, u32)> {
+fn parse(d: &[u8]) -> Option<(Entries, u32)> {
     if d.len() < 20 || &d[..8] != MAGIC || u64::from_le_bytes(d[8..16].try_into().ok()?) != xxh3_64(&d[16..]) {
         return None;
     }
     let count = u32_at(d, 16)? as usize;
     let mut at = 20;
-    let mut entries = HashMap::with_capacity(count.min(d.len() / ENTRY_HEAD));
+    let n = count.min(d.len() / ENTRY_HEAD);
+    let mut entries = Entries { list: Vec::with_capacity(n), by_key: HashMap::with_capacity(n), by_raw: HashMap::with_capacity(n) };
     let mut end = 0;
     for _ in 0..count {
         let key = u128::from_le_bytes(d.get(at..at + 16)?.try_into().ok()?);
-        let (first, last, changed, len) = (u32_at(d, at + 16)?, u32_at(d, at + 20)?, u32_at(d, at + 24)?, u32_at(d, at + 28)? as usize);
+        let raw = u128::from_le_bytes(d.get(at + 16..at + 32)?.try_into().ok()?);
+        let (first, last, changed, len) = (u32_at(d, at + 32)?, u32_at(d, at + 36)?, u32_at(d, at + 40)?, u32_at(d, at + 44)? as usize);
         at += ENTRY_HEAD;
         d.get(at..at + len)?;
-        entries.insert(key, Loaded { at, len, changed: changed != 0, first, end: last, used: AtomicBool::new(false) });
+        // A key written twice (a class rewritten again because its numbers were in use): the
+        // later entry wins.
+        let i = entries.list.len();
+        entries.by_key.insert(key, i);
+        entries.by_raw.insert(raw, i);
+        entries.list.push(Loaded { key, raw, at, len, changed: changed != 0, first, end: last, used: AtomicBool::new(false) });
         end = end.max(last);
         at += len;
     }
@@ -382,15 +519,16 @@ impl Session {
     /// After the retransformation: the file written again if it was missing or stale.
     fn finish(&self) {
         let (fresh, _) = std::mem::take(&mut *crate::lock(&self.fresh));
-        let used: Vec<(&u128, &Loaded)> = self.entries.iter().filter(|(_, e)| e.used.load(SeqCst)).collect();
+        let used: Vec<&Loaded> = self.entries.list.iter().filter(|e| e.used.load(SeqCst)).collect();
         let total = used.len() + fresh.len();
         if total == 0 || (self.loaded && fresh.len() * 8 <= total) {
             return;
         }
         let mut body = Vec::with_capacity(self.data.len() + fresh.iter().map(|f| f.output.as_ref().map_or(0, Vec::len) + ENTRY_HEAD).sum::<usize>());
         body.extend_from_slice(&(total as u32).to_le_bytes());
-        let mut put = |key: u128, first: u32, end: u32, out: Option<&[u8]>| {
-            body.extend_from_slice(&key.to_le_bytes());
+        let mut put = |keys: Keys, first: u32, end: u32, out: Option<&[u8]>| {
+            body.extend_from_slice(&keys.key.to_le_bytes());
+            body.extend_from_slice(&keys.raw.to_le_bytes());
             body.extend_from_slice(&first.to_le_bytes());
             body.extend_from_slice(&end.to_le_bytes());
             body.extend_from_slice(&u32::from(out.is_some()).to_le_bytes());
@@ -398,11 +536,11 @@ impl Session {
             body.extend_from_slice(&(out.len() as u32).to_le_bytes());
             body.extend_from_slice(out);
         };
-        for (k, e) in used {
-            put(*k, e.first, e.end, e.changed.then(|| &self.data[e.at..e.at + e.len]));
+        for e in used {
+            put(Keys { key: e.key, raw: e.raw }, e.first, e.end, e.changed.then(|| &self.data[e.at..e.at + e.len]));
         }
         for f in &fresh {
-            put(f.key, f.first, f.end, f.output.as_deref());
+            put(f.keys, f.first, f.end, f.output.as_deref());
         }
         match write(&self.path, &body) {
             Ok(()) => log::debug!("rewrite cache {}: {total} classes kept ({} new)", self.path.display(), fresh.len()),
@@ -496,6 +634,7 @@ mod tests {
         body.extend_from_slice(&2u32.to_le_bytes());
         for (k, first, end, out) in [(7u128, 0u32, 0u32, Some(&b"abc"[..])), (9, 10, 20, None)] {
             body.extend_from_slice(&k.to_le_bytes());
+            body.extend_from_slice(&(k + 100).to_le_bytes());
             body.extend_from_slice(&first.to_le_bytes());
             body.extend_from_slice(&end.to_le_bytes());
             body.extend_from_slice(&u32::from(out.is_some()).to_le_bytes());
@@ -506,10 +645,12 @@ mod tests {
         let d = std::fs::read(&path).unwrap();
         let (entries, end) = parse(&d).unwrap();
         assert_eq!(end, 20);
-        let e = &entries[&7];
+        let e = &entries.list[entries.by_key[&7]];
         assert!(e.changed && &d[e.at..e.at + e.len] == b"abc");
-        assert!(!entries[&9].changed && entries[&9].first == 10);
-        for i in [0, 12, 20, d.len() - 1] {
+        assert_eq!(entries.by_raw[&107], entries.by_key[&7]);
+        let e = &entries.list[entries.by_raw[&109]];
+        assert!(!e.changed && e.first == 10 && e.key == 9);
+        for i in [0, 12, 20, 40, d.len() - 1] {
             let mut bad = d.clone();
             bad[i] ^= 1;
             assert!(parse(&bad).is_none(), "byte {i} changed and still read");
