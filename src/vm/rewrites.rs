@@ -355,23 +355,45 @@ fn session(plan: u64, reserve: &dyn Fn(u32) -> u32) -> Option<Arc<Session>> {
     if let Some(s) = crate::lock(&STATE.session).as_ref() {
         return (s.plan == plan).then(|| s.clone());
     }
-    // Opened without the lock (a file read, JVMTI calls); the first thread to install it wins.
     let dir = dir()?;
     let path = dir.join(format!("{BUILD}-{:016x}-{plan:x}.bin", jdk_key()));
-    let (read, ahead) = match take_prefetched(&path) {
-        Some(r) => (r, true),
-        None => (read_file(&dir, &path), false),
-    };
-    let (data, entries, end) = read.unwrap_or_default();
+    {
+        // A file read ahead is taken under the lock, so that the other retransforming thread
+        // waits for it rather than reading the file again; nothing there can stop this thread
+        // (no JVMTI call, no file read; at most a wait for the reading thread, which takes no
+        // lock of the shim's).
+        let mut g = crate::lock(&STATE.session);
+        if let Some(s) = g.as_ref() {
+            return (s.plan == plan).then(|| s.clone());
+        }
+        if let Some(read) = take_prefetched(&path) {
+            return Some(install(&mut g, plan, path, read, true, reserve));
+        }
+    }
+    // Not read ahead: read without the lock; the first thread to install its session wins.
+    let read = read_file(&dir, &path);
     let mut g = crate::lock(&STATE.session);
     if let Some(s) = g.as_ref() {
         return (s.plan == plan).then(|| s.clone());
     }
+    Some(install(&mut g, plan, path, read, false, reserve))
+}
+
+/// Makes the session of `plan` from its file as read (None: no usable file) and installs it.
+fn install(
+    g: &mut Option<Arc<Session>>,
+    plan: u64,
+    path: PathBuf,
+    read: Option<Read>,
+    ahead: bool,
+    reserve: &dyn Fn(u32) -> u32,
+) -> Arc<Session> {
+    let (data, entries, end) = read.unwrap_or_default();
     let loaded = !entries.list.is_empty();
     let floor = reserve(end);
     let s = Arc::new(Session { plan, path, data, loaded, ahead, entries, floor, fresh: Mutex::new((Vec::new(), 0)) });
     *g = Some(s.clone());
-    Some(s)
+    s
 }
 
 /// The file at `path` if it and its directory belong to this user and nobody else may write
