@@ -13,6 +13,9 @@
 #                             dufour+starj mirror under $MIRRORS into DIR/src
 #   javac_round DIR ARG…      one run of $javac with ARG… in DIR (its output in DIR/out.txt and
 #                             DIR/err.txt, javac's failures ignored); prints "wall cpu" in seconds
+#   javac_on FEATURE          prints the path of a javac that runs JDK 17's javac classes on that
+#                             JDK's VM (for JDKs whose runtime here has no javac: 21; 11 cannot
+#                             load JDK 17's classes), compiling against JDK 17's modules
 
 jdk17=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
 
@@ -58,4 +61,31 @@ javac_round() {
     ( cd "$d" && /usr/bin/time -f "%e %U %S" -o time.txt "$javac" "$@" > out.txt 2> err.txt || true )
     read -r e u s < <(tail -1 "$d/time.txt")
     awk -v e="$e" -v u="$u" -v s="$s" 'BEGIN { printf "%s %.2f\n", e, u + s }'
+}
+
+javac_on() {
+    local w=$PWD/target/bench/javac17-on-$1 vm
+    bench_java "$1"
+    vm=$(readlink -f "$java")
+    if [ ! -d "$PWD/target/bench/javac17/jdk.compiler" ]; then
+        rm -rf "$PWD/target/bench/javac17"
+        "$jdk17/bin/jimage" extract --dir "$PWD/target/bench/javac17" --include 'regex:/jdk\.compiler/.*' "$jdk17/lib/modules"
+        # On the class path, not as a module: the VM's own modules are another JDK's.
+        rm -f "$PWD/target/bench/javac17/jdk.compiler/module-info.class"
+    fi
+    cat > "$w" <<EOF
+#!/usr/bin/env bash
+# JDK 17's javac classes on the JDK $1 VM (scripts/bench-common.sh, javac_on): -J options go to the VM.
+vm=(); args=()
+for a in "\$@"; do
+    case \$a in
+        -J*) vm+=("\${a#-J}") ;;
+        -version) echo "javac $1 (JDK 17's javac classes on the JDK $1 VM)"; exit 0 ;;
+        *) args+=("\$a") ;;
+    esac
+done
+exec "$vm" "\${vm[@]}" -cp "$PWD/target/bench/javac17/jdk.compiler" com.sun.tools.javac.Main --system "$jdk17" "\${args[@]}"
+EOF
+    chmod +x "$w"
+    echo "$w"
 }

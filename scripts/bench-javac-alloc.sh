@@ -16,6 +16,8 @@
 #
 #   scripts/bench-javac-alloc.sh         Environment: RUNS (default 3), MIRRORS (default /work/.mirror),
 #                                        JAVAC (default: JDK 17's; e.g. a JDK 25 javac, whose JDK runs it),
+#                                        VM (a JDK without a javac here, e.g. 21: JDK 17's javac
+#                                        classes run by that JDK's VM, bench-common.sh's javac_on),
 #                                        JFLAGS (javac options for every configuration, e.g. "-J-Xbatch"),
 #                                        ALLOC_EMUL_SPIN (slows (d) by a fixed loop per allocation:
 #                                        benches/alloc_emul.c)
@@ -26,7 +28,7 @@ runs=${RUNS:-3}
 mirrors=${MIRRORS:-/work/.mirror}
 g=$(find "$mirrors/dufour+starj" -maxdepth 3 -name HEAD -type f 2>/dev/null | head -1)
 [ -n "$g" ] || { echo "no dufour+starj mirror under $mirrors" >&2; exit 2; }
-javac=$(readlink -f "${JAVAC:-$(command -v javac)}")
+if [ -n "${VM:-}" ]; then javac=$(javac_on "$VM"); else javac=$(readlink -f "${JAVAC:-$(command -v javac)}"); fi
 jdkv=$("$javac" -version 2>&1 | sed -n 's/^javac \([0-9]*\).*/\1/p')
 bench_build
 w=$out/javac
