@@ -64,14 +64,17 @@ javac_round() {
 }
 
 javac_on() {
-    local w=$PWD/target/bench/javac17-on-$1 vm
+    local w=$PWD/target/bench/javac17-on-$1 c=$PWD/target/bench/javac17 vm
+    [ "$1" -ge 17 ] || { echo "javac_on: JDK $1 cannot load JDK 17's classes" >&2; return 1; }
     bench_java "$1"
+    [ -x "$java" ] || { echo "javac_on: no $java" >&2; return 1; }
     vm=$(readlink -f "$java")
-    if [ ! -d "$PWD/target/bench/javac17/jdk.compiler" ]; then
-        rm -rf "$PWD/target/bench/javac17"
-        "$jdk17/bin/jimage" extract --dir "$PWD/target/bench/javac17" --include 'regex:/jdk\.compiler/.*' "$jdk17/lib/modules"
+    if [ ! -f "$c/jdk.compiler/com/sun/tools/javac/Main.class" ]; then
+        rm -rf "$c" "$c.part"
+        "$jdk17/bin/jimage" extract --dir "$c.part" --include 'regex:/jdk\.compiler/.*' "$jdk17/lib/modules" || return 1
         # On the class path, not as a module: the VM's own modules are another JDK's.
-        rm -f "$PWD/target/bench/javac17/jdk.compiler/module-info.class"
+        rm -f "$c.part/jdk.compiler/module-info.class"
+        mv "$c.part" "$c"
     fi
     cat > "$w" <<EOF
 #!/usr/bin/env bash
@@ -84,8 +87,12 @@ for a in "\$@"; do
         *) args+=("\$a") ;;
     esac
 done
-exec "$vm" "\${vm[@]}" -cp "$PWD/target/bench/javac17/jdk.compiler" com.sun.tools.javac.Main --system "$jdk17" "\${args[@]}"
+exec "$vm" "\${vm[@]}" -cp "$c/jdk.compiler" com.sun.tools.javac.Main --system "$jdk17" "\${args[@]}"
 EOF
     chmod +x "$w"
+    # It must compile: a broken set-up would otherwise time a failing run.
+    mkdir -p "$c/check"
+    printf 'class Check { java.util.List<String> l = java.util.List.of("a"); }\n' > "$c/check/Check.java"
+    "$w" -d "$c/check" "$c/check/Check.java" && [ -f "$c/check/Check.class" ] || { echo "javac_on: $w does not compile" >&2; return 1; }
     echo "$w"
 }

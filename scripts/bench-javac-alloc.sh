@@ -28,7 +28,7 @@ runs=${RUNS:-3}
 mirrors=${MIRRORS:-/work/.mirror}
 g=$(find "$mirrors/dufour+starj" -maxdepth 3 -name HEAD -type f 2>/dev/null | head -1)
 [ -n "$g" ] || { echo "no dufour+starj mirror under $mirrors" >&2; exit 2; }
-if [ -n "${VM:-}" ]; then javac=$(javac_on "$VM"); else javac=$(readlink -f "${JAVAC:-$(command -v javac)}"); fi
+if [ -n "${VM:-}" ]; then javac=$(javac_on "$VM") || exit 2; else javac=$(readlink -f "${JAVAC:-$(command -v javac)}"); fi
 jdkv=$("$javac" -version 2>&1 | sed -n 's/^javac \([0-9]*\).*/\1/p')
 bench_build
 w=$out/javac

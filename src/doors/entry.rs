@@ -101,7 +101,9 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     jvm::add_capabilities(owned_monitors).map_err(|e| format!("JVMTI capabilities: {e}"))?;
     crate::methods::set_up(opts.methods_jvmti)?;
     crate::rewrites::configure(opts.cache.as_deref());
-    crate::rewrites::prefetch();
+    if jvm::phase().ok() == Some(jvmti::JVMTI_PHASE_ONLOAD) {
+        crate::rewrites::prefetch();
+    }
     jvm::set_callbacks(callbacks::table()).map_err(|e| format!("JVMTI callbacks: {}", jvm::err_name(e)))?;
     jvm::set_up_hook_env(callbacks::agent_class_file_load_hook, callbacks::early_class_file_load_hook)
         .map_err(|e| format!("JVMTI class-hook environment: {}", jvm::err_name(e)))?;

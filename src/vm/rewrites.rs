@@ -72,7 +72,8 @@ struct CacheState {
 
 enum Prefetched {
     None,
-    Reading(std::thread::JoinHandle<Vec<(PathBuf, Read)>>),
+    /// The reading thread, and the files it reads.
+    Reading(std::thread::JoinHandle<Vec<(PathBuf, Read)>>, Vec<PathBuf>),
     Read(Vec<(PathBuf, Read)>),
 }
 
@@ -99,39 +100,57 @@ pub fn configure(option: Option<&str>) {
     *crate::lock(&STATE.dir) = Some(dir);
 }
 
-/// The most files [`prefetch`] reads (one per plan used with this build and JDK).
+/// The most files [`prefetch`] reads (one per plan used with this build and JDK), and the most
+/// bytes in all (a file is at most [`FRESH_MAX`] of new outputs and the entries it reused).
 const PREFETCH_FILES: usize = 4;
+const PREFETCH_BYTES: u64 = 96 << 20;
 
 /// Reads this build's and JDK's files ahead, in a thread of its own, while the JVM initialises
-/// (called once, in Agent_OnLoad, after [`configure`]): the start-up retransformation then does
-/// not wait for the file. The thread only reads files; nothing waits for it but a session
-/// opening (see [`session`]).
+/// (called once, in the OnLoad phase's `Agent_OnLoad`, after [`configure`]; a late attach has
+/// no start-up retransformation to wait): the start-up retransformation then does not wait for
+/// the file. The thread only reads files; nothing waits for it but a session opening (see
+/// [`session`]), and only for a file it reads.
 pub fn prefetch() {
     let Some(dir) = dir() else { return };
     let prefix = format!("{BUILD}-{:016x}-", jdk_key());
     let Ok(list) = std::fs::read_dir(&dir) else { return };
-    let mut files: Vec<(std::time::SystemTime, PathBuf)> = list
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = list
         .flatten()
         .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".bin")))
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .filter_map(|e| {
+            let m = e.metadata().ok()?;
+            Some((m.modified().ok()?, m.len(), e.path()))
+        })
         .collect();
-    if files.is_empty() {
+    // The most recently written first, within the bounds.
+    files.sort_unstable_by_key(|f| std::cmp::Reverse(f.0));
+    let mut total = 0;
+    let paths: Vec<PathBuf> = files
+        .into_iter()
+        .take(PREFETCH_FILES)
+        .take_while(|f| {
+            total += f.1;
+            total <= PREFETCH_BYTES
+        })
+        .map(|f| f.2)
+        .collect();
+    if paths.is_empty() {
         return;
     }
-    files.sort_unstable_by_key(|f| std::cmp::Reverse(f.0));
-    files.truncate(PREFETCH_FILES);
-    log::debug!("rewrite cache: reading {} file(s) ahead", files.len());
+    log::debug!("rewrite cache: reading {} file(s) ahead", paths.len());
+    let list = paths.clone();
     let reader = std::thread::Builder::new().name("jvmpi-shim cache".into()).spawn(move || {
-        files.into_iter().filter_map(|(_, path)| Some((path.clone(), read_file(&dir, &path)?))).collect()
+        list.into_iter().filter_map(|path| Some((path.clone(), read_file(&dir, &path)?))).collect()
     });
     match reader {
-        Ok(h) => *crate::lock(&STATE.prefetched) = Prefetched::Reading(h),
+        Ok(h) => *crate::lock(&STATE.prefetched) = Prefetched::Reading(h, paths),
         Err(e) => log::debug!("rewrite cache: not read ahead: {e}"),
     }
 }
 
-/// The gate opened: no start-up retransformation is to come, what was read ahead and not taken
-/// is dropped (a thread still reading drops it itself).
+/// The gate opened (or the legacy agent's start failed, or the VM dies): no start-up
+/// retransformation is to come, what was read ahead and not taken is dropped (a thread still
+/// reading drops it itself).
 pub fn gate_opened() {
     *crate::lock(&STATE.prefetched) = Prefetched::None;
 }
@@ -149,11 +168,14 @@ fn read_file(dir: &Path, path: &Path) -> Option<Read> {
 }
 
 /// The file at `path` as [`prefetch`] read it, if it did, waiting for its thread if it is still
-/// reading; None if it was not read ahead (or was taken already).
+/// reading it; None if it was not read ahead (or was taken already).
 fn take_prefetched(path: &Path) -> Option<Option<Read>> {
     let mut g = crate::lock(&STATE.prefetched);
-    if let Prefetched::Reading(_) = &*g {
-        let Prefetched::Reading(h) = std::mem::replace(&mut *g, Prefetched::None) else { unreachable!() };
+    if let Prefetched::Reading(_, paths) = &*g {
+        if !paths.iter().any(|p| p == path) {
+            return None;
+        }
+        let Prefetched::Reading(h, _) = std::mem::replace(&mut *g, Prefetched::None) else { unreachable!() };
         *g = Prefetched::Read(h.join().unwrap_or_default());
     }
     let Prefetched::Read(files) = &mut *g else { return None };
@@ -203,6 +225,7 @@ pub fn retransform_all(before_gate: bool) -> usize {
 /// eighth of its classes (or there was none).
 pub fn at_exit() {
     STATE.active.store(false, SeqCst);
+    gate_opened();
     let open = crate::lock(&STATE.session).take();
     if let Some(s) = open {
         let (h, m) = figures();
@@ -360,8 +383,8 @@ fn session(plan: u64, reserve: &dyn Fn(u32) -> u32) -> Option<Arc<Session>> {
     {
         // A file read ahead is taken under the lock, so that the other retransforming thread
         // waits for it rather than reading the file again; nothing there can stop this thread
-        // (no JVMTI call, no file read; at most a wait for the reading thread, which takes no
-        // lock of the shim's).
+        // (no JVMTI call; at most a wait for the reading thread to finish its files, and it
+        // takes no lock of the shim's).
         let mut g = crate::lock(&STATE.session);
         if let Some(s) = g.as_ref() {
             return (s.plan == plan).then(|| s.clone());
