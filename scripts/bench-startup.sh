@@ -44,8 +44,8 @@ declare -A agentopt=(
     [a]=""
     [b]="-agentpath:$out/libtrace_jvmti.so=empty"
     [c]="-agentpath:$shim=agent=$out/libstartup_jvmpi.so:none"
-    [d]="-agentpath:$shim=cache=$PWD/$out/rewrite-cache,agent=$out/libstartup_jvmpi.so:alloc"
-    [e]="-agentpath:$shim=cache=$PWD/$out/rewrite-cache,agent=$out/libstartup_jvmpi.so:methods"
+    [d]="-agentpath:$shim=cache=$PWD/$out/rewrite-cache-d,agent=$out/libstartup_jvmpi.so:alloc"
+    [e]="-agentpath:$shim=cache=$PWD/$out/rewrite-cache-e,agent=$out/libstartup_jvmpi.so:methods"
     [k]="-agentpath:$shim=cache=off,agent=$out/libstartup_jvmpi.so:alloc"
     [l]="-agentpath:$shim=cache=off,agent=$out/libstartup_jvmpi.so:methods"
     [f]="-agentpath:$out/libretransform_jvmti.so"
@@ -72,7 +72,9 @@ for feature in "${jdks[@]}"; do
     echo "JDK $feature ($("$java" -version 2>&1 | head -1)); RUNS=$runs; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
     # (d)'s class files as the shim leaves them, for (h) and (i); in one thread on JDK 11, as the
     # shim retransforms there (jvm::PARALLEL_FROM_JDK).
-    rm -rf "$out/rewrite-cache"   # warmed by the two recording runs below
+    # Warmed by the two recording runs below; a directory each, as for two users whose agents
+    # each start the same way every time (the shim reads ahead the file used last).
+    rm -rf "$out/rewrite-cache-d" "$out/rewrite-cache-e"
     dump=$PWD/$out/startup-classes-$feature.bin
     rm -f "$dump"
     # shellcheck disable=SC2086

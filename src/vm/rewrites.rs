@@ -19,9 +19,10 @@
 //!   hash, and the hash of the same bytes with the methods in a fixed order, looked for when
 //!   the first misses (see [`key_of`]).
 //! * **When it is read.** At the shim's start ([`prefetch`]), by a thread of its own, while the
-//!   JVM initialises: every file of this build and JDK (at most [`PREFETCH_FILES`]), since the
-//!   plan is not known before the legacy agent's `JVM_OnLoad`. The start-up retransformation
-//!   takes its file from there; what it did not take is dropped when the gate opens.
+//!   JVM initialises: the file of this build and JDK used last (the plan is not known before
+//!   the legacy agent's `JVM_OnLoad`; a file is written or marked at each VM death that used
+//!   it). The start-up retransformation takes it from there if it is its plan's, and reads its
+//!   own file otherwise; what it did not take is dropped when the gate opens.
 //! * **Method numbers.** The method plan's output names each method by a number the methods
 //!   room gave out in the run that rewrote it. When a file is opened, the numbers it uses are
 //!   reserved before any is given out in this run (the caller's `reserve`); an entry whose
@@ -100,9 +101,12 @@ pub fn configure(option: Option<&str>) {
     *crate::lock(&STATE.dir) = Some(dir);
 }
 
-/// The most files [`prefetch`] reads (one per plan used with this build and JDK), and the most
-/// bytes in all (a file is at most [`FRESH_MAX`] of new outputs and the entries it reused).
-const PREFETCH_FILES: usize = 4;
+/// The most files [`prefetch`] reads, and the most bytes in all (a file is at most
+/// [`FRESH_MAX`] of new outputs and the entries it reused). One: the file used last (a file is
+/// written or marked at every VM death that used it), the plan a program's agent asks for
+/// again; reading every plan's file costs the start its memory (2–3 MB each) on the other CPU.
+/// Another plan's file is read when its retransformation asks for it, as without reading ahead.
+const PREFETCH_FILES: usize = 1;
 const PREFETCH_BYTES: u64 = 96 << 20;
 
 /// Reads this build's and JDK's files ahead, in a thread of its own, while the JVM initialises
@@ -567,6 +571,10 @@ impl Session {
         let used: Vec<&Loaded> = self.entries.list.iter().filter(|e| e.used.load(SeqCst)).collect();
         let total = used.len() + fresh.len();
         if total == 0 || (self.loaded && fresh.len() * 8 <= total) {
+            if self.loaded && total > 0 {
+                // Kept as it is, and marked as the file used last (see [`prefetch`]).
+                let _ = std::fs::File::options().append(true).open(&self.path).and_then(|f| f.set_modified(std::time::SystemTime::now()));
+            }
             return;
         }
         let mut body = Vec::with_capacity(self.data.len() + fresh.iter().map(|f| f.output.as_ref().map_or(0, Vec::len) + ENTRY_HEAD).sum::<usize>());
