@@ -18,6 +18,9 @@
 //!   class for the Allocs program, cold and warm: the same counts; in the warm run the classes
 //!   loaded after the start-up retransformation (the program's own among them) come from the
 //!   cache too.
+//! * `the_file_used_last_is_read_ahead`: method events, then allocations, then method events
+//!   twice, in one cache directory: the file read ahead while the JVM initialises is the one used
+//!   last, the other plan's is read when its retransformation asks, and both give every class.
 
 mod harness;
 use harness::*;
@@ -189,6 +192,46 @@ fn allocation_events_are_the_same_from_the_cache() {
         };
         assert!(groups(&cold).iter().any(|l| l.starts_with("ACOUNT class=java.lang.String kind=0 ")), "{}", cold.describe());
         assert_eq!(groups(&cold), groups(&warm), "JDK {}\n{}", jdk.feature, warm.describe());
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+/// Two plans in one directory (a profiler started once with method events, once with
+/// allocations): the file read ahead at start-up is the one used last, so a start with the other
+/// plan reads its own file when its retransformation asks for it; every class comes from the
+/// cache either way.
+#[test]
+fn the_file_used_last_is_read_ahead() {
+    for_each_jdk(|jdk| {
+        let dir = cache_dir("two-plans", jdk);
+        let d = dir.display().to_string();
+        let methods = || {
+            let opts =
+                format!("log=info,cache={d},agent={}:log={{log}},only=java.lang.String,enable=entry+exit,count", agent("methodagent").display());
+            let r = run(jdk, &opts, "MethodsProg", &["calls"], &[]);
+            r.assert_ok();
+            r
+        };
+        let allocs = || {
+            let opts = format!("log=info,cache={d},agent={}:log={{log}},enable=init+shutdown+object_alloc", agent("recorder").display());
+            let probe = format!("-Dprobe.lib={}", agent("recorder").display());
+            let r = run(jdk, &opts, "Allocs", &["10"], &[&probe]);
+            r.assert_ok();
+            r
+        };
+        let how = |r: &Run| r.stderr_lines_with("jvmpi-shim: start-up rewrite cache ").first().map(|l| l.to_string()).unwrap_or_default();
+        let cold = methods();
+        let _ = allocs(); // its file is now the one written last
+        let other = methods();
+        let again = methods();
+        let (_, classes) = cache_figures(&cold);
+        for (r, ahead) in [(&other, false), (&again, true)] {
+            let (hits, misses) = cache_figures(r);
+            assert_eq!(hits + misses, classes, "{}", r.describe());
+            assert!(misses * 10 <= classes, "{misses} of {classes} classes rewritten\n{}", r.describe());
+            let end = if ahead { "(the file read ahead)" } else { "(the file not read ahead)" };
+            assert!(how(r).ends_with(end), "JDK {}: want {end}\n{}", jdk.feature, r.describe());
+        }
         let _ = std::fs::remove_dir_all(&dir);
     });
 }
