@@ -53,6 +53,14 @@ if [ -n "${MIRRORS:-}" ] && [ -z "${BENCHES:-}" ]; then
         scripts/bench-$b.sh >"$log" 2>&1 || echo "SUMMARY|$b|17|the script failed: see $log|-|-" >>"$summary"
         grep '^SUMMARY|' "$log" >>"$summary" || true
     done
+    # Allocation counting on javac on JDK 21 too: its runtime here has no javac, so JDK 17's
+    # javac classes run on its VM (bench-common.sh's javac_on).
+    if [[ " ${jdks[*]} " == *" 21 "* ]]; then
+        log=$out/all-javac-javac-alloc-21.log
+        echo "bench.sh: javac on JDK 21's VM, javac-alloc (log: $log)" >&2
+        VM=21 scripts/bench-javac-alloc.sh >"$log" 2>&1 || echo "SUMMARY|javac-alloc|21|the script failed: see $log|-|-" >>"$summary"
+        grep '^SUMMARY|' "$log" >>"$summary" || true
+    fi
 fi
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
