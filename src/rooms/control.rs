@@ -233,7 +233,7 @@ pub fn request(event: jint, arg: *mut c_void) -> jint {
 /// already exists for the events the agent enabled.
 pub fn open_gate() {
     methods::gate_opening();
-    // No start-up retransformation is to come: the rewrite cache's files read ahead go.
+    // No start-up retransformation is to come: the rewrite cache's file read ahead goes.
     crate::rewrites::gate_opened();
     events::open();
     // Threads first: every later event comes from a thread the agent has heard of.

@@ -66,16 +66,9 @@ struct CacheState {
     misses: AtomicUsize,
     /// Hits found by the second key only (methods in another order).
     reordered: AtomicUsize,
-    /// The files read ahead ([`prefetch`]): the reading thread, then what it read; emptied when
-    /// the gate opens ([`gate_opened`]).
-    prefetched: Mutex<Prefetched>,
-}
-
-enum Prefetched {
-    None,
-    /// The reading thread, and the files it reads.
-    Reading(std::thread::JoinHandle<Vec<(PathBuf, Read)>>, Vec<PathBuf>),
-    Read(Vec<(PathBuf, Read)>),
+    /// The file read ahead ([`prefetch`]): its reading thread, until a session takes what it
+    /// read or the gate opens ([`gate_opened`]).
+    prefetched: Mutex<Option<(std::thread::JoinHandle<Option<Read>>, PathBuf)>>,
 }
 
 /// A cache file read and parsed: its bytes, its entries, the end of their method numbers.
@@ -88,7 +81,7 @@ static STATE: CacheState = CacheState {
     hits: AtomicUsize::new(0),
     misses: AtomicUsize::new(0),
     reordered: AtomicUsize::new(0),
-    prefetched: Mutex::new(Prefetched::None),
+    prefetched: Mutex::new(None),
 };
 
 /// The `cache=` option: a directory, or `off`. Without it the default directory is used.
@@ -101,53 +94,35 @@ pub fn configure(option: Option<&str>) {
     *crate::lock(&STATE.dir) = Some(dir);
 }
 
-/// The most files [`prefetch`] reads, and the most bytes in all (a file is at most
-/// [`FRESH_MAX`] of new outputs and the entries it reused). One: the file used last (a file is
-/// written or marked at every VM death that used it), the plan a program's agent asks for
-/// again; reading every plan's file costs the start its memory (2–3 MB each) on the other CPU.
-/// Another plan's file is read when its retransformation asks for it, as without reading ahead.
-const PREFETCH_FILES: usize = 1;
+/// The largest file [`prefetch`] reads (a file is at most [`FRESH_MAX`] of new outputs and the
+/// entries it reused).
 const PREFETCH_BYTES: u64 = 96 << 20;
 
-/// Reads this build's and JDK's files ahead, in a thread of its own, while the JVM initialises
-/// (called once, in the OnLoad phase's `Agent_OnLoad`, after [`configure`]; a late attach has
-/// no start-up retransformation to wait): the start-up retransformation then does not wait for
-/// the file. The thread only reads files; nothing waits for it but a session opening (see
-/// [`session`]), and only for a file it reads.
+/// Reads this build's and JDK's file used last ahead, in a thread of its own, while the JVM
+/// initialises (called once, in the OnLoad phase's `Agent_OnLoad`, after [`configure`]; a late
+/// attach has no start-up retransformation to wait): the start-up retransformation then does
+/// not wait for the file. The file used last (each VM death that used a file writes it or
+/// renews its time) is the plan a program's agent asks for again; reading every plan's file
+/// would cost the start its memory (2–3 MB each) on the other CPU, and another plan's file is
+/// read when its retransformation asks for it, as without reading ahead. The thread only reads
+/// the file; nothing waits for it but a session opening that file (see [`session`]).
 pub fn prefetch() {
     let Some(dir) = dir() else { return };
     let prefix = format!("{BUILD}-{:016x}-", jdk_key());
     let Ok(list) = std::fs::read_dir(&dir) else { return };
-    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = list
+    let newest = list
         .flatten()
         .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".bin")))
         .filter_map(|e| {
             let m = e.metadata().ok()?;
             Some((m.modified().ok()?, m.len(), e.path()))
         })
-        .collect();
-    // The most recently written first, within the bounds.
-    files.sort_unstable_by_key(|f| std::cmp::Reverse(f.0));
-    let mut total = 0;
-    let paths: Vec<PathBuf> = files
-        .into_iter()
-        .take(PREFETCH_FILES)
-        .take_while(|f| {
-            total += f.1;
-            total <= PREFETCH_BYTES
-        })
-        .map(|f| f.2)
-        .collect();
-    if paths.is_empty() {
-        return;
-    }
-    log::debug!("rewrite cache: reading {} file(s) ahead", paths.len());
-    let list = paths.clone();
-    let reader = std::thread::Builder::new().name("jvmpi-shim cache".into()).spawn(move || {
-        list.into_iter().filter_map(|path| Some((path.clone(), read_file(&dir, &path)?))).collect()
-    });
-    match reader {
-        Ok(h) => *crate::lock(&STATE.prefetched) = Prefetched::Reading(h, paths),
+        .max_by_key(|f| f.0);
+    let Some((_, len, path)) = newest.filter(|f| f.1 <= PREFETCH_BYTES) else { return };
+    log::debug!("rewrite cache: reading {} ({len} bytes) ahead", path.display());
+    let p = path.clone();
+    match std::thread::Builder::new().name("jvmpi-shim cache".into()).spawn(move || read_file(&dir, &p)) {
+        Ok(h) => *crate::lock(&STATE.prefetched) = Some((h, path)),
         Err(e) => log::debug!("rewrite cache: not read ahead: {e}"),
     }
 }
@@ -156,7 +131,7 @@ pub fn prefetch() {
 /// retransformation is to come, what was read ahead and not taken is dropped (a thread still
 /// reading drops it itself).
 pub fn gate_opened() {
-    *crate::lock(&STATE.prefetched) = Prefetched::None;
+    *crate::lock(&STATE.prefetched) = None;
 }
 
 /// The file at `path`, read ahead or read now.
@@ -171,20 +146,12 @@ fn read_file(dir: &Path, path: &Path) -> Option<Read> {
     }
 }
 
-/// The file at `path` as [`prefetch`] read it, if it did, waiting for its thread if it is still
-/// reading it; None if it was not read ahead (or was taken already).
-fn take_prefetched(path: &Path) -> Option<Option<Read>> {
+/// The file at `path` as [`prefetch`] read it, if it did (waiting for its thread if it is still
+/// reading it); None if it was not read ahead, was taken already, or was not a usable file.
+fn take_prefetched(path: &Path) -> Option<Read> {
     let mut g = crate::lock(&STATE.prefetched);
-    if let Prefetched::Reading(_, paths) = &*g {
-        if !paths.iter().any(|p| p == path) {
-            return None;
-        }
-        let Prefetched::Reading(h, _) = std::mem::replace(&mut *g, Prefetched::None) else { unreachable!() };
-        *g = Prefetched::Read(h.join().unwrap_or_default());
-    }
-    let Prefetched::Read(files) = &mut *g else { return None };
-    let i = files.iter().position(|(p, _)| p == path)?;
-    Some(Some(files.swap_remove(i).1))
+    let (h, _) = g.take_if(|(_, p)| p == path)?;
+    h.join().ok().flatten()
 }
 
 fn default_dir() -> Option<PathBuf> {
@@ -394,7 +361,7 @@ fn session(plan: u64, reserve: &dyn Fn(u32) -> u32) -> Option<Arc<Session>> {
             return (s.plan == plan).then(|| s.clone());
         }
         if let Some(read) = take_prefetched(&path) {
-            return Some(install(&mut g, plan, path, read, true, reserve));
+            return Some(install(&mut g, plan, path, Some(read), true, reserve));
         }
     }
     // Not read ahead: read without the lock; the first thread to install its session wins.
@@ -438,9 +405,14 @@ fn read_trusted(dir: &Path, path: &Path) -> Option<Vec<u8>> {
     }
     let d = std::fs::read(path).ok()?;
     if fm.modified().ok().and_then(|t| t.elapsed().ok()).is_some_and(|a| a > DAY) {
-        let _ = std::fs::File::options().append(true).open(path).and_then(|f| f.set_modified(std::time::SystemTime::now()));
+        renew(path);
     }
     Some(d)
+}
+
+/// Sets a file's time to now (it is in use: not stale, and the file used last).
+fn renew(path: &Path) {
+    let _ = std::fs::File::options().append(true).open(path).and_then(|f| f.set_modified(std::time::SystemTime::now()));
 }
 
 const DAY: std::time::Duration = std::time::Duration::from_secs(86_400);
@@ -573,7 +545,7 @@ impl Session {
         if total == 0 || (self.loaded && fresh.len() * 8 <= total) {
             if self.loaded && total > 0 {
                 // Kept as it is, and marked as the file used last (see [`prefetch`]).
-                let _ = std::fs::File::options().append(true).open(&self.path).and_then(|f| f.set_modified(std::time::SystemTime::now()));
+                renew(&self.path);
             }
             return;
         }
