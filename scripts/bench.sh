@@ -2,8 +2,9 @@
 # Every benchmark of the shim, one table of ratios: runs each scripts/bench-*.sh below on each
 # JDK asked for, keeps its whole output in target/bench/all-<JDK>-<script>.log, and prints the
 # lines each one ends with (SUMMARY|goal|JDK|what|value|target) as one table, with the date, the
-# machine and its load. Each ratio is measured side by side in one run (interleaved rounds,
-# medians; see each script's header for what it compares) — never against figures of another day.
+# machine and its load, and then the same ratios by JDK (scripts/bench-table.py: the README's
+# table). Each ratio is measured side by side in one run (interleaved rounds, medians; see each
+# script's header for what it compares) — never against figures of another day.
 #
 #   scripts/bench.sh [JDK...]          default: 11 17 21 25
 # Environment: BENCHES (the scripts to run, default: every one below that exists; with MIRRORS
@@ -81,3 +82,7 @@ awk -F'|' '{
         if (f[6] ~ /^= / && f[5] ~ /^[0-9.]+$/) { t = substr(f[6], 3) + 0; met = (f[5] + 0 == t) ? "yes" : "no" }
         printf "| %s | %s | %s | %s | %s | %s |\n", f[2], f[3], f[4], f[5], f[6], met }
 }' "$summary"
+echo
+echo "The same ratios by JDK (a round-by-round spread, where a script gives one, in parentheses):"
+echo
+python3 scripts/bench-table.py "$summary" "${jdks[@]}"
