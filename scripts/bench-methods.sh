@@ -95,6 +95,8 @@ for k in $steps; do
     w[$k]=$(median ${wall[$k]})
     printf '(%s) %-62s %8s ns/call  cpu %8s ns/call  wall %6s ms  fib calls %s  agent: %s\n' "$k" "${label[$k]}" "${m[$k]}" "${u[$k]}" "${w[$k]}" "${calls[$k]}" "${counts[$k]}"
 done
+# Each round's figure (ns per call on the loop), in the order run: the spread behind each median.
+for k in $steps; do printf '(%s) rounds: %s\n' "$k" "${nsl[$k]% }"; done
 awk -v a="${m[a]}" -v b="${m[b]}" -v c="${m[c]}" -v d="${m[d]}" -v e="${m[e]}" -v wa="${w[a]}" -v wb="${w[b]}" -v wc="${w[c]}" -v wd="${w[d]}" -v f="$((reps / slow_reps))" 'function q(x, y) { return x > 0 && y > 0 ? x / y : 0 } BEGIN {
     printf "loop: (b)/(a) %.1f  (c)/(a) %.1f  (d)/(a) %.3f  (e)/(a) %.1f (the JNI floor)  (b)/(e) %.2f\n", q(b, a), q(c, a), q(d, a), q(e, a), q(b, e)
     printf "wall: (b)/(a) %.1f  (c)/(a) %.1f (scaled to the same calls)  (d)/(a) %.3f\n", q(wb, wa), q(wc * f, wa), q(wd, wa)

@@ -7,7 +7,8 @@ Reads lines `SUMMARY|goal|JDK|what|value|target` (what each scripts/bench-*.sh e
 prints a markdown table whose rows are the ratios and whose columns are the JDKs, in the order
 given (by default the order they first appear). A round-by-round spread that a line gives in its
 text ("rounds 0.83-1.06") moves into the cell, after the value; a count that differs from JDK to
-JDK ("34224 live objects") is a row of its own per position, labelled with the first JDK's count.
+JDK ("34224 live objects") is a row of its own per position, labelled with the first JDK's count;
+the rows are grouped by goal, in the order the goals first appear.
 What is not here: the goals' verdicts (bench.sh's flat table has them) and any figure of
 another run.
 """
@@ -54,7 +55,12 @@ def main():
                     jdks.append(j)
     print("| goal | ratio | " + " | ".join(f"JDK {j}" for j in jdks) + " | target |")
     print("|---|---|" + "---|" * len(jdks) + "---|")
+    # Grouped by goal, in the order the goals first appeared (as bench.sh's flat table).
+    goals = []
     for key in order:
+        if key[0] not in goals:
+            goals.append(key[0])
+    for key in sorted(order, key=lambda k: (goals.index(k[0]), order.index(k))):
         r = table[key]
         cells = [r["cells"].get(j, "") for j in jdks]
         print(f"| {key[0]} | {r['label']} | " + " | ".join(cells) + f" | {r['target']} |")

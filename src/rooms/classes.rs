@@ -535,6 +535,17 @@ pub fn request(id: jobjectID) -> Result<(), String> {
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     let obj = ids::object_of(id)?;
     let jni = jvm::Jni::of(env);
+    // A class described before (announced, or requested once): its description answers, once
+    // it is known to be this object's (the check `Described::of` makes), with no JVMTI call —
+    // a memory profiler asks for the class of every object of a dump. The table's guard is
+    // dropped before the JNI call (see `Described::of`).
+    let seen = STATE.described.get(&ids::to_tag(id)).map(|d| d.clone());
+    if let Some(d) = seen.filter(|d| d.class != 0 && jni.is_same(d.class as jobject, obj)) {
+        let mut ev = d.event(env, id);
+        events::send_requested(&mut ev);
+        jni.delete_local_ref(obj);
+        return Ok(());
+    }
     let k = jni.object_class(obj);
     let is_class = jvm::class_signature(k).is_ok_and(|s| s == "Ljava/lang/Class;");
     jni.delete_local_ref(k);
