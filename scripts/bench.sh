@@ -9,7 +9,7 @@
 #   scripts/bench.sh [JDK...]          default: 11 17 21 25
 # Environment: BENCHES (the scripts to run, default: every one below that exists; with MIRRORS
 # set and BENCHES unset, also the real-program ones, bench-javac-alloc.sh, bench-sites.sh and
-# bench-times.sh), and each
+# bench-times.sh, and allocation counting on javac on JDK 21's and 25's VMs when asked for), and each
 # script's own settings (RUNS, N, ...), passed through. QUICK=1 runs fewer rounds and smaller
 # workloads (a smoke test of the scripts, not figures to publish).
 # A full run takes about 12 minutes per JDK on a 2-core machine, and 12 more for the javac ones.
@@ -54,14 +54,15 @@ if [ -n "${MIRRORS:-}" ] && [ -z "${BENCHES:-}" ]; then
         scripts/bench-$b.sh >"$log" 2>&1 || echo "SUMMARY|$b|17|the script failed: see $log|-|-" >>"$summary"
         grep '^SUMMARY|' "$log" >>"$summary" || true
     done
-    # Allocation counting on javac on JDK 21 too: its runtime here has no javac, so JDK 17's
-    # javac classes run on its VM (bench-common.sh's javac_on).
-    if [[ " ${jdks[*]} " == *" 21 "* ]]; then
-        log=$out/all-javac-javac-alloc-21.log
-        echo "bench.sh: javac on JDK 21's VM, javac-alloc (log: $log)" >&2
-        VM=21 scripts/bench-javac-alloc.sh >"$log" 2>&1 || echo "SUMMARY|javac-alloc|21|the script failed: see $log|-|-" >>"$summary"
+    # Allocation counting on javac on JDK 21 and 25 too: their runtimes here have no javac, so
+    # JDK 17's javac classes run on their VMs (bench-common.sh's javac_on; JDK 11 cannot load them).
+    for vm in 21 25; do
+        [[ " ${jdks[*]} " == *" $vm "* ]] || continue
+        log=$out/all-javac-javac-alloc-$vm.log
+        echo "bench.sh: javac on JDK $vm's VM, javac-alloc (log: $log)" >&2
+        VM=$vm scripts/bench-javac-alloc.sh >"$log" 2>&1 || echo "SUMMARY|javac-alloc|$vm|the script failed: see $log|-|-" >>"$summary"
         grep '^SUMMARY|' "$log" >>"$summary" || true
-    fi
+    done
 fi
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
