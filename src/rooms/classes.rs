@@ -235,17 +235,25 @@ impl Described {
         })
     }
 
-    /// The class's description: the one already built, or a new one.
-    fn of(env: *mut JNIEnv, k: jclass, tag: jlong, sig: &str) -> Result<Arc<Described>, String> {
-        let jni = jvm::Jni::of(env);
+    /// The description kept under `tag` if it is of class `k`; if not, what is kept under `tag`
+    /// (None, or another class's: one that died unreported, whose tag `k` has now).
+    fn kept(jni: &jvm::Jni, tag: jlong, k: jclass) -> Result<Arc<Described>, Option<Arc<Described>>> {
         // Every JNI call here is made with no guard of the table held (IsSameObject enters the
         // VM, where an agent's SuspendThread stops the thread: the shard would stay locked).
         let seen = STATE.described.get(&tag).map(|d| d.clone());
-        if let Some(d) = &seen {
-            if d.class != 0 && jni.is_same(d.class as jobject, k) {
-                return Ok(d.clone());
-            }
+        match seen {
+            Some(d) if d.class != 0 && jni.is_same(d.class as jobject, k) => Ok(d),
+            seen => Err(seen),
         }
+    }
+
+    /// The class's description: the one already built, or a new one.
+    fn of(env: *mut JNIEnv, k: jclass, tag: jlong, sig: &str) -> Result<Arc<Described>, String> {
+        let jni = jvm::Jni::of(env);
+        let seen = match Self::kept(&jni, tag, k) {
+            Ok(d) => return Ok(d),
+            Err(seen) => seen,
+        };
         let d = Arc::new(Described::read(&jni, k, sig)?);
         let mut stale = None;
         ids::mark_class(tag);
@@ -535,12 +543,9 @@ pub fn request(id: jobjectID) -> Result<(), String> {
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     let obj = ids::object_of(id)?;
     let jni = jvm::Jni::of(env);
-    // A class described before (announced, or requested once): its description answers, once
-    // it is known to be this object's (the check `Described::of` makes), with no JVMTI call —
-    // a memory profiler asks for the class of every object of a dump. The table's guard is
-    // dropped before the JNI call (see `Described::of`).
-    let seen = STATE.described.get(&ids::to_tag(id)).map(|d| d.clone());
-    if let Some(d) = seen.filter(|d| d.class != 0 && jni.is_same(d.class as jobject, obj)) {
+    // A class described before (announced, or requested once) answers from its description,
+    // with no JVMTI call: a memory profiler asks for the class of every object of a dump.
+    if let Ok(d) = Described::kept(&jni, ids::to_tag(id), obj) {
         let mut ev = d.event(env, id);
         events::send_requested(&mut ev);
         jni.delete_local_ref(obj);
