@@ -140,9 +140,18 @@ fn main() {
         jvmpi_shim::bci::set_shortcuts(false);
         let (reference, ..) = rewrite_all(&list, mode);
         jvmpi_shim::bci::set_shortcuts(true);
-        let differ: Vec<&str> =
-            list.iter().zip(outs.iter().zip(&reference)).filter(|(_, (a, b))| a != b).map(|((n, _), _)| n.as_str()).collect();
-        println!("without shortcuts: {} of {} outputs differ {:?}", differ.len(), list.len(), &differ[..differ.len().min(10)]);
+        let differ: Vec<&str> = list
+            .iter()
+            .zip(outs.iter().zip(&reference))
+            .filter(|(_, (a, b))| a != b)
+            .map(|((n, _), _)| n.as_str())
+            .collect();
+        println!(
+            "without shortcuts: {} of {} outputs differ {:?}",
+            differ.len(),
+            list.len(),
+            &differ[..differ.len().min(10)]
+        );
         if !differ.is_empty() {
             std::process::exit(1);
         }

@@ -84,7 +84,8 @@ pub use vm::bci;
 // The one-hop index: every room by its own name.
 pub(crate) use face::{events, ids, table};
 pub(crate) use rooms::{
-    alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader, methods, monitors, natives, objects, options, report, reset, threads,
+    alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader,
+    methods, monitors, natives, objects, options, report, reset, threads,
 };
 pub(crate) use vm::{idhash, jvm, logger, rewrites, safemem};
 

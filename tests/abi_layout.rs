@@ -43,11 +43,7 @@ fn cxx_compiler() -> String {
 /// checks with a warning (a C++ compiler that runs but rejects the header still fails).
 fn cxx_available() -> bool {
     let cxx = cxx_compiler();
-    let ok = Command::new(&cxx)
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
+    let ok = Command::new(&cxx).arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
     if !ok {
         eprintln!("warning: C++ compiler `{cxx}` not available; skipping the C++ checks");
     }
@@ -67,11 +63,8 @@ fn jdk_include() -> &'static Path {
             }
             tried.push(inc);
         }
-        let javac = env::var_os("PATH").and_then(|path| {
-            env::split_paths(&path)
-                .map(|d| d.join("javac"))
-                .find(|p| p.is_file())
-        });
+        let javac =
+            env::var_os("PATH").and_then(|path| env::split_paths(&path).map(|d| d.join("javac")).find(|p| p.is_file()));
         if let Some(javac) = javac {
             let real = fs::canonicalize(&javac).unwrap_or(javac);
             if let Some(home) = real.parent().and_then(Path::parent) {
@@ -100,9 +93,7 @@ fn include_args() -> Vec<String> {
 
 /// Runs a command, panicking with its output if it cannot be started or fails.
 fn run(cmd: &mut Command) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     if !out.status.success() {
         panic!(
             "{cmd:?} failed ({}):\n{}{}",
@@ -148,9 +139,7 @@ fn compare(expected: &[&str], actual: &[&str]) -> Vec<String> {
     for want in expected {
         match actual_by_key.get(key_of(want)) {
             None => problems.push(format!("missing:    {want}")),
-            Some(got) if got != want => {
-                problems.push(format!("expected:   {want}\n    actual: {got}"))
-            }
+            Some(got) if got != want => problems.push(format!("expected:   {want}\n    actual: {got}")),
             Some(_) => {}
         }
     }
@@ -163,22 +152,15 @@ fn compare(expected: &[&str], actual: &[&str]) -> Vec<String> {
 }
 
 fn assert_no_problems(what: &str, problems: &[String]) {
-    assert!(
-        problems.is_empty(),
-        "{what}: {} difference(s):\n  {}",
-        problems.len(),
-        problems.join("\n  ")
-    );
+    assert!(problems.is_empty(), "{what}: {} difference(s):\n  {}", problems.len(), problems.join("\n  "));
 }
 
 #[test]
 fn c_layout_matches_original() {
     let expected = read_expected("expected-offsets.txt");
     let expected: Vec<&str> = expected.lines().filter(|l| !l.trim().is_empty()).collect();
-    let actual: Vec<&str> = layout_output()
-        .lines()
-        .filter(|l| l.starts_with("sizeof ") || l.starts_with("offset "))
-        .collect();
+    let actual: Vec<&str> =
+        layout_output().lines().filter(|l| l.starts_with("sizeof ") || l.starts_with("offset ")).collect();
     assert!(expected.len() > 100, "expected-offsets.txt looks truncated");
     assert_no_problems("layout of shim/jvmpi.h", &compare(&expected, &actual));
 }
@@ -187,14 +169,8 @@ fn c_layout_matches_original() {
 fn c_constants_match_original() {
     let expected = read_expected("expected-constants.txt");
     let expected: Vec<&str> = expected.lines().filter(|l| !l.trim().is_empty()).collect();
-    let actual: Vec<&str> = layout_output()
-        .lines()
-        .filter_map(|l| l.strip_prefix("const "))
-        .collect();
-    assert!(
-        expected.len() > 80,
-        "expected-constants.txt looks truncated"
-    );
+    let actual: Vec<&str> = layout_output().lines().filter_map(|l| l.strip_prefix("const ")).collect();
+    assert!(expected.len() > 80, "expected-constants.txt looks truncated");
     assert_no_problems("constants of shim/jvmpi.h", &compare(&expected, &actual));
 }
 
@@ -237,18 +213,9 @@ fn header_does_not_declare_jvm_onload() {
         compilers.push((cxx_compiler(), "c++"));
     }
     for (compiler, lang) in compilers {
-        let pre = run(Command::new(compiler)
-            .args(["-E", "-P", "-x", lang])
-            .args(include_args())
-            .arg(&header));
-        assert!(
-            !pre.contains("JVM_OnLoad"),
-            "shim/jvmpi.h declares JVM_OnLoad when preprocessed as {lang}"
-        );
-        assert!(
-            pre.contains("JVMPI_Interface"),
-            "preprocessing as {lang} lost the header"
-        );
+        let pre = run(Command::new(compiler).args(["-E", "-P", "-x", lang]).args(include_args()).arg(&header));
+        assert!(!pre.contains("JVM_OnLoad"), "shim/jvmpi.h declares JVM_OnLoad when preprocessed as {lang}");
+        assert!(pre.contains("JVMPI_Interface"), "preprocessing as {lang} lost the header");
     }
 }
 
@@ -261,18 +228,12 @@ fn expected_files_match_shared_reference() {
         eprintln!("{} not found; skipping the comparison", reference.display());
         return;
     }
-    for (copy, original) in [
-        ("expected-offsets.txt", "jvmpi-abi-lp64-offsets.txt"),
-        ("expected-constants.txt", "jvmpi-constants.txt"),
-    ] {
+    for (copy, original) in
+        [("expected-offsets.txt", "jvmpi-abi-lp64-offsets.txt"), ("expected-constants.txt", "jvmpi-constants.txt")]
+    {
         let original = reference.join(original);
         if let Ok(text) = fs::read_to_string(&original) {
-            assert_eq!(
-                read_expected(copy),
-                text,
-                "tests/abi/{copy} differs from {}",
-                original.display()
-            );
+            assert_eq!(read_expected(copy), text, "tests/abi/{copy} differs from {}", original.display());
         }
     }
 }
@@ -315,8 +276,22 @@ fn rust_mirror_structs_match_c_layout() {
             fields!(concat!("JVMPI_Event.u.", stringify!($m)), u + offset_of!(EventData, $m), $t, [$($f),*]);
         };
     }
-    member!(class_load, ClassLoad, [class_name, source_name, num_interfaces, num_methods, methods,
-        num_static_fields, statics, num_instance_fields, instances, class_id]);
+    member!(
+        class_load,
+        ClassLoad,
+        [
+            class_name,
+            source_name,
+            num_interfaces,
+            num_methods,
+            methods,
+            num_static_fields,
+            statics,
+            num_instance_fields,
+            instances,
+            class_id
+        ]
+    );
     member!(class_unload, ClassUnload, [class_id]);
     member!(class_load_hook, ClassLoadHook, [class_data, class_data_len, new_class_data, new_class_data_len, malloc_f]);
     member!(obj_alloc, ObjAlloc, [arena_id, class_id, is_array, size, obj_id]);
@@ -330,13 +305,27 @@ fn rust_mirror_structs_match_c_layout() {
     member!(jni_globalref_free, JniGlobalrefFree, [ref_id]);
     member!(method, Method, [method_id]);
     member!(method_entry2, MethodEntry2, [method_id, obj_id]);
-    member!(compiled_method_load, CompiledMethodLoad, [method_id, code_addr, code_size, lineno_table_size, lineno_table]);
+    member!(
+        compiled_method_load,
+        CompiledMethodLoad,
+        [method_id, code_addr, code_size, lineno_table_size, lineno_table]
+    );
     member!(compiled_method_unload, CompiledMethodUnload, [method_id]);
     member!(instruction, Instruction, [method_id, offset]);
     let iu = u + offset_of!(EventData, instruction) + offset_of!(Instruction, u);
     fields!("JVMPI_Event.u.instruction.u.if_info", iu + offset_of!(InstructionInfo, if_info), IfInfo, [is_true]);
-    fields!("JVMPI_Event.u.instruction.u.tableswitch_info", iu + offset_of!(InstructionInfo, tableswitch_info), TableswitchInfo, [key, low, hi]);
-    fields!("JVMPI_Event.u.instruction.u.lookupswitch_info", iu + offset_of!(InstructionInfo, lookupswitch_info), LookupswitchInfo, [chosen_pair_index]);
+    fields!(
+        "JVMPI_Event.u.instruction.u.tableswitch_info",
+        iu + offset_of!(InstructionInfo, tableswitch_info),
+        TableswitchInfo,
+        [key, low, hi]
+    );
+    fields!(
+        "JVMPI_Event.u.instruction.u.lookupswitch_info",
+        iu + offset_of!(InstructionInfo, lookupswitch_info),
+        LookupswitchInfo,
+        [chosen_pair_index]
+    );
     member!(monitor_dump, MonitorDump, [begin, end, num_traces, traces, threads_status]);
     member!(raw_monitor, RawMonitorInfo, [name, id]);
     member!(monitor, Monitor, [object]);
@@ -344,12 +333,43 @@ fn rust_mirror_structs_match_c_layout() {
     member!(gc_info, GcInfo, [used_objects, used_object_space, total_object_space]);
     member!(object_dump, ObjectDump, [data_len, data]);
     sizeof!(JVMPI_Interface);
-    fields!("JVMPI_Interface", 0, JVMPI_Interface, [version, NotifyEvent, EnableEvent, DisableEvent, RequestEvent,
-        GetCallTrace, ProfilerExit, RawMonitorCreate, RawMonitorEnter, RawMonitorExit, RawMonitorWait,
-        RawMonitorNotifyAll, RawMonitorDestroy, GetCurrentThreadCpuTime, SuspendThread, ResumeThread,
-        GetThreadStatus, ThreadHasRun, CreateSystemThread, SetThreadLocalStorage, GetThreadLocalStorage, DisableGC,
-        EnableGC, RunGC, GetThreadObject, GetMethodClass, jobjectID2jobject, jobject2jobjectID, SuspendThreadList,
-        ResumeThreadList]);
+    fields!(
+        "JVMPI_Interface",
+        0,
+        JVMPI_Interface,
+        [
+            version,
+            NotifyEvent,
+            EnableEvent,
+            DisableEvent,
+            RequestEvent,
+            GetCallTrace,
+            ProfilerExit,
+            RawMonitorCreate,
+            RawMonitorEnter,
+            RawMonitorExit,
+            RawMonitorWait,
+            RawMonitorNotifyAll,
+            RawMonitorDestroy,
+            GetCurrentThreadCpuTime,
+            SuspendThread,
+            ResumeThread,
+            GetThreadStatus,
+            ThreadHasRun,
+            CreateSystemThread,
+            SetThreadLocalStorage,
+            GetThreadLocalStorage,
+            DisableGC,
+            EnableGC,
+            RunGC,
+            GetThreadObject,
+            GetMethodClass,
+            jobjectID2jobject,
+            jobject2jobjectID,
+            SuspendThreadList,
+            ResumeThreadList
+        ]
+    );
 
     let expected = read_expected("expected-offsets.txt");
     let expected: Vec<&str> = expected.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -365,40 +385,62 @@ fn rust_mirror_structs_match_c_layout() {
         })
         .collect();
     let actual_refs: Vec<&str> = actual.iter().map(String::as_str).collect();
-    let problems: Vec<String> = compare(&expected, &actual_refs).into_iter().filter(|p| !p.starts_with("extra")).collect();
+    let problems: Vec<String> =
+        compare(&expected, &actual_refs).into_iter().filter(|p| !p.starts_with("extra")).collect();
     assert!(problems.is_empty(), "src/face/abi.rs differs from the original layout:\n{}", problems.join("\n"));
 
     let constants = read_expected("expected-constants.txt");
     let rust: BTreeMap<&str, i64> = [
-        ("JVMPI_VERSION_1", JVMPI_VERSION_1 as i64), ("JVMPI_VERSION_1_1", JVMPI_VERSION_1_1 as i64),
-        ("JVMPI_VERSION_1_2", JVMPI_VERSION_1_2 as i64), ("JVMPI_SUCCESS", JVMPI_SUCCESS as i64),
-        ("JVMPI_NOT_AVAILABLE", JVMPI_NOT_AVAILABLE as i64), ("JVMPI_FAIL", JVMPI_FAIL as i64),
-        ("JVMPI_REQUESTED_EVENT", JVMPI_REQUESTED_EVENT as i64), ("JVMPI_THREAD_RUNNABLE", JVMPI_THREAD_RUNNABLE as i64),
+        ("JVMPI_VERSION_1", JVMPI_VERSION_1 as i64),
+        ("JVMPI_VERSION_1_1", JVMPI_VERSION_1_1 as i64),
+        ("JVMPI_VERSION_1_2", JVMPI_VERSION_1_2 as i64),
+        ("JVMPI_SUCCESS", JVMPI_SUCCESS as i64),
+        ("JVMPI_NOT_AVAILABLE", JVMPI_NOT_AVAILABLE as i64),
+        ("JVMPI_FAIL", JVMPI_FAIL as i64),
+        ("JVMPI_REQUESTED_EVENT", JVMPI_REQUESTED_EVENT as i64),
+        ("JVMPI_THREAD_RUNNABLE", JVMPI_THREAD_RUNNABLE as i64),
         ("JVMPI_THREAD_MONITOR_WAIT", JVMPI_THREAD_MONITOR_WAIT as i64),
         ("JVMPI_THREAD_CONDVAR_WAIT", JVMPI_THREAD_CONDVAR_WAIT as i64),
-        ("JVMPI_THREAD_SUSPENDED", JVMPI_THREAD_SUSPENDED as i64), ("JVMPI_THREAD_INTERRUPTED", JVMPI_THREAD_INTERRUPTED as i64),
-        ("JVMPI_MINIMUM_PRIORITY", JVMPI_MINIMUM_PRIORITY as i64), ("JVMPI_NORMAL_PRIORITY", JVMPI_NORMAL_PRIORITY as i64),
-        ("JVMPI_MAXIMUM_PRIORITY", JVMPI_MAXIMUM_PRIORITY as i64), ("JVMPI_NORMAL_OBJECT", JVMPI_NORMAL_OBJECT as i64),
-        ("JVMPI_CLASS", JVMPI_CLASS as i64), ("JVMPI_BOOLEAN", JVMPI_BOOLEAN as i64), ("JVMPI_CHAR", JVMPI_CHAR as i64),
-        ("JVMPI_FLOAT", JVMPI_FLOAT as i64), ("JVMPI_DOUBLE", JVMPI_DOUBLE as i64), ("JVMPI_BYTE", JVMPI_BYTE as i64),
-        ("JVMPI_SHORT", JVMPI_SHORT as i64), ("JVMPI_INT", JVMPI_INT as i64), ("JVMPI_LONG", JVMPI_LONG as i64),
-        ("JVMPI_EVENT_METHOD_ENTRY", JVMPI_EVENT_METHOD_ENTRY as i64), ("JVMPI_EVENT_METHOD_ENTRY2", JVMPI_EVENT_METHOD_ENTRY2 as i64),
-        ("JVMPI_EVENT_METHOD_EXIT", JVMPI_EVENT_METHOD_EXIT as i64), ("JVMPI_EVENT_OBJECT_ALLOC", JVMPI_EVENT_OBJECT_ALLOC as i64),
-        ("JVMPI_EVENT_OBJECT_FREE", JVMPI_EVENT_OBJECT_FREE as i64), ("JVMPI_EVENT_OBJECT_MOVE", JVMPI_EVENT_OBJECT_MOVE as i64),
+        ("JVMPI_THREAD_SUSPENDED", JVMPI_THREAD_SUSPENDED as i64),
+        ("JVMPI_THREAD_INTERRUPTED", JVMPI_THREAD_INTERRUPTED as i64),
+        ("JVMPI_MINIMUM_PRIORITY", JVMPI_MINIMUM_PRIORITY as i64),
+        ("JVMPI_NORMAL_PRIORITY", JVMPI_NORMAL_PRIORITY as i64),
+        ("JVMPI_MAXIMUM_PRIORITY", JVMPI_MAXIMUM_PRIORITY as i64),
+        ("JVMPI_NORMAL_OBJECT", JVMPI_NORMAL_OBJECT as i64),
+        ("JVMPI_CLASS", JVMPI_CLASS as i64),
+        ("JVMPI_BOOLEAN", JVMPI_BOOLEAN as i64),
+        ("JVMPI_CHAR", JVMPI_CHAR as i64),
+        ("JVMPI_FLOAT", JVMPI_FLOAT as i64),
+        ("JVMPI_DOUBLE", JVMPI_DOUBLE as i64),
+        ("JVMPI_BYTE", JVMPI_BYTE as i64),
+        ("JVMPI_SHORT", JVMPI_SHORT as i64),
+        ("JVMPI_INT", JVMPI_INT as i64),
+        ("JVMPI_LONG", JVMPI_LONG as i64),
+        ("JVMPI_EVENT_METHOD_ENTRY", JVMPI_EVENT_METHOD_ENTRY as i64),
+        ("JVMPI_EVENT_METHOD_ENTRY2", JVMPI_EVENT_METHOD_ENTRY2 as i64),
+        ("JVMPI_EVENT_METHOD_EXIT", JVMPI_EVENT_METHOD_EXIT as i64),
+        ("JVMPI_EVENT_OBJECT_ALLOC", JVMPI_EVENT_OBJECT_ALLOC as i64),
+        ("JVMPI_EVENT_OBJECT_FREE", JVMPI_EVENT_OBJECT_FREE as i64),
+        ("JVMPI_EVENT_OBJECT_MOVE", JVMPI_EVENT_OBJECT_MOVE as i64),
         ("JVMPI_EVENT_COMPILED_METHOD_LOAD", JVMPI_EVENT_COMPILED_METHOD_LOAD as i64),
         ("JVMPI_EVENT_COMPILED_METHOD_UNLOAD", JVMPI_EVENT_COMPILED_METHOD_UNLOAD as i64),
         ("JVMPI_EVENT_INSTRUCTION_START", JVMPI_EVENT_INSTRUCTION_START as i64),
-        ("JVMPI_EVENT_THREAD_START", JVMPI_EVENT_THREAD_START as i64), ("JVMPI_EVENT_THREAD_END", JVMPI_EVENT_THREAD_END as i64),
-        ("JVMPI_EVENT_CLASS_LOAD_HOOK", JVMPI_EVENT_CLASS_LOAD_HOOK as i64), ("JVMPI_EVENT_HEAP_DUMP", JVMPI_EVENT_HEAP_DUMP as i64),
+        ("JVMPI_EVENT_THREAD_START", JVMPI_EVENT_THREAD_START as i64),
+        ("JVMPI_EVENT_THREAD_END", JVMPI_EVENT_THREAD_END as i64),
+        ("JVMPI_EVENT_CLASS_LOAD_HOOK", JVMPI_EVENT_CLASS_LOAD_HOOK as i64),
+        ("JVMPI_EVENT_HEAP_DUMP", JVMPI_EVENT_HEAP_DUMP as i64),
         ("JVMPI_EVENT_JNI_GLOBALREF_ALLOC", JVMPI_EVENT_JNI_GLOBALREF_ALLOC as i64),
         ("JVMPI_EVENT_JNI_GLOBALREF_FREE", JVMPI_EVENT_JNI_GLOBALREF_FREE as i64),
         ("JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC", JVMPI_EVENT_JNI_WEAK_GLOBALREF_ALLOC as i64),
         ("JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE", JVMPI_EVENT_JNI_WEAK_GLOBALREF_FREE as i64),
-        ("JVMPI_EVENT_CLASS_LOAD", JVMPI_EVENT_CLASS_LOAD as i64), ("JVMPI_EVENT_CLASS_UNLOAD", JVMPI_EVENT_CLASS_UNLOAD as i64),
+        ("JVMPI_EVENT_CLASS_LOAD", JVMPI_EVENT_CLASS_LOAD as i64),
+        ("JVMPI_EVENT_CLASS_UNLOAD", JVMPI_EVENT_CLASS_UNLOAD as i64),
         ("JVMPI_EVENT_DATA_DUMP_REQUEST", JVMPI_EVENT_DATA_DUMP_REQUEST as i64),
         ("JVMPI_EVENT_DATA_RESET_REQUEST", JVMPI_EVENT_DATA_RESET_REQUEST as i64),
-        ("JVMPI_EVENT_JVM_INIT_DONE", JVMPI_EVENT_JVM_INIT_DONE as i64), ("JVMPI_EVENT_JVM_SHUT_DOWN", JVMPI_EVENT_JVM_SHUT_DOWN as i64),
-        ("JVMPI_EVENT_ARENA_NEW", JVMPI_EVENT_ARENA_NEW as i64), ("JVMPI_EVENT_ARENA_DELETE", JVMPI_EVENT_ARENA_DELETE as i64),
+        ("JVMPI_EVENT_JVM_INIT_DONE", JVMPI_EVENT_JVM_INIT_DONE as i64),
+        ("JVMPI_EVENT_JVM_SHUT_DOWN", JVMPI_EVENT_JVM_SHUT_DOWN as i64),
+        ("JVMPI_EVENT_ARENA_NEW", JVMPI_EVENT_ARENA_NEW as i64),
+        ("JVMPI_EVENT_ARENA_DELETE", JVMPI_EVENT_ARENA_DELETE as i64),
         ("JVMPI_EVENT_OBJECT_DUMP", JVMPI_EVENT_OBJECT_DUMP as i64),
         ("JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER", JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTER as i64),
         ("JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTERED", JVMPI_EVENT_RAW_MONITOR_CONTENDED_ENTERED as i64),
@@ -406,9 +448,12 @@ fn rust_mirror_structs_match_c_layout() {
         ("JVMPI_EVENT_MONITOR_CONTENDED_ENTER", JVMPI_EVENT_MONITOR_CONTENDED_ENTER as i64),
         ("JVMPI_EVENT_MONITOR_CONTENDED_ENTERED", JVMPI_EVENT_MONITOR_CONTENDED_ENTERED as i64),
         ("JVMPI_EVENT_MONITOR_CONTENDED_EXIT", JVMPI_EVENT_MONITOR_CONTENDED_EXIT as i64),
-        ("JVMPI_EVENT_MONITOR_WAIT", JVMPI_EVENT_MONITOR_WAIT as i64), ("JVMPI_EVENT_MONITOR_WAITED", JVMPI_EVENT_MONITOR_WAITED as i64),
-        ("JVMPI_EVENT_MONITOR_DUMP", JVMPI_EVENT_MONITOR_DUMP as i64), ("JVMPI_EVENT_GC_START", JVMPI_EVENT_GC_START as i64),
-        ("JVMPI_EVENT_GC_FINISH", JVMPI_EVENT_GC_FINISH as i64), ("JVMPI_MAX_EVENT_TYPE_VAL", JVMPI_MAX_EVENT_TYPE_VAL as i64),
+        ("JVMPI_EVENT_MONITOR_WAIT", JVMPI_EVENT_MONITOR_WAIT as i64),
+        ("JVMPI_EVENT_MONITOR_WAITED", JVMPI_EVENT_MONITOR_WAITED as i64),
+        ("JVMPI_EVENT_MONITOR_DUMP", JVMPI_EVENT_MONITOR_DUMP as i64),
+        ("JVMPI_EVENT_GC_START", JVMPI_EVENT_GC_START as i64),
+        ("JVMPI_EVENT_GC_FINISH", JVMPI_EVENT_GC_FINISH as i64),
+        ("JVMPI_MAX_EVENT_TYPE_VAL", JVMPI_MAX_EVENT_TYPE_VAL as i64),
     ]
     .into_iter()
     .collect();

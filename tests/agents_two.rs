@@ -70,7 +70,10 @@ fn clean(r: &Run, log_b: &str) {
     r.assert_ok();
     // JDK 24+ warns about Probe's System.load (a restricted method); nothing else may be said.
     let native_access = |l: &&str| {
-        l.starts_with("WARNING:") && ["restricted method", "System::load", "enable-native-access", "Restricted methods"].iter().any(|w| l.contains(w))
+        l.starts_with("WARNING:")
+            && ["restricted method", "System::load", "enable-native-access", "Restricted methods"]
+                .iter()
+                .any(|w| l.contains(w))
     };
     let said: Vec<&str> = r.significant_stderr().into_iter().filter(|l| !native_access(l)).collect();
     assert!(said.is_empty(), "stderr: {said:#?}\n{}", r.describe());
@@ -108,7 +111,10 @@ fn two_agents_independent_streams() {
             lines_with(b, "OBJECT_ALLOC").iter().all(|l| l.ends_with("req=1")),
             "second agent got an OBJECT_ALLOC it did not request:\n{b}"
         );
-        assert!(lines_with(a, "OBJECT_ALLOC").iter().all(|l| l.ends_with("req=0")), "a requested event reached the first agent:\n{a}");
+        assert!(
+            lines_with(a, "OBJECT_ALLOC").iter().all(|l| l.ends_with("req=0")),
+            "a requested event reached the first agent:\n{a}"
+        );
 
         // The first agent: every class once, every Circle allocation.
         assert_eq!(lines_with(a, "CLASS_LOAD name=Circle ").len(), 1, "{a}");
@@ -116,7 +122,11 @@ fn two_agents_independent_streams() {
         // The second agent: both workers start and end once, at least one GC bracket.
         for w in ["worker-1", "worker-2"] {
             assert_eq!(lines_with(b, &format!("THREAD_START name={w} ")).len(), 1, "{w}\n{b}");
-            assert_eq!(lines_with(b, "THREAD_END env=").iter().filter(|l| l.ends_with(&format!("name={w}"))).count(), 1, "{w}\n{b}");
+            assert_eq!(
+                lines_with(b, "THREAD_END env=").iter().filter(|l| l.ends_with(&format!("name={w}"))).count(),
+                1,
+                "{w}\n{b}"
+            );
         }
         let (gs, gf) = (lines_with(b, "GC_START").len(), lines_with(b, "GC_FINISH").len());
         assert!(gs >= 1 && gs == gf, "GC brackets {gs}/{gf}\n{b}");
@@ -151,7 +161,12 @@ fn two_agents_independent_streams() {
 #[test]
 fn late_enable_gets_own_catch_up() {
     for_each_jdk(|jdk| {
-        let (r, b) = two(jdk, "enable=shutdown+class_load+thread_start", "enable=init+shutdown,enable-late=class_load+thread_start", "Basic");
+        let (r, b) = two(
+            jdk,
+            "enable=shutdown+class_load+thread_start",
+            "enable=init+shutdown,enable-late=class_load+thread_start",
+            "Basic",
+        );
         clean(&r, &b);
         let a = r.log.as_str();
         assert_eq!(lines_with(&b, "ENABLE class_load rc=0").len(), 1, "{b}");
@@ -169,7 +184,12 @@ fn late_enable_gets_own_catch_up() {
         let object_at = b_lines.iter().position(|l| l.starts_with("CLASS_LOAD name=java.lang.Object ")).unwrap();
         assert!(object_at < enabled_at, "java.lang.Object was not announced by the catch-up\n{b}");
         let classes = |log: &str| lines_with(log, "CLASS_LOAD").len();
-        assert!(classes(&b) * 10 >= classes(a) * 9, "the late agent heard of {} classes, the other {}", classes(&b), classes(a));
+        assert!(
+            classes(&b) * 10 >= classes(a) * 9,
+            "the late agent heard of {} classes, the other {}",
+            classes(&b),
+            classes(a)
+        );
     });
 }
 
@@ -207,7 +227,8 @@ fn refusals() {
             ],
         );
         assert_ne!(same.code, Some(0), "{}", same.describe());
-        let err: Vec<_> = same.stderr.lines().chain(same.stdout.lines()).filter(|l| l.starts_with("jvmpi-shim: error:")).collect();
+        let err: Vec<_> =
+            same.stderr.lines().chain(same.stdout.lines()).filter(|l| l.starts_with("jvmpi-shim: error:")).collect();
         assert_eq!(err.len(), 1, "{}", same.describe());
         assert!(err[0].contains("loaded already") && err[0].contains("copy"), "{}", err[0]);
 
@@ -223,7 +244,12 @@ fn refusals() {
             ],
         );
         assert_ne!(report.code, Some(0), "{}", report.describe());
-        let err: Vec<_> = report.stderr.lines().chain(report.stdout.lines()).filter(|l| l.starts_with("jvmpi-shim: error:")).collect();
+        let err: Vec<_> = report
+            .stderr
+            .lines()
+            .chain(report.stdout.lines())
+            .filter(|l| l.starts_with("jvmpi-shim: error:"))
+            .collect();
         assert_eq!(err.len(), 1, "{}", report.describe());
         assert!(err[0].contains("first"), "{}", err[0]);
     });

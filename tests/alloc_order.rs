@@ -45,7 +45,11 @@ fn allocs(r: &Run) -> Vec<Alloc> {
 /// (allocs, ctor_ok, late, left, frees) of a SUMMARY line.
 fn summary(r: &Run, class: &str) -> [i64; 5] {
     let prefix = format!("SUMMARY class={class} ");
-    let l = r.log_lines.iter().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no {prefix:?}\n{}", r.describe()));
+    let l = r
+        .log_lines
+        .iter()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?}\n{}", r.describe()));
     let f = |k: &str| l.split(&format!(" {k}=")).nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     [f("allocs"), f("ctor_ok"), f("late"), f("left"), f("frees")]
 }
@@ -94,11 +98,19 @@ fn object_alloc_comes_before_the_constructor_and_is_charged_to_the_allocating_me
         for (class, method, tag, n) in &expected {
             let found = all
                 .iter()
-                .filter(|a| a.class == *class && a.charge == *method && a.trace == *method && tag.is_none_or(|t| a.line == site(t)))
+                .filter(|a| {
+                    a.class == *class
+                        && a.charge == *method
+                        && a.trace == *method
+                        && tag.is_none_or(|t| a.line == site(t))
+                })
                 .count();
             if found != *n {
-                let seen: std::collections::BTreeSet<String> =
-                    all.iter().filter(|a| a.class == *class).map(|a| format!("{} / {}:{}", a.charge, a.trace, a.line)).collect();
+                let seen: std::collections::BTreeSet<String> = all
+                    .iter()
+                    .filter(|a| a.class == *class)
+                    .map(|a| format!("{} / {}:{}", a.charge, a.trace, a.line))
+                    .collect();
                 problems.push(format!(
                     "{class}: {found} allocations charged to {method} with it on top of the trace (line {:?}), expected {n}; \
                      seen (charge / trace top): {seen:#?}",
@@ -118,19 +130,24 @@ fn object_alloc_comes_before_the_constructor_and_is_charged_to_the_allocating_me
                 break;
             }
         }
-        let ctor = all.iter().filter(|a| a.trace == "java.lang.Object.<init>" || a.charge == "java.lang.Object.<init>").count();
+        let ctor = all
+            .iter()
+            .filter(|a| a.trace == "java.lang.Object.<init>" || a.charge == "java.lang.Object.<init>")
+            .count();
         if ctor > 0 {
             problems.push(format!("{ctor} allocations charged to, or traced at, java.lang.Object.<init>"));
         }
         // Every constructor of a watched class entered after its allocation was announced.
-        let mut constructed = vec!["AoNode", "AoPair", "AoOuter", "AoThrower", "AoRefl", "AoFinal", "AoJniA", "AoJniV", "AoJniAlloc"];
+        let mut constructed =
+            vec!["AoNode", "AoPair", "AoOuter", "AoThrower", "AoRefl", "AoFinal", "AoJniA", "AoJniV", "AoJniAlloc"];
         if jni {
             constructed.extend(["AoJni", "AoJniThrow"]);
         }
         for class in constructed {
             let [a, ok, late, _, _] = summary(&r, class);
             if late != 0 || ok != a || a == 0 {
-                problems.push(format!("{class}: {a} OBJECT_ALLOC, {ok} constructors entered after theirs, {late} before"));
+                problems
+                    .push(format!("{class}: {a} OBJECT_ALLOC, {ok} constructors entered after theirs, {late} before"));
             }
         }
         // Objects whose construction threw are garbage: OBJECT_FREE (by the last GC bracket).
@@ -149,7 +166,10 @@ fn object_alloc_comes_before_the_constructor_and_is_charged_to_the_allocating_me
         }
         let sampled = format!("SAMPLED top=AllocOrder.allocNodes:{}", site("nodes"));
         if !r.log_lines.contains(&sampled) {
-            problems.push(format!("another thread's trace while the handler ran: want {sampled:?}, got {:?}", r.lines_with("SAMPLED")));
+            problems.push(format!(
+                "another thread's trace while the handler ran: want {sampled:?}, got {:?}",
+                r.lines_with("SAMPLED")
+            ));
         }
         assert!(problems.is_empty(), "JDK {}:\n{}\n{}", jdk.feature, problems.join("\n"), r.describe());
     });

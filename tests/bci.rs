@@ -20,7 +20,8 @@ mod harness;
 use harness::*;
 
 use jvmpi_shim::bci::{
-    instrument_allocations, shape_class, shape_class_name, tracker_class, tracker_class_counting, AllocHooks, ClassEditor, Instruction,
+    instrument_allocations, shape_class, shape_class_name, tracker_class, tracker_class_counting, AllocHooks,
+    ClassEditor, Instruction,
 };
 use ristretto_classfile::attributes::Attribute;
 use ristretto_classfile::{Version, JAVA_1_4, JAVA_5};
@@ -40,7 +41,11 @@ const EXPECTED_FAILURES: &[(&str, &str)] = &[];
 
 fn unique_dir(tag: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let d = target_dir().join("bci-tmp").join(format!("{tag}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let d = target_dir().join("bci-tmp").join(format!(
+        "{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = fs::remove_dir_all(&d);
     fs::create_dir_all(&d).expect("create temp dir");
     d
@@ -73,14 +78,20 @@ fn check_hooked(class: &[u8], tracker: &str) -> Result<usize, String> {
         for (k, i) in code.iter().enumerate() {
             if is_alloc(i) {
                 sites += 1;
-                let Some(hook) = array_hook else { return Err("no newArray method reference in the constant pool".into()) };
-                if code.get(k + 1) != Some(&Instruction::Dup) || code.get(k + 2) != Some(&Instruction::Invokestatic(hook)) {
+                let Some(hook) = array_hook else {
+                    return Err("no newArray method reference in the constant pool".into());
+                };
+                if code.get(k + 1) != Some(&Instruction::Dup)
+                    || code.get(k + 2) != Some(&Instruction::Invokestatic(hook))
+                {
                     return Err(format!("method #{m}: allocation at {k} is not hooked"));
                 }
             }
             if let (Instruction::New(c), true) = (i, ldc_class) {
                 sites += 1;
-                let Some(hook) = new_hook else { return Err("no newObject method reference in the constant pool".into()) };
+                let Some(hook) = new_hook else {
+                    return Err("no newObject method reference in the constant pool".into());
+                };
                 let ldc_ok = match code.get(k + 1) {
                     Some(Instruction::Ldc(x)) => u16::from(*x) == *c,
                     Some(Instruction::Ldc_w(x)) => x == c,
@@ -111,7 +122,8 @@ fn rewritten_program_behaves_and_counts_arrays() {
             continue;
         }
         let bytes = fs::read(e.path()).unwrap();
-        let new = instrument_allocations(&bytes, &AllocHooks { tracker: COUNTING }).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let new =
+            instrument_allocations(&bytes, &AllocHooks { tracker: COUNTING }).unwrap_or_else(|e| panic!("{name}: {e}"));
         if let Some(new) = &new {
             sites += check_hooked(new, COUNTING).unwrap_or_else(|e| panic!("{name}: {e}"));
             rewritten += 1;
@@ -122,7 +134,10 @@ fn rewritten_program_behaves_and_counts_arrays() {
     fs::write(out.join("CountingTracker.class"), tracker_class_counting(COUNTING)).unwrap();
     for_each_jdk(|jdk| {
         let run = |cp: &Path| {
-            let r = run_raw(jdk, &["-Xverify:all".into(), "-cp".into(), cp.display().to_string(), "bci.AllocProgram".into()]);
+            let r = run_raw(
+                jdk,
+                &["-Xverify:all".into(), "-cp".into(), cp.display().to_string(), "bci.AllocProgram".into()],
+            );
             r.assert_ok();
             r
         };
@@ -327,7 +342,10 @@ fn round_trip(jdk: &Jdk) {
     );
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     assert!(rewritten > 1000, "only {rewritten} classes rewritten");
-    assert!(outcomes.iter().zip(&records).any(|(o, r)| r.name == "java/lang/Object" && matches!(o.result, Ok(Some(_)))));
+    assert!(outcomes
+        .iter()
+        .zip(&records)
+        .any(|(o, r)| r.name == "java/lang/Object" && matches!(o.result, Ok(Some(_)))));
 
     // Link every rewritten class outside java.* under -Xverify:all.
     let mut blob = Vec::new();
@@ -383,7 +401,11 @@ fn round_trip(jdk: &Jdk) {
     );
     let t_java = t2.elapsed();
     r.assert_ok();
-    let summary = r.stdout_lines_with("summary ").first().map(|s| s.to_string()).unwrap_or_else(|| panic!("no summary\n{}", r.describe()));
+    let summary = r
+        .stdout_lines_with("summary ")
+        .first()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| panic!("no summary\n{}", r.describe()));
     let field = |k: &str| -> usize {
         summary
             .split_whitespace()
@@ -455,12 +477,26 @@ fn shortcuts_change_nothing_on(jdk: &Jdk) {
         (
             "methods",
             false,
-            Some(MethodHooks { tracker: "JvmpiShimMethods", also_skip: TRACKER, entry: true, receiver: false, exit: true, instructions: false }),
+            Some(MethodHooks {
+                tracker: "JvmpiShimMethods",
+                also_skip: TRACKER,
+                entry: true,
+                receiver: false,
+                exit: true,
+                instructions: false,
+            }),
         ),
         (
             "everything",
             true,
-            Some(MethodHooks { tracker: "JvmpiShimMethods", also_skip: TRACKER, entry: true, receiver: true, exit: true, instructions: true }),
+            Some(MethodHooks {
+                tracker: "JvmpiShimMethods",
+                also_skip: TRACKER,
+                entry: true,
+                receiver: true,
+                exit: true,
+                instructions: true,
+            }),
         ),
     ];
     // Class files older than version 50 (no stack maps, the JVM's old verifier; below 49 no
@@ -513,10 +549,22 @@ fn shortcuts_change_nothing_on(jdk: &Jdk) {
     .flatten()
     .collect();
     let downgrades = downgrades.into_inner();
-    eprintln!("jdk {}: {} classes compared in 3 plans, and {downgrades} of them as older class files", jdk.feature, records.len());
-    assert!(old_versions.is_empty() || downgrades > records.len(), "only {downgrades} classes could be made older class files");
+    eprintln!(
+        "jdk {}: {} classes compared in 3 plans, and {downgrades} of them as older class files",
+        jdk.feature,
+        records.len()
+    );
+    assert!(
+        old_versions.is_empty() || downgrades > records.len(),
+        "only {downgrades} classes could be made older class files"
+    );
     assert!(records.len() > 10_000, "only {} classes", records.len());
-    assert!(differences.is_empty(), "{} outputs differ without the shortcuts: {:?}", differences.len(), &differences[..differences.len().min(20)]);
+    assert!(
+        differences.is_empty(),
+        "{} outputs differ without the shortcuts: {:?}",
+        differences.len(),
+        &differences[..differences.len().min(20)]
+    );
 }
 
 /// `class` as a class file of version `version` (49: Java 5, 48: Java 1.4): the same class, its
@@ -611,12 +659,19 @@ fn patched_jdk(jdk: &Jdk) {
     let t2 = Instant::now();
     let r = run_raw_timeout(
         jdk,
-        &[format!("@{}", argfile.display()), "-cp".into(), classes().display().to_string(), "bci.BootCheck".into(), listfile.display().to_string()],
+        &[
+            format!("@{}", argfile.display()),
+            "-cp".into(),
+            classes().display().to_string(),
+            "bci.BootCheck".into(),
+            listfile.display().to_string(),
+        ],
         Duration::from_secs(240),
     );
     let t_java = t2.elapsed();
     r.assert_ok();
-    let summary = r.stdout_lines_with("summary ").first().map(|s| s.to_string()).unwrap_or_else(|| panic!("{}", r.describe()));
+    let summary =
+        r.stdout_lines_with("summary ").first().map(|s| s.to_string()).unwrap_or_else(|| panic!("{}", r.describe()));
     eprintln!(
         "JDK {}: {} classes of {} modules patched (instrumentation {:.1?}); JVM {:.1?}: {summary}",
         jdk.feature,

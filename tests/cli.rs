@@ -109,7 +109,13 @@ fn scratch(name: &str) -> PathBuf {
 fn help_on_every_subcommand() {
     cli(&["--help"]).code(0).out_has("run").out_has("attach").out_has("ctl").out_has("check").out_has("Exit codes");
     cli(&["--version"]).code(0).out_has("jvmpi-shim");
-    cli(&["run", "--help"]).code(0).out_has("--agent").out_has("--report").out_has("--trace").out_has("--log").out_has("--dry-run");
+    cli(&["run", "--help"])
+        .code(0)
+        .out_has("--agent")
+        .out_has("--report")
+        .out_has("--trace")
+        .out_has("--log")
+        .out_has("--dry-run");
     cli(&["attach", "--help"]).code(0).out_has("<PID>").out_has("JVMTI.agent_load");
     cli(&["ctl", "--help"]).code(0).out_has("dump").out_has("reset").out_has("report");
     cli(&["check", "--help"]).code(0).out_has("--json");
@@ -230,7 +236,10 @@ fn check_an_agent_that_needs_what_modern_jdks_removed() {
         .out_has("needs library:   libhpi.so (NOT FOUND)")
         .out_has("verdict: will not work")
         .out_has("the Host Porting Interface of JDK 1.2-6");
-    check(&dir.join("libold_hpi.so"), true).code(1).out_has("{\"name\":\"libhpi.so\",\"path\":null}").out_has("\"status\":\"hpi\"");
+    check(&dir.join("libold_hpi.so"), true)
+        .code(1)
+        .out_has("{\"name\":\"libhpi.so\",\"path\":null}")
+        .out_has("\"status\":\"hpi\"");
 }
 
 // ---- run -------------------------------------------------------------------------------------
@@ -258,12 +267,17 @@ fn run_passes_the_exit_code_through() {
         // `--java <java> -- <program args>`
         let log2 = fresh_log_path(&format!("cli-run2-jdk{}", jdk.feature));
         let agent2 = format!("{rec}:log={}", log2.display());
-        cli(&["run", "--log", "warn", "--agent", &agent2, "--java", &java, "--", "-cp", &classes, "Hello"]).code(0).out_has("hello");
+        cli(&["run", "--log", "warn", "--agent", &agent2, "--java", &java, "--", "-cp", &classes, "Hello"])
+            .code(0)
+            .out_has("hello");
         assert!(std::fs::read_to_string(&log2).unwrap_or_default().contains("ONLOAD"));
 
         // java from JAVA_HOME.
         let home = s(&home_of(jdk));
-        let d = cli_env(&["run", "--dry-run", "--agent", "hprof:x", "--", "-cp", "app", "Main"], &[("JAVA_HOME", Some(&home))]);
+        let d = cli_env(
+            &["run", "--dry-run", "--agent", "hprof:x", "--", "-cp", "app", "Main"],
+            &[("JAVA_HOME", Some(&home))],
+        );
         d.code(0).out_has(&format!("{home}/bin/java -agentpath:{}=agent=hprof:x -cp app Main", shim_path()));
     });
 }
@@ -274,19 +288,38 @@ fn run_builds_the_agentpath() {
     let shim = shim_path();
     let java = system_java();
     let r = cli(&[
-        "run", "--dry-run", "--log", "info", "--report", "out.txt", "--trace", "-", "--agent",
-        &format!("{rec}:heap=sites,depth=4:x=y"), "--", &java, "-Xmx64m", "-cp", "app", "Main", "a b",
+        "run",
+        "--dry-run",
+        "--log",
+        "info",
+        "--report",
+        "out.txt",
+        "--trace",
+        "-",
+        "--agent",
+        &format!("{rec}:heap=sites,depth=4:x=y"),
+        "--",
+        &java,
+        "-Xmx64m",
+        "-cp",
+        "app",
+        "Main",
+        "a b",
     ]);
     r.code(0).out_has(&format!(
         "{java} -agentpath:{shim}=log=info,report=out.txt,trace=-,agent={rec}:heap=sites,depth=4:x=y -Xmx64m -cp app Main 'a b'"
     ));
     // A library named by a relative path is made absolute; a bare name is left for the shim to search.
     let rel = Path::new(&rec).strip_prefix(repo_root()).unwrap().display().to_string();
-    cli(&["run", "--dry-run", "--agent", &format!("{rel}:o"), "--", &java]).code(0).out_has(&format!("=agent={rec}:o\n"));
+    cli(&["run", "--dry-run", "--agent", &format!("{rel}:o"), "--", &java])
+        .code(0)
+        .out_has(&format!("=agent={rec}:o\n"));
     cli(&["run", "--dry-run", "--agent", "hprof", "--", &java]).code(0).out_has("=agent=hprof\n");
     // --shim: a file or its directory.
     let dir = s(Path::new(&shim).parent().unwrap());
-    cli(&["run", "--dry-run", "--shim", &dir, "--agent", "hprof", "--", &java]).code(0).out_has(&format!("-agentpath:{shim}="));
+    cli(&["run", "--dry-run", "--shim", &dir, "--agent", "hprof", "--", &java])
+        .code(0)
+        .out_has(&format!("-agentpath:{shim}="));
 }
 
 #[test]
@@ -325,19 +358,24 @@ fn attach_and_ctl_command_lines() {
     }
     let rec = s(&agent("recorder").canonicalize().unwrap());
     let rel = Path::new(&rec).strip_prefix(repo_root()).unwrap().display().to_string();
-    cli_env(&["attach", "4242", &format!("{rel}:heap=sites,depth=4"), "--log", "info", "--report", "r.txt", "--dry-run"], &env)
-        .code(0)
-        .out_has(&format!(
-            "{jcmd} 4242 JVMTI.agent_load {shim} '\"log=info,report={}/r.txt,agent={rec}:heap=sites,depth=4\"'\n",
-            repo_root().display()
-        ));
+    cli_env(
+        &["attach", "4242", &format!("{rel}:heap=sites,depth=4"), "--log", "info", "--report", "r.txt", "--dry-run"],
+        &env,
+    )
+    .code(0)
+    .out_has(&format!(
+        "{jcmd} 4242 JVMTI.agent_load {shim} '\"log=info,report={}/r.txt,agent={rec}:heap=sites,depth=4\"'\n",
+        repo_root().display()
+    ));
     // --jcmd, and --java to find it.
     cli(&["ctl", "1", "dump", "--dry-run", "--jcmd", "/bin/true"]).code(0).out_has("/bin/true 1 JVMTI.agent_load");
     if let Some(j25) = jdk(25) {
         let j = s(&j25.java);
         let d = j25.java.parent().unwrap().join("jcmd");
         if d.is_file() {
-            cli(&["ctl", "1", "dump", "--dry-run", "--java", &j]).code(0).out_has(&format!("{} 1 JVMTI.agent_load", d.display()));
+            cli(&["ctl", "1", "dump", "--dry-run", "--java", &j])
+                .code(0)
+                .out_has(&format!("{} 1 JVMTI.agent_load", d.display()));
         }
     }
     // A runtime without jcmd.
@@ -350,7 +388,9 @@ fn attach_and_ctl_command_lines() {
     std::fs::set_permissions(&fake, p).unwrap();
     cli(&["ctl", "1", "dump", "--java", &s(&fake)]).code(1).err_has("ships without jcmd");
     // Errors.
-    cli(&["attach", "4242", "/no/such/lib.so", "--dry-run"]).code(1).err_has("agent library /no/such/lib.so does not exist");
+    cli(&["attach", "4242", "/no/such/lib.so", "--dry-run"])
+        .code(1)
+        .err_has("agent library /no/such/lib.so does not exist");
     cli(&["attach", "4242", &format!("{rec}:a b"), "--dry-run"]).code(1).err_has("white space");
     cli_env(&["ctl", "999999999", "dump"], &env).code(1).err_has("no process with id 999999999");
 }

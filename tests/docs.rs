@@ -91,7 +91,8 @@ fn check_module_map(map: &[&str], files: &BTreeSet<String>) -> Vec<String> {
             let candidates = [format!("{folder}{rel}.rs"), format!("{folder}{rel}/mod.rs")];
             match candidates.iter().find(|c| files.contains(*c)) {
                 Some(file) => cover(file.clone(), format!("`{name}` under {folder}"), &mut problems),
-                None => problems.push(format!("`{name}` under {folder}: neither {} nor {} exists", candidates[0], candidates[1])),
+                None => problems
+                    .push(format!("`{name}` under {folder}: neither {} nor {} exists", candidates[0], candidates[1])),
             }
         }
     }

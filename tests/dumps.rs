@@ -26,7 +26,11 @@ struct Agent {
 }
 
 fn hex(s: &str) -> u64 {
-    if s == "(nil)" { 0 } else { u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap() }
+    if s == "(nil)" {
+        0
+    } else {
+        u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
+    }
 }
 
 fn read_agent(prefix: &Path) -> Agent {
@@ -63,11 +67,38 @@ fn read_agent(prefix: &Path) -> Agent {
 
 #[derive(Debug, Clone)]
 enum Rec {
-    Root { kind: u8, obj: u64, env: u64, frame: Option<i32> },
-    Class { id: u64, sup: u64, loader: u64, signers: u64, domain: u64, size: u32, interfaces: Vec<u64>, statics: Vec<u8> },
-    Instance { id: u64, class: u64, data: Vec<u8> },
-    ObjArray { id: u64, class: u64, elems: Vec<u64> },
-    PrimArray { id: u64, ty: u8, n: usize, data: Vec<u8> },
+    Root {
+        kind: u8,
+        obj: u64,
+        env: u64,
+        frame: Option<i32>,
+    },
+    Class {
+        id: u64,
+        sup: u64,
+        loader: u64,
+        signers: u64,
+        domain: u64,
+        size: u32,
+        interfaces: Vec<u64>,
+        statics: Vec<u8>,
+    },
+    Instance {
+        id: u64,
+        class: u64,
+        data: Vec<u8>,
+    },
+    ObjArray {
+        id: u64,
+        class: u64,
+        elems: Vec<u64>,
+    },
+    PrimArray {
+        id: u64,
+        ty: u8,
+        n: usize,
+        data: Vec<u8>,
+    },
 }
 
 struct R<'a> {
@@ -164,7 +195,11 @@ fn parse(b: &[u8], level: u8, a: &Agent) -> Vec<Rec> {
                 let data = if level == 2 { r.bytes(n * prim_size(ty)) } else { Vec::new() };
                 Rec::PrimArray { id, ty, n, data }
             }
-            _ => panic!("unknown record type {t:#x} at {} after {:?}", r.p - 1, out.last().map(|r: &Rec| format!("{r:?}").chars().take(300).collect::<String>())),
+            _ => panic!(
+                "unknown record type {t:#x} at {} after {:?}",
+                r.p - 1,
+                out.last().map(|r: &Rec| format!("{r:?}").chars().take(300).collect::<String>())
+            ),
         };
         out.push(rec);
     }
@@ -188,12 +223,16 @@ impl Heap<'_> {
         let mut map = HashMap::new();
         for r in recs {
             let id = match r {
-                Rec::Class { id, .. } | Rec::Instance { id, .. } | Rec::ObjArray { id, .. } | Rec::PrimArray { id, .. } => *id,
+                Rec::Class { id, .. }
+                | Rec::Instance { id, .. }
+                | Rec::ObjArray { id, .. }
+                | Rec::PrimArray { id, .. } => *id,
                 Rec::Root { .. } => continue,
             };
             assert!(map.insert(id, r.clone()).is_none(), "two records for {id:#x}");
         }
-        let a: &'static Agent = Box::leak(Box::new(Agent { classes: a.classes.clone(), threads: a.threads.clone(), lines: vec![] }));
+        let a: &'static Agent =
+            Box::leak(Box::new(Agent { classes: a.classes.clone(), threads: a.threads.clone(), lines: vec![] }));
         Heap { a, level, recs: map }
     }
     fn super_of(&self, class: u64) -> u64 {
@@ -217,7 +256,11 @@ impl Heap<'_> {
                 }
                 let v = &data[p..p + k];
                 p += k;
-                let v = if s.starts_with('L') || s.starts_with('[') { V::Ref(u64::from_ne_bytes(v.try_into().unwrap())) } else { V::Prim(v.to_vec()) };
+                let v = if s.starts_with('L') || s.starts_with('[') {
+                    V::Ref(u64::from_ne_bytes(v.try_into().unwrap()))
+                } else {
+                    V::Prim(v.to_vec())
+                };
                 out.insert(format!("{}.{n}", cl.name), v);
             }
             c = self.super_of(c);
@@ -237,7 +280,11 @@ impl Heap<'_> {
             }
             let v = &statics[p..p + k];
             p += k;
-            let v = if s.starts_with('L') || s.starts_with('[') { V::Ref(u64::from_ne_bytes(v.try_into().unwrap())) } else { V::Prim(v.to_vec()) };
+            let v = if s.starts_with('L') || s.starts_with('[') {
+                V::Ref(u64::from_ne_bytes(v.try_into().unwrap()))
+            } else {
+                V::Prim(v.to_vec())
+            };
             out.insert(n.clone(), v);
         }
         out
@@ -247,16 +294,30 @@ impl Heap<'_> {
     }
     fn instances_of(&self, name: &str) -> Vec<u64> {
         let k = self.class_named(name);
-        self.recs.values().filter_map(|r| match r { Rec::Instance { id, class, .. } if *class == k => Some(*id), _ => None }).collect()
+        self.recs
+            .values()
+            .filter_map(|r| match r {
+                Rec::Instance { id, class, .. } if *class == k => Some(*id),
+                _ => None,
+            })
+            .collect()
     }
     /// The text of a java.lang.String (JDK 9+: byte[] value + coder; JDK 8-: char[]).
     fn string(&self, id: u64) -> String {
         let f = self.fields(id);
         let V::Ref(arr) = f["java.lang.String.value"] else { panic!() };
-        let Some(Rec::PrimArray { ty, data, .. }) = self.recs.get(&arr) else { panic!("String value {arr:#x} has no record") };
-        let coder = match f.get("java.lang.String.coder") { Some(V::Prim(b)) => b[0], _ => 0 };
+        let Some(Rec::PrimArray { ty, data, .. }) = self.recs.get(&arr) else {
+            panic!("String value {arr:#x} has no record")
+        };
+        let coder = match f.get("java.lang.String.coder") {
+            Some(V::Prim(b)) => b[0],
+            _ => 0,
+        };
         if *ty == 5 || coder == 1 {
-            let u: Vec<u16> = data.chunks(2).map(|c| if *ty == 5 { u16::from_be_bytes([c[0], c[1]]) } else { u16::from_le_bytes([c[0], c[1]]) }).collect();
+            let u: Vec<u16> = data
+                .chunks(2)
+                .map(|c| if *ty == 5 { u16::from_be_bytes([c[0], c[1]]) } else { u16::from_le_bytes([c[0], c[1]]) })
+                .collect();
             String::from_utf16_lossy(&u)
         } else {
             data.iter().map(|&b| b as char).collect()
@@ -304,7 +365,10 @@ fn check_references(h: &Heap, recs: &[Rec]) -> usize {
             Rec::Root { kind, obj, env, .. } => {
                 check(*obj);
                 if matches!(kind, 2 | 3 | 6) {
-                    assert!(*env == 0 || h.a.threads.contains(env), "root {kind} names thread {env:#x}, never announced");
+                    assert!(
+                        *env == 0 || h.a.threads.contains(env),
+                        "root {kind} names thread {env:#x}, never announced"
+                    );
                 }
             }
             Rec::Class { sup, loader, signers, domain, interfaces, .. } => {
@@ -327,7 +391,11 @@ fn check_references(h: &Heap, recs: &[Rec]) -> usize {
     }
     for r in recs {
         if let Rec::Class { id, .. } = r {
-            h.statics(*id).values().for_each(|v| if let V::Ref(x) = v { check(*x) });
+            h.statics(*id).values().for_each(|v| {
+                if let V::Ref(x) = v {
+                    check(*x)
+                }
+            });
         }
     }
     if !missing.is_empty() {
@@ -371,7 +439,8 @@ fn heap_dump_levels_0_1_2() {
             let missing = check_references(&h, &recs);
             assert_eq!(missing, 0, "level {level}: unresolvable IDs");
             // Roots: frames of main with the Holder local, sticky classes, threads.
-            let kinds: HashSet<u8> = recs.iter().filter_map(|r| if let Rec::Root { kind, .. } = r { Some(*kind) } else { None }).collect();
+            let kinds: HashSet<u8> =
+                recs.iter().filter_map(|r| if let Rec::Root { kind, .. } = r { Some(*kind) } else { None }).collect();
             for k in [0x03u8, 0x05, 0x06] {
                 assert!(kinds.contains(&k), "level {level}: no root of kind {k:#x}: {kinds:?}");
             }
@@ -379,7 +448,9 @@ fn heap_dump_levels_0_1_2() {
             assert_eq!(holders.len(), 1);
             let hid = holders[0];
             let f = h.fields(hid);
-            let frame_root = recs.iter().any(|r| matches!(r, Rec::Root { kind: 3, obj, frame: Some(n), .. } if *obj == hid && *n >= 1));
+            let frame_root = recs
+                .iter()
+                .any(|r| matches!(r, Rec::Root { kind: 3, obj, frame: Some(n), .. } if *obj == hid && *n >= 1));
             assert!(frame_root, "level {level}: the Holder is no Java frame root");
             let items = refv(&f["Dumps$Holder.items"]);
             assert_eq!(refv(&f["Dumps$Base.baseRef"]), items);
@@ -412,11 +483,19 @@ fn heap_dump_levels_0_1_2() {
                 let Some(Rec::PrimArray { ty: 10, n: 4, data, .. }) = h.recs.get(&ints) else { panic!("ints") };
                 assert_eq!(data[12..16], 0x7fffffffi32.to_be_bytes());
             }
-            let Some(Rec::Class { sup, size, interfaces, .. }) = h.recs.get(&h.class_named("Dumps$Holder")) else { panic!() };
+            let Some(Rec::Class { sup, size, interfaces, .. }) = h.recs.get(&h.class_named("Dumps$Holder")) else {
+                panic!()
+            };
             assert_eq!(*sup, h.class_named("Dumps$Base"));
             assert_eq!(interfaces, &vec![h.class_named("Dumps$Konst")]);
             assert!(*size >= 40, "instance size {size}");
-            let traces = a.lines.iter().skip_while(|l| !l.starts_with(&format!("HEAP {seq} "))).skip(1).take_while(|l| l.starts_with("TRACE ")).count();
+            let traces = a
+                .lines
+                .iter()
+                .skip_while(|l| !l.starts_with(&format!("HEAP {seq} ")))
+                .skip(1)
+                .take_while(|l| l.starts_with("TRACE "))
+                .count();
             assert!(traces >= 2, "level {level}: {traces} traces");
         }
     });
@@ -474,7 +553,11 @@ struct Mon {
 
 fn env_list(s: &str, label: &str) -> Vec<u64> {
     let v = s.strip_prefix(label).unwrap_or_else(|| panic!("{s}: no {label}"));
-    if v.is_empty() { Vec::new() } else { v.split(',').map(hex).collect() }
+    if v.is_empty() {
+        Vec::new()
+    } else {
+        v.split(',').map(hex).collect()
+    }
 }
 
 /// Before JDK 16 the shim does not take `can_get_owned_monitor_info` unless asked
@@ -495,7 +578,13 @@ fn check_monitor_dump(jdk: &Jdk, shim_options: &str, owned_listed: bool) {
     {
         let lib = agent("dumpagent");
         let prefix = fresh_log_path(&format!("dumps-monitor-{}-{}", jdk.feature, owned_listed)).with_extension("");
-        let r = run(jdk, &format!("{shim_options}agent={}:out={}", lib.display(), prefix.display()), "Dumps", &["monitor"], &[]);
+        let r = run(
+            jdk,
+            &format!("{shim_options}agent={}:out={}", lib.display(), prefix.display()),
+            "Dumps",
+            &["monitor"],
+            &[],
+        );
         r.assert_ok();
         let a = read_agent(&prefix);
         assert!(r.stdout.contains("monitorDump=0"), "{}", r.describe());
@@ -506,7 +595,8 @@ fn check_monitor_dump(jdk: &Jdk, shim_options: &str, owned_listed: bool) {
             hex(&field(l.unwrap_or_else(|| panic!("no THREAD_START for {name}")), 1))
         };
         let obj = |name: &str| hex(&field(a.lines.iter().find(|l| l.starts_with(&format!("OBJ {name} "))).unwrap(), 2));
-        let rawmon = |name: &str| hex(&field(a.lines.iter().find(|l| l.starts_with(&format!("RAWMON {name} "))).unwrap(), 2));
+        let rawmon =
+            |name: &str| hex(&field(a.lines.iter().find(|l| l.starts_with(&format!("RAWMON {name} "))).unwrap(), 2));
         assert!(text.contains("MONDUMP 1 ") && text.contains("MONPARSED 1 ok"), "{text}");
         assert!(a.lines.iter().any(|l| l.starts_with("MONDUMP 1 ") && l.ends_with("requested=1")));
         let mut mons = Vec::new();
@@ -536,7 +626,11 @@ fn check_monitor_dump(jdk: &Jdk, shim_options: &str, owned_listed: bool) {
                 _ => {}
             }
         }
-        let java = |id: u64| mons.iter().find(|m| m.handle == 0 && hex(&m.what) == id).unwrap_or_else(|| panic!("no record of {id:#x}: {mons:?}"));
+        let java = |id: u64| {
+            mons.iter()
+                .find(|m| m.handle == 0 && hex(&m.what) == id)
+                .unwrap_or_else(|| panic!("no record of {id:#x}: {mons:?}"))
+        };
         let (ea, eb, ew, main) = (env_of("deadlock-A"), env_of("deadlock-B"), env_of("waiter"), env_of("main"));
         // The deadlock: each thread owns one lock and waits to enter the other.
         let la = java(obj("lockA"));
@@ -629,7 +723,10 @@ fn census(jdk: &Jdk, at: &str, args: &[&str]) {
     let first = text.lines().next().unwrap_or("");
     assert!(first.starts_with("DUMP rc=0 ") && first.ends_with("parsed=ok"), "{text}\n{}", r.describe());
     let count = |kind: &str, name: &str| -> (u64, u64) {
-        let l = text.lines().find(|l| l.starts_with(&format!("{kind} {name} "))).unwrap_or_else(|| panic!("no {kind} {name}:\n{text}"));
+        let l = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{kind} {name} ")))
+            .unwrap_or_else(|| panic!("no {kind} {name}:\n{text}"));
         let w: Vec<&str> = l.split(' ').collect();
         (w[2].parse().unwrap(), w[3].parse().unwrap())
     };
@@ -659,7 +756,10 @@ fn nested_requests_from_every_handler() {
         assert!(text.ends_with("DONE\n"), "{text}\n{}", r.describe());
         assert!(!text.contains("BAD "), "{text}");
         let site = |h: &str, q: &str| -> (u32, u32, u32) {
-            let l = text.lines().find(|l| l.starts_with(&format!("SITE {h} {q} "))).unwrap_or_else(|| panic!("no {h}/{q}:\n{text}"));
+            let l = text
+                .lines()
+                .find(|l| l.starts_with(&format!("SITE {h} {q} ")))
+                .unwrap_or_else(|| panic!("no {h}/{q}:\n{text}"));
             let n = |k: &str| l.split(' ').find_map(|w| w.strip_prefix(k)).unwrap().parse::<u32>().unwrap();
             (n("ok="), n("bad="), n("failed="))
         };

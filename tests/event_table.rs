@@ -35,7 +35,8 @@ fn match_arms(text: &str) -> Vec<(usize, String)> {
         let mut at = 0;
         while let Some(i) = line[at..].find("JVMPI_EVENT_") {
             let start = at + i;
-            let end = start + line[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(line.len() - start);
+            let end = start
+                + line[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(line.len() - start);
             let before = line[..start].trim_end();
             let after = line[end..].trim_start();
             // `X | Y`: a single `|` next to the constant, with a space on its far side (a

@@ -17,5 +17,10 @@ fn only_the_entry_points_are_exported() {
         })
         .collect();
     syms.sort();
-    assert_eq!(syms, ["Agent_OnAttach", "Agent_OnLoad", "Agent_OnUnload", "JVM_OnLoad"], "exported symbols of {}", so.display());
+    assert_eq!(
+        syms,
+        ["Agent_OnAttach", "Agent_OnLoad", "Agent_OnUnload", "JVM_OnLoad"],
+        "exported symbols of {}",
+        so.display()
+    );
 }

@@ -84,8 +84,18 @@ fn shared(jdk: &Jdk, config: Config) -> Arc<Run> {
 /// The run in a few lines, for failure messages (the whole log stays in its file).
 fn brief(r: &Run) -> String {
     const SUMMARY: [&str; 12] = [
-        "OPTIONS", "GETENV", "ENABLE", "INIT_DONE", "HOOKS", "CLASSES", "SAMPLER", "EVENTS", "VIOLATIONS",
-        "DISABLE", "TABLE_FULL", "SHUT_DOWN",
+        "OPTIONS",
+        "GETENV",
+        "ENABLE",
+        "INIT_DONE",
+        "HOOKS",
+        "CLASSES",
+        "SAMPLER",
+        "EVENTS",
+        "VIOLATIONS",
+        "DISABLE",
+        "TABLE_FULL",
+        "SHUT_DOWN",
     ];
     let picked: Vec<&str> = r
         .log_lines
@@ -130,9 +140,7 @@ fn violations<'a>(r: &'a Run, kinds: &[&str]) -> Vec<&'a str> {
         .iter()
         .map(String::as_str)
         .filter(|l| {
-            l.strip_prefix("VIOLATION ")
-                .and_then(|rest| rest.split(' ').next())
-                .is_some_and(|k| kinds.contains(&k))
+            l.strip_prefix("VIOLATION ").and_then(|rest| rest.split(' ').next()).is_some_and(|k| kinds.contains(&k))
         })
         .collect()
 }
@@ -152,9 +160,7 @@ fn number(r: &Run, prefix: &str, key: &str) -> i64 {
         .iter()
         .find(|l| l.starts_with(prefix))
         .unwrap_or_else(|| panic!("no log line starting with {prefix:?}\n{}", brief(r)));
-    field(line, key)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no number {key}= in {line:?}"))
+    field(line, key).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no number {key}= in {line:?}"))
 }
 
 /// jvmpi-shim's own lines on stderr.
@@ -393,7 +399,10 @@ fn shim_work_is_not_charged_to_the_program() {
             }
             let (method, line) = s.first_non_shim().unwrap();
             match marks.iter().find(|m| m.line == *line) {
-                None => problems.push(format!("{} allocated at {method}:{line}, where the program allocates nothing: {}", s.class, s.line)),
+                None => problems.push(format!(
+                    "{} allocated at {method}:{line}, where the program allocates nothing: {}",
+                    s.class, s.line
+                )),
                 Some(m) if !m.allocates.iter().any(|a| a == "*" || *a == s.class) => problems.push(format!(
                     "{} allocated at {method}:{line}, where the program allocates only {:?} (// SITE:{}): {}",
                     s.class, m.allocates, m.tag, s.line
@@ -414,9 +423,14 @@ fn shim_work_is_not_charged_to_the_program() {
 fn events_come_from_announced_threads_with_their_storage() {
     for_each_jdk(|jdk| {
         let r = shared(jdk, Config::Emulated);
-        let kinds = ["unannounced-env", "missing-tls", "missing-tls-at-shutdown", "thread-start-env", "thread-start-twice"];
+        let kinds =
+            ["unannounced-env", "missing-tls", "missing-tls-at-shutdown", "thread-start-env", "thread-start-twice"];
         let v = violations(&r, &kinds);
-        assert!(v.is_empty(), "events from threads the agent was not told about, or without their TLS: {v:#?}\n{}", brief(&r));
+        assert!(
+            v.is_empty(),
+            "events from threads the agent was not told about, or without their TLS: {v:#?}\n{}",
+            brief(&r)
+        );
         completed(&r);
         for w in ["real-worker-0", "real-worker-1", "real-worker-2"] {
             assert_eq!(r.lines_with(&format!("THREAD_START name={w} ")).len(), 1, "{w}\n{}", brief(&r));
@@ -435,12 +449,7 @@ fn options_are_null_without_a_colon() {
         for (suffix, want) in [("", "OPTIONS NULL"), (":", "OPTIONS ''"), (":a=b,c", "OPTIONS 'a=b,c'")] {
             let env = [("REALAGENT_EVENTS", "JVM_INIT_DONE,JVM_SHUT_DOWN"), ("REALAGENT_SAMPLER", "0")];
             let r = real(jdk, suffix, "Hello", &env);
-            assert_eq!(
-                r.log_lines.first().map(String::as_str),
-                Some(want),
-                "agent=<lib>{suffix}\n{}",
-                brief(&r)
-            );
+            assert_eq!(r.log_lines.first().map(String::as_str), Some(want), "agent=<lib>{suffix}\n{}", brief(&r));
             r.assert_ok();
         }
     });
@@ -527,10 +536,9 @@ fn shutdown_calls_are_quiet() {
         for config in [Config::Emulated, Config::Full] {
             let r = shared(jdk, config);
             briefs.push(brief(&r));
-            let (Some(b), Some(e)) = (
-                r.stderr.find("realagent: shutdown calls begin"),
-                r.stderr.find("realagent: shutdown calls end"),
-            ) else {
+            let (Some(b), Some(e)) =
+                (r.stderr.find("realagent: shutdown calls begin"), r.stderr.find("realagent: shutdown calls end"))
+            else {
                 problems.push(format!(
                     "{config:?}: the agent never got to its shutdown calls (exit {:?}; {:?})",
                     r.code,

@@ -61,7 +61,8 @@ fn options_reach_the_agent_byte_for_byte() {
     for_each_jdk(|jdk| {
         let r = rec(jdk, "enable=init+shutdown,x=a:b=c,,y=1:2", "Hello", &[]);
         r.assert_ok();
-        let opts = format!("ONLOAD options=log={},enable=init+shutdown,x=a:b=c,,y=1:2 reserved=(nil)", r.log_path.display());
+        let opts =
+            format!("ONLOAD options=log={},enable=init+shutdown,x=a:b=c,,y=1:2 reserved=(nil)", r.log_path.display());
         assert_eq!(r.log_lines[0], opts, "{}", r.describe());
         assert_eq!(r.log_lines[1], "GETENV rc=0 version_field=0x10000001 asked=0x10000001");
         assert!(r.stdout.contains("hello"));
@@ -112,8 +113,11 @@ fn foundation_events_in_order() {
         let (b, a) = (pos(&r, "MARK before-gc"), pos(&r, "MARK after-gc"));
         let gs = r.log_lines[b..a].iter().position(|l| l == "GC_START").expect("GC_START after System.gc()") + b;
         let gf = &r.log_lines[gs + 1..a].iter().find(|l| l.starts_with("GC_FINISH")).expect("GC_FINISH");
-        let (objs, used, total): (i64, i64, i64) =
-            (field(gf, "objects").parse().unwrap(), field(gf, "used").parse().unwrap(), field(gf, "total").parse().unwrap());
+        let (objs, used, total): (i64, i64, i64) = (
+            field(gf, "objects").parse().unwrap(),
+            field(gf, "used").parse().unwrap(),
+            field(gf, "total").parse().unwrap(),
+        );
         assert!(objs > 1000 && used > 10_000 && total >= used, "{gf}");
     });
 }
@@ -125,14 +129,29 @@ fn class_load_describes_the_class() {
         r.assert_ok();
         clean(&r);
         let cl = &r.log_lines[pos(&r, "CLASS_LOAD name=Circle ")];
-        assert!(cl.contains(" src=Shapes.java ") && cl.contains(" nif=2 ") && cl.contains(" nstatics=2 ") && cl.contains(" ninst=2 "), "{cl}");
+        assert!(
+            cl.contains(" src=Shapes.java ")
+                && cl.contains(" nif=2 ")
+                && cl.contains(" nstatics=2 ")
+                && cl.contains(" ninst=2 "),
+            "{cl}"
+        );
         assert_eq!(field(cl, "nmethods"), "3", "{cl}");
         let (lo, hi) = (marker_line("Shapes.java", "area-start"), marker_line("Shapes.java", "area-end"));
         // A method's first line is the first line of its body's code.
-        assert!(r.log.contains(&format!("METHOD class=Circle name=area sig=()D start={} end={hi}", lo + 1)), "{}", r.describe());
+        assert!(
+            r.log.contains(&format!("METHOD class=Circle name=area sig=()D start={} end={hi}", lo + 1)),
+            "{}",
+            r.describe()
+        );
         assert!(r.log.contains("METHOD class=Circle name=nativeThing sig=()V start=-1 end=-1"));
         assert!(r.log.contains("METHOD class=Circle name=<init> sig=(D)V"));
-        for f in ["static=1 name=count sig=I", "static=1 name=KIND sig=Ljava/lang/String;", "static=0 name=r sig=D", "static=0 name=id sig=I"] {
+        for f in [
+            "static=1 name=count sig=I",
+            "static=1 name=KIND sig=Ljava/lang/String;",
+            "static=0 name=r sig=D",
+            "static=0 name=id sig=I",
+        ] {
             assert!(r.log.contains(&format!("FIELD class=Circle {f}")), "{f}\n{}", r.describe());
         }
         // Dots, not slashes; each class once (the agent checks), interfaces too.
@@ -182,12 +201,21 @@ fn object_ids_method_class_and_requested_events() {
         let hex = |k: &str| format!("0x{}", field(ids, k));
         let after = pos(&r, "MARK requests");
         let req: Vec<&String> = r.log_lines[after..].iter().filter(|l| l.ends_with("req=1")).collect();
-        assert!(req[0].starts_with(&format!("OBJECT_ALLOC id={} class=Circle is_array=0 size=", hex("circle"))), "{req:#?}");
+        assert!(
+            req[0].starts_with(&format!("OBJECT_ALLOC id={} class=Circle is_array=0 size=", hex("circle"))),
+            "{req:#?}"
+        );
         assert!(req[0].ends_with(" arena=1 req=1") && field(req[0], "size").parse::<i32>().unwrap() >= 16);
         assert!(req[1].starts_with(&format!("OBJECT_ALLOC id={} class=(none) is_array=10 ", hex("arr"))), "{req:#?}");
         assert!(req[2].contains(" class=java.lang.String is_array=2 "), "{req:#?}");
-        assert!(req[3].starts_with(&format!("CLASS_LOAD name=Circle src=Shapes.java id={} ", hex("circleclass"))), "{req:#?}");
-        assert!(req[4].starts_with("THREAD_START name=main ") && req[4].contains(&format!(" tid={} ", hex("main"))), "{req:#?}");
+        assert!(
+            req[3].starts_with(&format!("CLASS_LOAD name=Circle src=Shapes.java id={} ", hex("circleclass"))),
+            "{req:#?}"
+        );
+        assert!(
+            req[4].starts_with("THREAD_START name=main ") && req[4].contains(&format!(" tid={} ", hex("main"))),
+            "{req:#?}"
+        );
     });
 }
 
@@ -199,13 +227,21 @@ fn raw_monitors_and_contention_events() {
         clean(&r);
         assert_eq!(ok_lines(&r).len(), 2);
         let c = pos(&r, "MARK contending contended");
-        let (en, ed, ex) = (pos(&r, "RAW_ENTER name=contended"), pos(&r, "RAW_ENTERED name=contended"), pos(&r, "RAW_EXIT name=contended"));
+        let (en, ed, ex) = (
+            pos(&r, "RAW_ENTER name=contended"),
+            pos(&r, "RAW_ENTERED name=contended"),
+            pos(&r, "RAW_EXIT name=contended"),
+        );
         assert!(c < en && en < ed && ex < ed, "{}", r.describe());
         // The waiter sends ENTER/ENTERED; the holder sends EXIT.
         assert_eq!(field(&r.log_lines[en], "env"), field(&r.log_lines[ed], "env"));
         assert_ne!(field(&r.log_lines[en], "env"), field(&r.log_lines[ex], "env"));
         assert!(!r.log.contains("name=_quiet"), "monitors named _... send no events");
-        assert!(r.stderr.contains("RawMonitorEnter") && r.stderr.contains("not a live raw monitor"), "{}", r.describe());
+        assert!(
+            r.stderr.contains("RawMonitorEnter") && r.stderr.contains("not a live raw monitor"),
+            "{}",
+            r.describe()
+        );
     });
 }
 
@@ -243,8 +279,17 @@ fn every_class_unload_of_a_run_arrives_during_it() {
         let after = pos(&r, "MARK after-gcs");
         let rounds = r.log_lines[..after].iter().filter(|l| l.starts_with("MARK round ")).count();
         assert_eq!(rounds, ROUNDS, "{}", r.describe());
-        let unloads = r.log_lines[..after].iter().filter(|l| l.starts_with("CLASS_UNLOAD ") && l.contains(" name=Unloadable in_gc=1")).count();
-        assert_eq!(unloads, ROUNDS, "CLASS_UNLOADs of Unloadable before MARK after-gcs; what the agent saw:\n{}\n{}", unload_story(&r), r.describe());
+        let unloads = r.log_lines[..after]
+            .iter()
+            .filter(|l| l.starts_with("CLASS_UNLOAD ") && l.contains(" name=Unloadable in_gc=1"))
+            .count();
+        assert_eq!(
+            unloads,
+            ROUNDS,
+            "CLASS_UNLOADs of Unloadable before MARK after-gcs; what the agent saw:\n{}\n{}",
+            unload_story(&r),
+            r.describe()
+        );
     });
 }
 
@@ -252,7 +297,8 @@ fn every_class_unload_of_a_run_arrives_during_it() {
 /// message: their CLASS_LOADs, the marks, GC brackets, OBJECT_FREEs and CLASS_UNLOADs, and
 /// JVM_SHUT_DOWN.
 fn unload_story(r: &Run) -> String {
-    let keep = ["CLASS_LOAD name=Unloadable ", "MARK ", "GC_START", "GC_FINISH", "CLASS_UNLOAD ", "OBJECT_FREE", "SHUT_DOWN"];
+    let keep =
+        ["CLASS_LOAD name=Unloadable ", "MARK ", "GC_START", "GC_FINISH", "CLASS_UNLOAD ", "OBJECT_FREE", "SHUT_DOWN"];
     r.log_lines
         .iter()
         .enumerate()
@@ -340,8 +386,19 @@ fn garbage_ids_and_bad_calls_are_refused_not_fatal() {
              disable999=1 enable_heapdump=1 req_heapdump=0 req_method=1 req_classbad=-1 req_threadbad=-1 \
              req_objbad=-1 enable_twice=0,0 disable_unknown=0"
         );
-        for what in ["GetCallTrace", "GetThreadObject", "GetMethodClass", "jobjectID2jobject", "RawMonitorEnter", "EnableEvent(event 999)"] {
-            assert!(r.stderr.lines().any(|l| l.starts_with("jvmpi-shim: warning: ") && l.contains(what)), "{what}\n{}", r.describe());
+        for what in [
+            "GetCallTrace",
+            "GetThreadObject",
+            "GetMethodClass",
+            "jobjectID2jobject",
+            "RawMonitorEnter",
+            "EnableEvent(event 999)",
+        ] {
+            assert!(
+                r.stderr.lines().any(|l| l.starts_with("jvmpi-shim: warning: ") && l.contains(what)),
+                "{what}\n{}",
+                r.describe()
+            );
         }
     });
 }
@@ -387,7 +444,11 @@ fn disable_stops_events_and_enable_catches_up() {
         clean(&r);
         let (off, enabling, on) = (pos(&r, "MARK disabled"), pos(&r, "MARK enabling"), pos(&r, "MARK enabled"));
         let un = pos(&r, "CLASS_LOAD name=Unloadable ");
-        assert!(off < enabling && enabling < un && un < on, "loaded while disabled, announced when enabled again\n{}", r.describe());
+        assert!(
+            off < enabling && enabling < un && un < on,
+            "loaded while disabled, announced when enabled again\n{}",
+            r.describe()
+        );
         assert_eq!(r.count("CLASS_LOAD name=Unloadable "), 1);
     });
 }

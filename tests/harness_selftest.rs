@@ -14,21 +14,14 @@ fn s(v: &[&str]) -> Vec<String> {
 #[test]
 fn jdks_are_what_they_claim() {
     let all = jdks();
-    eprintln!(
-        "JDKs: {:?}",
-        all.iter().map(|j| j.feature).collect::<Vec<_>>()
-    );
+    eprintln!("JDKs: {:?}", all.iter().map(|j| j.feature).collect::<Vec<_>>());
     assert!(all.iter().any(|j| j.feature == 17) || std::env::var("JVMPI_SHIM_JDKS").is_ok());
     for_each_jdk(|jdk| {
         let r = run_raw(jdk, &s(&["-version"]));
         r.assert_ok();
         let first = r.stderr.lines().next().unwrap_or("");
         let want = format!("version \"{}", jdk.feature);
-        assert!(
-            first.contains(&want),
-            "expected {want:?} in the first line of -version:\n{}",
-            r.describe()
-        );
+        assert!(first.contains(&want), "expected {want:?} in the first line of -version:\n{}", r.describe());
         eprintln!("  {} ({:.0?})", first, r.elapsed);
     });
 }
@@ -40,27 +33,15 @@ fn noop_jvmti_agent_loads_on_every_jdk() {
     for_each_jdk(|jdk| {
         let r = run_raw(
             jdk,
-            &[
-                format!("-agentpath:{}={{log}}", agent.display()),
-                "-cp".into(),
-                "{classes}".into(),
-                "Hello".into(),
-            ],
+            &[format!("-agentpath:{}={{log}}", agent.display()), "-cp".into(), "{classes}".into(), "Hello".into()],
         );
         r.assert_ok();
         assert_eq!(r.stdout.trim(), "hello", "{}", r.describe());
-        let expected = vec![
-            format!("loaded {}", r.log_path.display()),
-            "vminit".to_string(),
-        ];
+        let expected = vec![format!("loaded {}", r.log_path.display()), "vminit".to_string()];
         assert_eq!(r.log_lines, expected, "{}", r.describe());
         assert_eq!(r.count("loaded "), 1);
         assert_eq!(r.lines_with("vminit"), vec!["vminit"]);
-        assert!(
-            r.significant_stderr().is_empty(),
-            "unexpected stderr:\n{}",
-            r.describe()
-        );
+        assert!(r.significant_stderr().is_empty(), "unexpected stderr:\n{}", r.describe());
         eprintln!("  run took {:.0?}", r.elapsed);
     });
 }
@@ -72,28 +53,13 @@ fn agent_returning_error_stops_the_jvm() {
     for_each_jdk(|jdk| {
         let r = run_raw(
             jdk,
-            &[
-                format!("-agentpath:{}", agent.display()),
-                "-cp".into(),
-                "{classes}".into(),
-                "Hello".into(),
-            ],
+            &[format!("-agentpath:{}", agent.display()), "-cp".into(), "{classes}".into(), "Hello".into()],
         );
         assert_ne!(r.code, Some(0), "{}", r.describe());
-        assert!(
-            r.stderr
-                .contains("noop_jvmti: options must be a log file path"),
-            "{}",
-            r.describe()
-        );
+        assert!(r.stderr.contains("noop_jvmti: options must be a log file path"), "{}", r.describe());
         // HotSpot prints "Error occurred during initialization of VM" and "agent library failed
         // ..." on *stdout*, not stderr.
-        assert!(
-            r.stdout
-                .contains("Error occurred during initialization of VM"),
-            "{}",
-            r.describe()
-        );
+        assert!(r.stdout.contains("Error occurred during initialization of VM"), "{}", r.describe());
         assert!(!r.stdout.contains("hello"), "{}", r.describe());
         assert_eq!(r.log, "");
         assert!(r.log_lines.is_empty());
@@ -123,12 +89,7 @@ fn exit_code_stderr_and_log_placeholder() {
         );
         r.assert_code(3);
         assert_eq!(r.stdout.trim(), "hello");
-        assert_eq!(
-            r.stderr_lines_with("oops"),
-            vec!["oops"],
-            "{}",
-            r.describe()
-        );
+        assert_eq!(r.stderr_lines_with("oops"), vec!["oops"], "{}", r.describe());
         assert_eq!(r.log_lines, vec!["first", "second"]);
         assert_eq!(r.lines_with("s"), vec!["second"]);
         assert_eq!(r.count("f"), 1);
@@ -137,10 +98,7 @@ fn exit_code_stderr_and_log_placeholder() {
             r.assert_ok();
         }));
         let msg = panic_message(&*caught.expect_err("assert_ok must panic on exit code 3"));
-        assert!(
-            msg.contains("oops") && msg.contains("second") && msg.contains("Some(3)"),
-            "{msg}"
-        );
+        assert!(msg.contains("oops") && msg.contains("second") && msg.contains("Some(3)"), "{msg}");
     });
 }
 
@@ -155,11 +113,7 @@ fn log_paths_are_unique() {
 fn timeout_kills_and_panics() {
     let jdk = jdks().into_iter().next().unwrap();
     let caught = panic::catch_unwind(AssertUnwindSafe(|| {
-        run_raw_timeout(
-            &jdk,
-            &s(&["-cp", "{classes}", "Hello", "sleep", "60000"]),
-            Duration::from_secs(3),
-        )
+        run_raw_timeout(&jdk, &s(&["-cp", "{classes}", "Hello", "sleep", "60000"]), Duration::from_secs(3))
     }));
     let msg = panic_message(&*caught.expect_err("a 60 s sleep must time out after 3 s"));
     assert!(msg.contains("timed out"), "{msg}");

@@ -25,11 +25,8 @@ fn clean(r: &Run) -> &Run {
 /// (allocs, frees) of an ACOUNT line for a class and kind.
 fn counts(r: &Run, class: &str, kind: i32) -> (usize, usize) {
     let prefix = format!("ACOUNT class={class} kind={kind} size=-1 ");
-    let line = r
-        .log_lines
-        .iter()
-        .find(|l| l.starts_with(&prefix))
-        .unwrap_or_else(|| panic!("no {prefix:?}\n{}", summary(r)));
+    let line =
+        r.log_lines.iter().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no {prefix:?}\n{}", summary(r)));
     let get = |k: &str| line.split(&format!(" {k}=")).nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     (get("allocs"), get("frees"))
 }
@@ -45,7 +42,12 @@ fn prim_groups(r: &Run, kind: i32, n: usize) -> usize {
 }
 
 fn summary(r: &Run) -> String {
-    r.log_lines.iter().filter(|l| l.starts_with("ACOUNT") || l.starts_with("ALLOC_TOTAL")).cloned().collect::<Vec<_>>().join("\n")
+    r.log_lines
+        .iter()
+        .filter(|l| l.starts_with("ACOUNT") || l.starts_with("ALLOC_TOTAL"))
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
@@ -61,15 +63,15 @@ fn every_allocation_reported_exactly_once_and_freed_inside_a_bracket() {
         clean(&r);
         let n = N;
         let all = [
-            ("Counted", 0, n),          // new
-            ("Counted", 2, n),          // new Counted[5]
-            ("[LCountedM;", 2, n),      // new CountedM[2][3]: the outer arrays …
-            ("CountedM", 2, 2 * n),     // … and their sub-arrays
-            ("CountedR", 2, n),         // Array.newInstance (reflection)
-            ("CountedC", 0, n),         // Constructor.newInstance (reflection)
-            ("CountedK", 0, n + 1),     // clone(), plus the original
-            ("CountedJ", 0, n),         // JNI AllocObject
-            ("CountedJ", 2, n),         // JNI NewObjectArray
+            ("Counted", 0, n),      // new
+            ("Counted", 2, n),      // new Counted[5]
+            ("[LCountedM;", 2, n),  // new CountedM[2][3]: the outer arrays …
+            ("CountedM", 2, 2 * n), // … and their sub-arrays
+            ("CountedR", 2, n),     // Array.newInstance (reflection)
+            ("CountedC", 0, n),     // Constructor.newInstance (reflection)
+            ("CountedK", 0, n + 1), // clone(), plus the original
+            ("CountedJ", 0, n),     // JNI AllocObject
+            ("CountedJ", 2, n),     // JNI NewObjectArray
         ];
         for (class, kind, want) in all {
             assert_eq!(counts(&r, class, kind), (want, want), "{class} kind {kind}\n{}", summary(&r));
@@ -88,7 +90,12 @@ fn every_allocation_reported_exactly_once_and_freed_inside_a_bracket() {
 #[test]
 fn requested_object_alloc_for_a_pre_existing_object_and_its_free() {
     for_each_jdk(|jdk| {
-        let r = rec(jdk, "enable=class_load+object_free+gc_start+gc_finish+shutdown,alloc-filter=PreExisting", "Allocs", &["10", "enable-late"]);
+        let r = rec(
+            jdk,
+            "enable=class_load+object_free+gc_start+gc_finish+shutdown,alloc-filter=PreExisting",
+            "Allocs",
+            &["10", "enable-late"],
+        );
         r.assert_ok();
         clean(&r);
         assert!(!r.stdout.contains("FAIL"), "{}", r.describe());
@@ -107,7 +114,8 @@ fn jni_global_and_weak_references() {
         let refs = r.log_lines.iter().find(|l| l.starts_with("REFS id=")).unwrap();
         let f = |k: &str| refs.split(&format!("{k}=")).nth(1).unwrap().split(' ').next().unwrap().to_string();
         let (id, g, w) = (f("id"), f("g"), f("w"));
-        let at = |p: &str| r.log_lines.iter().position(|l| l == p).unwrap_or_else(|| panic!("no {p:?}\n{}", r.describe()));
+        let at =
+            |p: &str| r.log_lines.iter().position(|l| l == p).unwrap_or_else(|| panic!("no {p:?}\n{}", r.describe()));
         let (ga, wa) = (at(&format!("GREF_ALLOC obj={id} ref={g}")), at(&format!("WREF_ALLOC obj={id} ref={w}")));
         let (gf, wf) = (at(&format!("GREF_FREE ref={g}")), at(&format!("WREF_FREE ref={w}")));
         let refs_at = at(refs);
@@ -141,10 +149,19 @@ fn disabling_object_alloc_stops_the_events() {
 #[test]
 fn agent_class_hook_survives_the_retransformation_that_installs_tracking() {
     for_each_jdk(|jdk| {
-        let r = rec(jdk, "enable=shutdown+class_load+class_load_hook,hook-patch,alloc-filter=Counted", "Misc", &["hook-alloc"]);
+        let r = rec(
+            jdk,
+            "enable=shutdown+class_load+class_load_hook,hook-patch,alloc-filter=Counted",
+            "Misc",
+            &["hook-alloc"],
+        );
         r.assert_ok();
         clean(&r);
-        assert!(r.stdout.contains("before=PATCHED!") && r.stdout.contains("after=PATCHED! kept=10"), "{}", r.describe());
+        assert!(
+            r.stdout.contains("before=PATCHED!") && r.stdout.contains("after=PATCHED! kept=10"),
+            "{}",
+            r.describe()
+        );
         assert_eq!(counts(&r, "Counted", 0).0, 10, "{}", summary(&r));
     });
 }
@@ -156,7 +173,8 @@ fn call_trace_lines_stay_right_when_instrumentation_moves_bytecode() {
         r.assert_ok();
         clean(&r);
         for which in ["first ", "second "] {
-            let line = r.stdout.lines().find_map(|l| l.strip_prefix(which)).unwrap_or_else(|| panic!("{}", r.describe()));
+            let line =
+                r.stdout.lines().find_map(|l| l.strip_prefix(which)).unwrap_or_else(|| panic!("{}", r.describe()));
             // "LineShift.probe:<jvmpi line> java=<java line> len=1"
             let jvmpi = line.split(' ').next().unwrap().rsplit(':').next().unwrap();
             let java = line.split(" java=").nth(1).unwrap().split(' ').next().unwrap();

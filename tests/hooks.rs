@@ -54,7 +54,11 @@ fn stdout_line<'a>(r: &'a Run, prefix: &str) -> &'a str {
 /// (allocs, frees) of the recorder's ACOUNT line for a class of normal objects.
 fn allocs(r: &Run, class: &str) -> usize {
     let prefix = format!("ACOUNT class={class} kind=0 size=-1 ");
-    let line = r.log_lines.iter().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no {prefix:?}\n{}", r.describe()));
+    let line = r
+        .log_lines
+        .iter()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?}\n{}", r.describe()));
     line.split(" allocs=").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap()
 }
 
@@ -68,7 +72,8 @@ fn hook_sees_classes_loaded_before_the_agent_started() {
         clean(&r);
         let offers = offers(&r);
         each_once(&r, &offers);
-        let init = r.log_lines.iter().position(|l| l.starts_with("INIT_DONE")).unwrap_or_else(|| panic!("{}", r.describe()));
+        let init =
+            r.log_lines.iter().position(|l| l.starts_with("INIT_DONE")).unwrap_or_else(|| panic!("{}", r.describe()));
         for c in ["java/lang/Object", "java/lang/String", "java/lang/Class", "java/lang/Thread", "java/lang/System"] {
             let at = offers.get(c).unwrap_or_else(|| panic!("{c} was not offered to the hook\n{}", r.describe()));
             assert!(at[0] < init, "{c} offered after JVM_INIT_DONE\n{}", r.describe());
@@ -89,7 +94,11 @@ fn early_class_patch_takes_effect_and_survives_allocation_tracking_on_and_off() 
         clean(&r);
         for prefix in ["name ", "name-on ", "name-off "] {
             let l = stdout_line(&r, prefix);
-            assert!(l.starts_with(&format!("{prefix}PATCHD-")), "{l:?}: the agent's change to java.lang.Thread is missing\n{}", r.describe());
+            assert!(
+                l.starts_with(&format!("{prefix}PATCHD-")),
+                "{l:?}: the agent's change to java.lang.Thread is missing\n{}",
+                r.describe()
+            );
         }
         let offers = offers(&r);
         each_once(&r, &offers);

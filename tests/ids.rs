@@ -10,7 +10,10 @@ fn read(path: &std::path::Path, r: &Run) -> String {
 }
 
 fn field(line: &str, key: &str) -> String {
-    line.split(' ').find_map(|w| w.strip_prefix(&format!("{key}="))).unwrap_or_else(|| panic!("no {key} in {line}")).to_string()
+    line.split(' ')
+        .find_map(|w| w.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key} in {line}"))
+        .to_string()
 }
 
 /// A memory profiler's report at exit: a level-0 dump, then OBJECT_ALLOC and CLASS_LOAD
@@ -23,7 +26,12 @@ fn every_object_of_a_level_0_dump_resolves_at_exit() {
         let r = run(jdk, &format!("agent={}:out={}", lib.display(), out.display()), "IdsProg", &["keep", "20000"], &[]);
         r.assert_ok();
         let text = read(&out, &r);
-        let line = |p: &str| text.lines().find(|l| l.starts_with(p)).unwrap_or_else(|| panic!("no {p}:\n{text}\n{}", r.describe())).to_string();
+        let line = |p: &str| {
+            text.lines()
+                .find(|l| l.starts_with(p))
+                .unwrap_or_else(|| panic!("no {p}:\n{text}\n{}", r.describe()))
+                .to_string()
+        };
         let dump = line("DUMP ");
         assert_eq!(field(&dump, "rc"), "0", "{text}");
         assert_eq!(field(&dump, "parsed"), "ok", "{text}");
@@ -84,7 +92,13 @@ fn no_id_is_reused_below_the_threshold() {
     for_each_jdk(|jdk| {
         let out = fresh_log_path(&format!("noreuse-{}", jdk.feature)).with_extension("txt");
         let lib = agent("memprof");
-        let r = run(jdk, &format!("agent={}:out={},mode=reuse", lib.display(), out.display()), "IdsProg", &["churn", "300000", "20000"], &["-Xmx256m"]);
+        let r = run(
+            jdk,
+            &format!("agent={}:out={},mode=reuse", lib.display(), out.display()),
+            "IdsProg",
+            &["churn", "300000", "20000"],
+            &["-Xmx256m"],
+        );
         r.assert_ok();
         let text = read(&out, &r);
         let l = text.lines().next().unwrap_or("");

@@ -33,10 +33,7 @@ fn source_lines(file: &str, method: &str) -> BTreeSet<i32> {
     let indent = lines[start].len() - lines[start].trim_start().len();
     let end = (start + 1..lines.len()).find(|&i| lines[i].trim() == "}" && lines[i].len() - 1 == indent).unwrap();
     // Lines that can hold bytecode: not blank, not a lone brace.
-    (start..=end)
-        .filter(|&i| !matches!(lines[i].trim(), "" | "}" | "} else {"))
-        .map(|i| i as i32 + 1)
-        .collect()
+    (start..=end).filter(|&i| !matches!(lines[i].trim(), "" | "}" | "} else {")).map(|i| i as i32 + 1).collect()
 }
 
 fn field<'a>(line: &'a str, key: &str) -> &'a str {
@@ -57,7 +54,8 @@ fn compiled_methods_with_line_tables() {
             assert!(!loads.is_empty(), "no COMPILED_METHOD_LOAD for Compiled.{method} ({when})\n{}", r.describe());
             let source = source_lines("Compiled.java", method);
             for l in &loads {
-                let lines: BTreeSet<i32> = field(l, "lines").split(',').filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
+                let lines: BTreeSet<i32> =
+                    field(l, "lines").split(',').filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
                 assert!(!lines.is_empty(), "empty line table: {l}\n{}", r.describe());
                 assert!(lines.is_subset(&source), "lines {lines:?} of {l} are not all lines of the source {source:?}");
                 let (first, last): (i32, i32) = (field(l, "first").parse().unwrap(), field(l, "last").parse().unwrap());
@@ -107,7 +105,10 @@ fn java_monitor_contention_and_waits() {
         assert!((90..5000).contains(&waited("notified")), "notified wait lasted {} ms", waited("notified"));
         // The exit is sent, in the entering thread, just before its CONTENDED_ENTERED.
         let order: Vec<&str> = r.lines_with("MON ").into_iter().filter(|l| l.contains("ContendedLock")).collect();
-        assert!(order.len() == 3 && order[1].starts_with("MON EXIT") && order[2].starts_with("MON ENTERED"), "{order:#?}");
+        assert!(
+            order.len() == 3 && order[1].starts_with("MON EXIT") && order[2].starts_with("MON ENTERED"),
+            "{order:#?}"
+        );
     });
 }
 
@@ -116,12 +117,22 @@ fn java_monitor_contention_and_waits() {
 #[test]
 fn data_reset_request_on_sigusr1() {
     for_each_jdk(|jdk| {
-        let r = run(jdk, &opts(&[THREAD_START, DATA_DUMP_REQUEST, DATA_RESET_REQUEST, JVM_SHUT_DOWN]), "ResetSignal", &[], &[]);
+        let r = run(
+            jdk,
+            &opts(&[THREAD_START, DATA_DUMP_REQUEST, DATA_RESET_REQUEST, JVM_SHUT_DOWN]),
+            "ResetSignal",
+            &[],
+            &[],
+        );
         no_violations(&r);
         assert!(r.stdout.contains("done"), "{}", r.describe());
         // From the shim's thread, named by a thread the agent knows (the shim's is never announced).
         assert!(r.lines_with("RESET thread=JVMPI").is_empty(), "{}", r.describe());
-        assert!(r.lines_with("RESET thread=").iter().all(|l| !l.contains("thread=?") && !l.contains("thread=(")), "{}", r.describe());
+        assert!(
+            r.lines_with("RESET thread=").iter().all(|l| !l.contains("thread=?") && !l.contains("thread=(")),
+            "{}",
+            r.describe()
+        );
         assert_eq!(r.count("RESET"), 2, "{}", r.describe());
         assert_eq!(r.count("DUMP"), 0, "{}", r.describe());
     });

@@ -338,7 +338,8 @@ fn circles(arrows: &BTreeMap<String, BTreeMap<String, String>>) -> Vec<String> {
         let mut changed = false;
         let keys: Vec<&str> = reach.keys().copied().collect();
         for u in keys {
-            let next: BTreeSet<&str> = reach[u].iter().flat_map(|v| reach.get(v).cloned().unwrap_or_default()).collect();
+            let next: BTreeSet<&str> =
+                reach[u].iter().flat_map(|v| reach.get(v).cloned().unwrap_or_default()).collect();
             let entry = reach.get_mut(u).unwrap();
             for v in next {
                 changed |= entry.insert(v);
@@ -406,7 +407,10 @@ fn the_check_finds_an_upward_import_a_circle_and_a_root_item() {
 
 #[test]
 fn paths_are_parsed_with_groups_aliases_and_self() {
-    assert_eq!(parse_paths("{events, face::record::{self, Val}, jvm as j};"), ["events", "face::record", "face::record::Val", "jvm"]);
+    assert_eq!(
+        parse_paths("{events, face::record::{self, Val}, jvm as j};"),
+        ["events", "face::record", "face::record::Val", "jvm"]
+    );
     assert_eq!(parse_paths("gc::on_object_free(tag)"), ["gc::on_object_free"]);
     assert_eq!(parse_paths("abi::*;"), ["abi"]);
     assert_eq!(module_of("vm/bci/mod.rs"), "vm::bci");

@@ -173,7 +173,12 @@ fn javac_under_a_shadow_stack() {
     let (dir, list) = generated_sources(300);
     let with_javac: Vec<Jdk> = jdks()
         .into_iter()
-        .filter(|j| j.java.parent().and_then(|b| b.parent()).is_some_and(|h| h.join("jmods/jdk.compiler.jmod").is_file() || h.join("bin/javac").is_file()))
+        .filter(|j| {
+            j.java
+                .parent()
+                .and_then(|b| b.parent())
+                .is_some_and(|h| h.join("jmods/jdk.compiler.jmod").is_file() || h.join("bin/javac").is_file())
+        })
         .collect();
     assert!(!with_javac.is_empty() || std::env::var("JVMPI_SHIM_JDKS").is_ok(), "no JDK with javac");
     for jdk in &with_javac {
@@ -181,7 +186,10 @@ fn javac_under_a_shadow_stack() {
         let out = dir.join(format!("classes-{}", jdk.feature));
         let _ = fs::remove_dir_all(&out);
         let args = vec![
-            format!("-agentpath:{{shim}}=agent={}:log={{log}},count=com.sun.tools.javac.parser.JavaTokenizer", shadow()),
+            format!(
+                "-agentpath:{{shim}}=agent={}:log={{log}},count=com.sun.tools.javac.parser.JavaTokenizer",
+                shadow()
+            ),
             "-m".into(),
             "jdk.compiler/com.sun.tools.javac.Main".into(),
             "--release".into(),

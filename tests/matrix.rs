@@ -10,11 +10,33 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 const FUNCTIONS: [&str; 28] = [
-    "EnableEvent", "DisableEvent", "RequestEvent", "GetCallTrace", "ProfilerExit", "RawMonitorCreate",
-    "RawMonitorEnter", "RawMonitorExit", "RawMonitorWait", "RawMonitorNotifyAll", "RawMonitorDestroy",
-    "GetCurrentThreadCpuTime", "SuspendThread", "ResumeThread", "GetThreadStatus", "ThreadHasRun",
-    "CreateSystemThread", "SetThreadLocalStorage", "GetThreadLocalStorage", "DisableGC", "EnableGC", "RunGC",
-    "GetThreadObject", "GetMethodClass", "jobjectID2jobject", "jobject2jobjectID", "SuspendThreadList",
+    "EnableEvent",
+    "DisableEvent",
+    "RequestEvent",
+    "GetCallTrace",
+    "ProfilerExit",
+    "RawMonitorCreate",
+    "RawMonitorEnter",
+    "RawMonitorExit",
+    "RawMonitorWait",
+    "RawMonitorNotifyAll",
+    "RawMonitorDestroy",
+    "GetCurrentThreadCpuTime",
+    "SuspendThread",
+    "ResumeThread",
+    "GetThreadStatus",
+    "ThreadHasRun",
+    "CreateSystemThread",
+    "SetThreadLocalStorage",
+    "GetThreadLocalStorage",
+    "DisableGC",
+    "EnableGC",
+    "RunGC",
+    "GetThreadObject",
+    "GetMethodClass",
+    "jobjectID2jobject",
+    "jobject2jobjectID",
+    "SuspendThreadList",
     "ResumeThreadList",
 ];
 
@@ -45,7 +67,8 @@ fn table(md: &str, section: &str) -> BTreeMap<String, Row> {
 
 /// Event names and numbers from the original header's constants (aliases skipped).
 fn events() -> Vec<(String, i32)> {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/abi/expected-constants.txt")).unwrap();
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/abi/expected-constants.txt"))
+        .unwrap();
     let mut seen = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     for line in text.lines() {
@@ -102,7 +125,12 @@ fn every_event_has_a_row_that_matches_the_code() {
             Support::NotAvailable(_) => "n/a",
         };
         for (i, jdk) in ["11", "17", "21", "25"].iter().enumerate() {
-            assert_eq!(row.cells[1 + i], want, "{name} on JDK {jdk}: the matrix says {:?}, the code says {want}", row.cells[1 + i]);
+            assert_eq!(
+                row.cells[1 + i],
+                want,
+                "{name} on JDK {jdk}: the matrix says {:?}, the code says {want}",
+                row.cells[1 + i]
+            );
         }
         check_tests(name, row);
     }
@@ -127,7 +155,8 @@ fn every_function_says_what_it_does_from_any_thread_at_any_time() {
     let md = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("compat-matrix.md")).unwrap();
     let rows = table(&md, "From any thread, at any time");
     for f in FUNCTIONS {
-        let row = rows.get(f).unwrap_or_else(|| panic!("compat-matrix.md, From any thread, at any time: no row for {f}"));
+        let row =
+            rows.get(f).unwrap_or_else(|| panic!("compat-matrix.md, From any thread, at any time: no row for {f}"));
         let p = policy(f).unwrap_or_else(|| panic!("access::policy has nothing for {f}"));
         let caller = match p.caller {
             Caller::Any => "works",
@@ -139,7 +168,12 @@ fn every_function_says_what_it_does_from_any_thread_at_any_time() {
             Afterwards::Quietly => "quiet",
             Afterwards::Refused => "refused",
         };
-        assert_eq!(keyword(&row.cells[1]), caller, "{f}, from a thread the JVM does not know: the matrix says {:?}", row.cells[1]);
+        assert_eq!(
+            keyword(&row.cells[1]),
+            caller,
+            "{f}, from a thread the JVM does not know: the matrix says {:?}",
+            row.cells[1]
+        );
         assert_eq!(keyword(&row.cells[2]), after, "{f}, after JVM_SHUT_DOWN: the matrix says {:?}", row.cells[2]);
         let named: Vec<&str> = row.cells[3].split('`').skip(1).step_by(2).collect();
         assert!(!named.is_empty(), "{f}: no test named");

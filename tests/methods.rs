@@ -22,7 +22,8 @@ fn run_prog(jdk: &Jdk, shim_opts: &str, agent_opts: &str, mode: &str) -> Run {
 
 /// ENTRY/EXIT lines without the thread, all of one thread.
 fn calls(r: &Run) -> Vec<String> {
-    let lines: Vec<&str> = r.log_lines.iter().map(String::as_str).filter(|l| l.starts_with("ENTRY ") || l.starts_with("EXIT ")).collect();
+    let lines: Vec<&str> =
+        r.log_lines.iter().map(String::as_str).filter(|l| l.starts_with("ENTRY ") || l.starts_with("EXIT ")).collect();
     let thread = |l: &str| l.split_whitespace().nth(1).unwrap_or("").to_string();
     let first = lines.first().map(|l| thread(l)).unwrap_or_default();
     assert!(lines.iter().all(|l| thread(l) == first), "events from several threads\n{}", r.describe());
@@ -119,7 +120,11 @@ fn entry2_alone_gives_every_call_and_its_receiver() {
             .filter(|l| l.starts_with("ENTRY2 ") || l.starts_with("EXIT "))
             .map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
-                format!("{} {}", if f[0] == "ENTRY2" { "ENTRY" } else { "EXIT" }, f[2].trim_start_matches("MethodsProg."))
+                format!(
+                    "{} {}",
+                    if f[0] == "ENTRY2" { "ENTRY" } else { "EXIT" },
+                    f[2].trim_start_matches("MethodsProg.")
+                )
             })
             .collect();
         assert_eq!(seen, expected_calls(true), "{}", r.describe());
@@ -159,10 +164,17 @@ fn native_methods_by_instrumentation() {
         assert_eq!(calls(&r), v, "{}", r.describe());
         assert_eq!(r.count("TRACE ok"), v.len() / 2, "{}", r.describe());
         // A native method is one frame, at line -3, under what it calls back; main calls it.
-        let caller = |m: &str| r.lines_with(&format!("CALLER MethodsProg.{m} ")).first().map(|l| l.to_string()).unwrap_or_default();
+        let caller = |m: &str| {
+            r.lines_with(&format!("CALLER MethodsProg.{m} ")).first().map(|l| l.to_string()).unwrap_or_default()
+        };
         assert_eq!(caller("fib(I)I"), "CALLER MethodsProg.fib(I)I MethodsProg.nativeFib(I)I -3", "{}", r.describe());
         assert_eq!(caller("twice()I"), "CALLER MethodsProg.twice()I MethodsProg.nativeTwice()I -3", "{}", r.describe());
-        assert!(caller("nativeThrow(I)I").starts_with("CALLER MethodsProg.nativeThrow(I)I MethodsProg.main([Ljava/lang/String;)V "), "{}", r.describe());
+        assert!(
+            caller("nativeThrow(I)I")
+                .starts_with("CALLER MethodsProg.nativeThrow(I)I MethodsProg.main([Ljava/lang/String;)V "),
+            "{}",
+            r.describe()
+        );
         // The renamed natives are no methods of the class to the agent.
         assert!(!r.log.contains("jvmpiShim$"), "{}", r.describe());
         let rec = receivers(&r);
@@ -191,7 +203,8 @@ fn instruction_start_outcomes() {
     let ce = ClassEditor::parse(&bytes).unwrap();
     let m = ce.find_method("branches", "(IILjava/lang/Object;Ljava/lang/Object;)I").unwrap();
     let ed = ce.method_editor(m).unwrap().unwrap();
-    let insn_at = |off: u32| (0..ed.len()).find(|&k| ed.original_offset(k) == off).map(|k| ed.instructions()[k].clone());
+    let insn_at =
+        |off: u32| (0..ed.len()).find(|&k| ed.original_offset(k) == off).map(|k| ed.instructions()[k].clone());
     for_each_jdk(|jdk| {
         let r = run_prog(jdk, "", "enable=insn", "branches");
         let lines: Vec<Vec<String>> = r
@@ -238,7 +251,12 @@ fn coverage_agent_counts() {
     for_each_jdk(|jdk| {
         let r = run_prog(jdk, "log=info,", "enable=entry+insn,count", "calls");
         // Only entries are wanted: no exit hooks, one native call per Java call.
-        assert_eq!(r.stderr_lines_with("jvmpi-shim: method hooks \"entry + instructions\": ").len(), 1, "{}", r.describe());
+        assert_eq!(
+            r.stderr_lines_with("jvmpi-shim: method hooks \"entry + instructions\": ").len(),
+            1,
+            "{}",
+            r.describe()
+        );
         let count = |m: &str| {
             r.lines_with(&format!("COUNT MethodsProg.{m} "))
                 .first()
@@ -247,7 +265,14 @@ fn coverage_agent_counts() {
                 .unwrap_or(0)
         };
         assert_eq!(
-            [count("fib(I)I"), count("thrower(I)I"), count("catcher()I"), count("twice()I"), count("<init>(I)V"), count("main([Ljava/lang/String;)V")],
+            [
+                count("fib(I)I"),
+                count("thrower(I)I"),
+                count("catcher()I"),
+                count("twice()I"),
+                count("<init>(I)V"),
+                count("main([Ljava/lang/String;)V")
+            ],
             [9, 3, 1, 1, 1, 1],
             "{}",
             r.describe()
@@ -283,7 +308,10 @@ fn enable_disable_at_run_time() {
 fn start_up_retransformation_leaves_the_programs_threads_alone() {
     for_each_jdk(|jdk| {
         let methods = format!("agent={}:log={{log}},only=ThreadNumber,enable=entry+exit", method_agent());
-        let allocs = format!("agent={}:log={{log}},enable=object_alloc+thread_start,alloc-filter=ThreadNumber", agent("recorder").display());
+        let allocs = format!(
+            "agent={}:log={{log}},enable=object_alloc+thread_start,alloc-filter=ThreadNumber",
+            agent("recorder").display()
+        );
         for opts in [methods, allocs] {
             let r = run(jdk, &opts, "ThreadNumber", &[], &[]);
             r.assert_ok();

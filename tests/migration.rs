@@ -27,7 +27,12 @@ fn report_json(path: &Path) -> Value {
 }
 
 fn function<'a>(r: &'a Value, name: &str) -> &'a Value {
-    r["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap_or_else(|| panic!("no {name} in {r:#}"))
+    r["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {r:#}"))
 }
 
 fn event<'a>(r: &'a Value, name: &str) -> &'a Value {
@@ -35,7 +40,12 @@ fn event<'a>(r: &'a Value, name: &str) -> &'a Value {
 }
 
 fn errors(f: &Value) -> Vec<(i64, u64)> {
-    f["errors"].as_array().unwrap().iter().map(|e| (e["value"].as_i64().unwrap(), e["count"].as_u64().unwrap())).collect()
+    f["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["value"].as_i64().unwrap(), e["count"].as_u64().unwrap()))
+        .collect()
 }
 
 #[test]
@@ -53,9 +63,21 @@ fn report_figures_match_what_the_agent_did() {
         let rq = function(&j, "RequestEvent");
         assert_eq!(rq["calls"], 5);
         assert_eq!(errors(rq), vec![(-1, 3), (1, 1)], "{rq:#}");
-        for f in ["SuspendThread", "ResumeThread", "SetThreadLocalStorage", "GetThreadObject", "GetMethodClass", "jobjectID2jobject",
-            "RawMonitorEnter", "RawMonitorExit", "RawMonitorDestroy", "GetThreadStatus", "ThreadHasRun", "GetThreadLocalStorage", "GetCallTrace"]
-        {
+        for f in [
+            "SuspendThread",
+            "ResumeThread",
+            "SetThreadLocalStorage",
+            "GetThreadObject",
+            "GetMethodClass",
+            "jobjectID2jobject",
+            "RawMonitorEnter",
+            "RawMonitorExit",
+            "RawMonitorDestroy",
+            "GetThreadStatus",
+            "ThreadHasRun",
+            "GetThreadLocalStorage",
+            "GetCallTrace",
+        ] {
             let v = function(&j, f);
             assert_eq!((v["calls"].as_u64(), v["refused_ids"].as_u64()), (Some(1), Some(1)), "{f}: {v:#}");
         }
@@ -72,13 +94,34 @@ fn report_figures_match_what_the_agent_did() {
 fn report_counts_every_delivered_event() {
     for_each_jdk(|jdk| {
         let path = fresh_log_path(&format!("jdk{}_report", jdk.feature)).with_extension("json");
-        let r = rec(jdk, &format!("report={},", path.display()), "enable=thread_start+thread_end+class_load+object_alloc+shutdown", "Basic", &[]);
+        let r = rec(
+            jdk,
+            &format!("report={},", path.display()),
+            "enable=thread_start+thread_end+class_load+object_alloc+shutdown",
+            "Basic",
+            &[],
+        );
         r.assert_ok();
         let j = report_json(&path);
-        for (ev, prefix) in [("THREAD_START", "THREAD_START"), ("THREAD_END", "THREAD_END"), ("CLASS_LOAD", "CLASS_LOAD "), ("JVM_SHUT_DOWN", "SHUT_DOWN")] {
-            assert_eq!(event(&j, ev)["delivered"].as_u64().unwrap() as usize, r.count(prefix), "{ev}\n{}", r.describe());
+        for (ev, prefix) in [
+            ("THREAD_START", "THREAD_START"),
+            ("THREAD_END", "THREAD_END"),
+            ("CLASS_LOAD", "CLASS_LOAD "),
+            ("JVM_SHUT_DOWN", "SHUT_DOWN"),
+        ] {
+            assert_eq!(
+                event(&j, ev)["delivered"].as_u64().unwrap() as usize,
+                r.count(prefix),
+                "{ev}\n{}",
+                r.describe()
+            );
         }
-        let allocs: u64 = r.lines_with("ALLOC_TOTAL")[0].split_whitespace().find_map(|w| w.strip_prefix("allocs=")).unwrap().parse().unwrap();
+        let allocs: u64 = r.lines_with("ALLOC_TOTAL")[0]
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("allocs="))
+            .unwrap()
+            .parse()
+            .unwrap();
         let e = event(&j, "OBJECT_ALLOC");
         assert_eq!(e["delivered"].as_u64().unwrap(), allocs);
         assert!(e["agent_ns_total"].as_u64().unwrap() > 0);
@@ -124,7 +167,11 @@ fn trace_is_identical_across_two_runs_and_the_diff_shows_a_change() {
         }
         // Every line is JSON with a normalised thread; the program's allocations carry its class.
         let a = trace_per_thread(&traces[0]);
-        let markers = a.values().flatten().filter(|l| l.contains("\"ev\":\"OBJECT_ALLOC\"") && l.contains("\"class_name\":\"TracedMarker\"")).count();
+        let markers = a
+            .values()
+            .flatten()
+            .filter(|l| l.contains("\"ev\":\"OBJECT_ALLOC\"") && l.contains("\"class_name\":\"TracedMarker\""))
+            .count();
         assert_eq!(markers, 3, "{a:#?}");
         // The comparison tool: same program → no difference in event counts; 3 vs 5 markers → shown.
         let diff = |x: &Path, y: &Path| {
@@ -230,7 +277,8 @@ fn running_jvm_obeys_dump_reset_and_report() {
     for_each_jdk(|jdk| {
         let log = fresh_log_path(&format!("jdk{}_ctl", jdk.feature));
         let report = log.with_extension("report.txt");
-        let opts = format!("agent={}:log={},enable=data_dump+data_reset+thread_start", recorder().display(), log.display());
+        let opts =
+            format!("agent={}:log={},enable=data_dump+data_reset+thread_start", recorder().display(), log.display());
         let mut t = Target::start(jdk, Some(opts), &format!("jdk{}_ctl", jdk.feature));
         let rec_log = || std::fs::read_to_string(&log).unwrap_or_default();
         assert!(t.attach(jdk, "dump").contains("ATTACHED"));
@@ -277,7 +325,8 @@ fn legacy_agent_attached_late_sees_allocations_from_then_on() {
         // the attach are reported.
         assert!(l.contains("THREAD_START name=main") || l.contains("THREAD_START name=\"main\""), "{l}");
         assert!(l.lines().any(|x| x.starts_with("CLASS_LOAD name=WaiterMarker ")), "{l}");
-        let count = l.lines().find(|x| x.starts_with("ACOUNT class=WaiterMarker ")).unwrap_or_else(|| panic!("{l}\n{stderr}"));
+        let count =
+            l.lines().find(|x| x.starts_with("ACOUNT class=WaiterMarker ")).unwrap_or_else(|| panic!("{l}\n{stderr}"));
         assert!(count.contains(" allocs=1000 "), "{count}");
         assert!(l.lines().last() == Some("SHUT_DOWN"), "{l}");
     });

@@ -7,7 +7,8 @@ use harness::*;
 
 /// The agent's SHUTDOWN line as (key, number) pairs.
 fn shutdown_figures(r: &Run) -> Vec<(String, i64)> {
-    let line = r.lines_with("SHUTDOWN ").first().copied().unwrap_or_else(|| panic!("no SHUTDOWN line\n{}", r.describe()));
+    let line =
+        r.lines_with("SHUTDOWN ").first().copied().unwrap_or_else(|| panic!("no SHUTDOWN line\n{}", r.describe()));
     line.split_whitespace()
         .skip(1)
         .filter_map(|kv| kv.split_once('='))
@@ -48,16 +49,15 @@ fn kept_names(requested: bool) {
             .log_lines
             .iter()
             .map(String::as_str)
-            .filter(|l| {
-                ["BAD ", "UNLISTED ", "NOCLASS ", "REQUEST_FAILED ", "COPY "].iter().any(|p| l.starts_with(p))
-            })
+            .filter(|l| ["BAD ", "UNLISTED ", "NOCLASS ", "REQUEST_FAILED ", "COPY "].iter().any(|p| l.starts_with(p)))
             .collect();
         assert!(problems.is_empty(), "JDK {}: {}\n{}", jdk.feature, problems.join("\n"), r.describe());
         for key in ["bad", "unlisted", "noclass", "copies"] {
             assert_eq!(figure(&f, key), 0, "JDK {}: {key}\n{}", jdk.feature, r.describe());
         }
         // The run exercised what it is meant to.
-        let mut exercised = vec!["records", "requested", "frames", "compiled", "entries", "allocs", "strings", "arrays"];
+        let mut exercised =
+            vec!["records", "requested", "frames", "compiled", "entries", "allocs", "strings", "arrays"];
         if requested {
             exercised.push("resolved");
         } else {

@@ -155,9 +155,18 @@ fn an_agent_without_natives_loads_as_before() {
         let r = run(jdk, &format!("log=debug,agent={lib}:file={{log}}"), "Hello", &[], &[]);
         r.assert_ok();
         assert!(r.stdout.contains("hello"), "{}", r.describe());
-        assert_eq!(r.stderr_lines_with("jvmpi-shim: ").iter().filter(|l| l.contains("exports no JNI native")).count(), 1, "{}", r.describe());
+        assert_eq!(
+            r.stderr_lines_with("jvmpi-shim: ").iter().filter(|l| l.contains("exports no JNI native")).count(),
+            1,
+            "{}",
+            r.describe()
+        );
         assert!(r.stderr_lines_with("jvmpi-shim: bound ").is_empty(), "{}", r.describe());
-        assert!(!r.stderr.contains("jvmpi-shim: warning") && !r.stderr.contains("jvmpi-shim: error"), "{}", r.describe());
+        assert!(
+            !r.stderr.contains("jvmpi-shim: warning") && !r.stderr.contains("jvmpi-shim: error"),
+            "{}",
+            r.describe()
+        );
         assert!(!r.log.is_empty(), "the agent wrote no report\n{}", r.describe());
     });
 }

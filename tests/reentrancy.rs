@@ -66,11 +66,20 @@ fn every_function_from_every_handler() {
             "OBJECT_DUMP",
             "JVM_SHUT_DOWN",
         ] {
-            assert!(d.iter().any(|x| x == ev), "no handler of {ev} finished its calls (finished: {d:?})\n{}", r.describe());
+            assert!(
+                d.iter().any(|x| x == ev),
+                "no handler of {ev} finished its calls (finished: {d:?})\n{}",
+                r.describe()
+            );
         }
         // The requests made from inside handlers were answered, not refused.
         for l in r.lines_with("DONE ") {
-            let refused: u32 = l.split("refused=").nth(1).and_then(|s| s.split_whitespace().next()).and_then(|s| s.parse().ok()).unwrap_or(99);
+            let refused: u32 = l
+                .split("refused=")
+                .nth(1)
+                .and_then(|s| s.split_whitespace().next())
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(99);
             // Refusals are expected where the thread is ending: THREAD_END, JVM_SHUT_DOWN, and a
             // MONITOR_CONTENDED_EXIT that an owner sends itself just before its THREAD_END (it
             // owed it to a thread still waiting to enter).

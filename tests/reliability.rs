@@ -70,9 +70,11 @@ fn brief(r: &Run) -> String {
         .log_lines
         .iter()
         .map(String::as_str)
-        .filter(|l| ["VIOLATION", "SUMMARY", "EXIT", "SHUT_DOWN", "ATEXIT", "SAMPLER", "INIT_DONE", "ONLOAD", "ENABLE", "HOLD"]
-            .iter()
-            .any(|p| l.starts_with(p)))
+        .filter(|l| {
+            ["VIOLATION", "SUMMARY", "EXIT", "SHUT_DOWN", "ATEXIT", "SAMPLER", "INIT_DONE", "ONLOAD", "ENABLE", "HOLD"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
         .take(60)
         .collect();
     let stderr: Vec<&str> = r.stderr.lines().take(60).collect();
@@ -102,11 +104,7 @@ fn healthy(r: &Run) {
     assert!(v.is_empty(), "broken promises: {v:#?}\n{}", brief(r));
     let total: i64 = figures(r, "VIOLATIONS").values().sum();
     assert_eq!(total, 0, "{}", brief(r));
-    assert!(
-        !r.stderr.contains("did not return within"),
-        "VM death waited for an event handler\n{}",
-        brief(r)
-    );
+    assert!(!r.stderr.contains("did not return within"), "VM death waited for an event handler\n{}", brief(r));
 }
 
 #[track_caller]
@@ -283,7 +281,11 @@ fn a_thread_suspended_inside_enable_event_does_not_hold_up_the_exit() {
     for_each_jdk(|jdk| {
         let r = stress(jdk, "sampler=2,hold-switch", &[], &["ms=500", "end=exit"]);
         exits_with(&r, 3);
-        assert!(r.log.contains("HOLD calling EnableEvent state=2"), "the holder was not suspended first\n{}", brief(&r));
+        assert!(
+            r.log.contains("HOLD calling EnableEvent state=2"),
+            "the holder was not suspended first\n{}",
+            brief(&r)
+        );
         assert!(r.log.contains("HOLD disabled at shutdown r=0"), "DisableEvent in JVM_SHUT_DOWN\n{}", brief(&r));
     });
 }
@@ -328,7 +330,8 @@ fn profiler_exit_inside_jvm_shut_down_returns() {
 fn abuse_is_refused_not_fatal() {
     for_each_jdk(|jdk| {
         let args = command("sampler=2,traces=8,reenter,abuse,notify-null", &[], &["ms=1500", "workers=2"]);
-        let args: Vec<String> = args.into_iter().map(|a| a.replace("{shim}=agent=", "{shim}=log=info,agent=")).collect();
+        let args: Vec<String> =
+            args.into_iter().map(|a| a.replace("{shim}=agent=", "{shim}=log=info,agent=")).collect();
         let r = run_raw_timeout(jdk, &args, HANG);
         exits_with(&r, 0);
         let at_exit = r.lines_with("ATEXIT ok");
@@ -349,7 +352,9 @@ fn abuse_is_refused_not_fatal() {
         // Each kind of refusal is one line, not one per call.
         let warnings = r.stderr.lines().filter(|l| l.starts_with("jvmpi-shim: warning:")).count();
         assert!(warnings < 60, "{warnings} warnings of the shim on stderr\n{}", brief(&r));
-        for refused in ["RequestEvent called from a thread the JVM does not know", "EnableEvent called after JVM_SHUT_DOWN"] {
+        for refused in
+            ["RequestEvent called from a thread the JVM does not know", "EnableEvent called after JVM_SHUT_DOWN"]
+        {
             assert_eq!(r.stderr.lines().filter(|l| l.contains(refused)).count(), 1, "{refused}\n{}", brief(&r));
         }
     });
@@ -415,7 +420,14 @@ fn rss_kib(pid: u32) -> Option<u64> {
     s.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn run_sampled(jdk: &Jdk, agent_opts: &str, jvm_args: &[&str], prog: &[&str], limit: Duration, every: Duration) -> Outcome {
+fn run_sampled(
+    jdk: &Jdk,
+    agent_opts: &str,
+    jvm_args: &[&str],
+    prog: &[&str],
+    limit: Duration,
+    every: Duration,
+) -> Outcome {
     let log = fresh_log_path(&format!("jdk{}-long", jdk.feature));
     let args: Vec<String> = command(agent_opts, jvm_args, prog)
         .into_iter()
@@ -495,14 +507,19 @@ struct Tally {
 impl Tally {
     fn add(&mut self, what: &str, o: &Outcome, want: i32) {
         self.runs += 1;
-        let crashed = o.code.is_none() && !o.hung
-            || o.stdout.contains("# A fatal error")
-            || o.stderr.contains("# A fatal error");
+        let crashed =
+            o.code.is_none() && !o.hung || o.stdout.contains("# A fatal error") || o.stderr.contains("# A fatal error");
         let v: BTreeMap<String, i64> = o
             .log
             .lines()
             .find(|l| l.starts_with("VIOLATIONS"))
-            .map(|l| l.split(' ').skip(1).filter_map(|kv| kv.split_once('=')).filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?))).collect())
+            .map(|l| {
+                l.split(' ')
+                    .skip(1)
+                    .filter_map(|kv| kv.split_once('='))
+                    .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
+                    .collect()
+            })
             .unwrap_or_default();
         let n: i64 = v.values().sum();
         let after = v.get("after-shutdown").copied().unwrap_or(0);
@@ -582,17 +599,38 @@ fn long_stress() {
             let mean = |s: &[(u64, u64)]| s.iter().map(|x| x.1 as f64).sum::<f64>() / s.len() as f64;
             let (a, b) = (mean(&o.rss[q..2 * q]), mean(&o.rss[o.rss.len() - q..]));
             let max = o.rss.iter().map(|x| x.1).max().unwrap_or(0);
-            rss_report.push(format!("jdk{}:{:+.1}%(max {} MiB, {} samples)", jdk.feature, (b - a) / a * 100.0, max / 1024, o.rss.len()));
+            rss_report.push(format!(
+                "jdk{}:{:+.1}%(max {} MiB, {} samples)",
+                jdk.feature,
+                (b - a) / a * 100.0,
+                max / 1024,
+                o.rss.len()
+            ));
         }
         eprintln!("jdk {}: stress done ({} so far)", jdk.feature, t.runs);
         let races: [(&str, &str, Vec<&str>, i32); 10] = [
             ("System.exit", "sampler=2,traces=8", vec!["ms=700", "end=exit"], 3),
             ("Runtime.halt", "sampler=2,traces=8", vec!["ms=700", "end=halt"], 4),
-            ("System.exit in a bracket", "sampler=2,bracket=300", vec!["ms=500", "gc=0", "end=gc-exit", "delay=100"], 5),
+            (
+                "System.exit in a bracket",
+                "sampler=2,bracket=300",
+                vec!["ms=500", "gc=0", "end=gc-exit", "delay=100"],
+                5,
+            ),
             ("ProfilerExit in OBJECT_ALLOC", "sampler=2,exit=alloc:20000:42", vec!["ms=200", "end=wait"], 42),
             ("ProfilerExit in GC_START", "sampler=2,exit=gc_start:2:41", vec!["ms=200", "end=wait", "gc=100"], 41),
-            ("ProfilerExit from a thread, bracket open", "sampler=2,exit=thread:2:43", vec!["ms=200", "end=wait", "gc=100"], 43),
-            ("ProfilerExit from a pthread, bracket open", "sampler=2,exit=pthread:2:44", vec!["ms=200", "end=wait", "gc=100"], 44),
+            (
+                "ProfilerExit from a thread, bracket open",
+                "sampler=2,exit=thread:2:43",
+                vec!["ms=200", "end=wait", "gc=100"],
+                43,
+            ),
+            (
+                "ProfilerExit from a pthread, bracket open",
+                "sampler=2,exit=pthread:2:44",
+                vec!["ms=200", "end=wait", "gc=100"],
+                44,
+            ),
             ("ProfilerExit in JVM_SHUT_DOWN", "sampler=2,exit=shutdown:0:45", vec!["ms=300"], 0),
             ("threads suspended at JVM_SHUT_DOWN", "sampler=2,freeze-at-exit", vec!["ms=300", "end=exit"], 3),
             (
@@ -610,13 +648,27 @@ fn long_stress() {
         }
         eprintln!("jdk {}: races done ({} so far)", jdk.feature, t.runs);
         for _ in 0..reps.div_ceil(4) {
-            let o = run_sampled(&jdk, "sampler=2,traces=8,reenter,abuse,notify-null", &[], &["ms=3000"], HANG, Duration::from_secs(3600));
+            let o = run_sampled(
+                &jdk,
+                "sampler=2,traces=8,reenter,abuse,notify-null",
+                &[],
+                &["ms=3000"],
+                HANG,
+                Duration::from_secs(3600),
+            );
             if !o.log.contains("ATEXIT ok") {
                 t.failures.push(format!("JDK {} abuse: the atexit handler did not finish", jdk.feature));
             }
             t.add(&format!("JDK {} abuse", jdk.feature), &o, 0);
         }
-        let o = run_sampled(&jdk, "sampler=2,traces=8,reenter", &["-Xcheck:jni"], &["ms=20000"], Duration::from_secs(120), Duration::from_secs(3600));
+        let o = run_sampled(
+            &jdk,
+            "sampler=2,traces=8,reenter",
+            &["-Xcheck:jni"],
+            &["ms=20000"],
+            Duration::from_secs(120),
+            Duration::from_secs(3600),
+        );
         let xw = o
             .stdout
             .lines()
@@ -664,7 +716,8 @@ fn garbage_pointers_get_the_failure_value_in_every_phase() {
         for phase in ["onload", "init", "handler", "shutdown"] {
             let out = fresh_log_path(&format!("badinput-{}-{phase}", jdk.feature)).with_extension("txt");
             let lib = agent("badinput");
-            let r = run(jdk, &format!("agent={}:out={},phase={phase}", lib.display(), out.display()), "Census", &[], &[]);
+            let r =
+                run(jdk, &format!("agent={}:out={},phase={phase}", lib.display(), out.display()), "Census", &[], &[]);
             r.assert_ok();
             assert!(r.stdout.contains("kept 1234"), "{phase}: {}", r.describe());
             let text = std::fs::read_to_string(&out).unwrap_or_default();
@@ -676,7 +729,14 @@ fn garbage_pointers_get_the_failure_value_in_every_phase() {
                     .unwrap()
             };
             assert!(text.contains(&format!("DONE {phase}")), "{phase}\n{text}");
-            for call in ["HEAP_DUMP,bad", "OBJECT_DUMP,bad", "OBJECT_ALLOC,bad", "CLASS_LOAD,bad", "THREAD_START,bad", "HEAP_DUMP,level9"] {
+            for call in [
+                "HEAP_DUMP,bad",
+                "OBJECT_DUMP,bad",
+                "OBJECT_ALLOC,bad",
+                "CLASS_LOAD,bad",
+                "THREAD_START,bad",
+                "HEAP_DUMP,level9",
+            ] {
                 assert_eq!(v(&format!("RequestEvent({call})")), -1, "{phase}: {call}\n{text}");
             }
             assert_eq!(v("GetCallTrace(frames=bad).num_frames"), 0, "{phase}\n{text}");
@@ -688,7 +748,11 @@ fn garbage_pointers_get_the_failure_value_in_every_phase() {
             assert_eq!(v("SuspendThreadList(list=bad)"), 5, "{phase}: results left as they were\n{text}");
             let log = r.stderr_lines_with("jvmpi-shim");
             let said = |what: &str| log.iter().filter(|l| l.contains(what)).count();
-            assert!(said("0xdeadbeef is not readable") >= 2 && said("jobject2jobjectID(0xdeadbeef)") == 1, "{phase}: {}", r.describe());
+            assert!(
+                said("0xdeadbeef is not readable") >= 2 && said("jobject2jobjectID(0xdeadbeef)") == 1,
+                "{phase}: {}",
+                r.describe()
+            );
             if phase == "onload" {
                 // No dump can be taken before JVM_OnLoad has returned; nothing blamed on VM death.
                 assert_eq!(v("RequestEvent(HEAP_DUMP,NULL)@onload"), -1, "{text}");

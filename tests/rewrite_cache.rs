@@ -64,7 +64,11 @@ fn cold_then_warm(cold: &Run, warm: &Run) -> (usize, usize) {
 
 /// "N classes from it in this run, M rewritten" of the shim's line at VM death.
 fn run_figures(r: &Run) -> (usize, usize) {
-    let l: Vec<&str> = r.stderr_lines_with("jvmpi-shim: rewrite cache ").into_iter().filter(|l| l.contains(" in this run, ")).collect();
+    let l: Vec<&str> = r
+        .stderr_lines_with("jvmpi-shim: rewrite cache ")
+        .into_iter()
+        .filter(|l| l.contains(" in this run, "))
+        .collect();
     assert_eq!(l.len(), 1, "one line at VM death\n{}", r.describe());
     let words: Vec<&str> = l[0].split_whitespace().collect();
     let at = |w: &str| words.iter().position(|x| *x == w).unwrap();
@@ -137,21 +141,36 @@ fn method_events_from_the_cache(tag: &str, extra: &str) {
                 .filter(|k| c.get(*k) != o.get(*k))
                 .map(|k| format!("{k}: {:?} / {:?}", c.get(k), o.get(k)))
                 .collect();
-            assert!(differ.is_empty(), "JDK {}: the {name} run counted differently: {differ:?}\n{}", jdk.feature, other.describe());
+            assert!(
+                differ.is_empty(),
+                "JDK {}: the {name} run counted differently: {differ:?}\n{}",
+                jdk.feature,
+                other.describe()
+            );
             // All entries, the JDK's other threads' included (a few more or less from run to run).
             let total = |r: &Run| -> f64 {
                 let l = r.lines_with("TOTAL entries=");
-                l.first().and_then(|l| l.split_whitespace().nth(1)).and_then(|w| w.trim_start_matches("entries=").parse().ok()).unwrap()
+                l.first()
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|w| w.trim_start_matches("entries=").parse().ok())
+                    .unwrap()
             };
             let (a, b) = (total(&cold), total(other));
             assert!((a - b).abs() <= a / 100.0, "JDK {}: {name} run: {b} entries against {a}", jdk.feature);
             if !extra.is_empty() {
                 let allocs = |r: &Run| -> f64 {
                     let l = r.lines_with("TOTAL entries=");
-                    l.first().and_then(|l| l.split_whitespace().last()).and_then(|w| w.trim_start_matches("allocs=").parse().ok()).unwrap()
+                    l.first()
+                        .and_then(|l| l.split_whitespace().last())
+                        .and_then(|w| w.trim_start_matches("allocs=").parse().ok())
+                        .unwrap()
                 };
                 let (a, b) = (allocs(&cold), allocs(other));
-                assert!(a > 0.0 && (a - b).abs() <= a / 100.0, "JDK {}: {name} run: {b} allocations against {a}", jdk.feature);
+                assert!(
+                    a > 0.0 && (a - b).abs() <= a / 100.0,
+                    "JDK {}: {name} run: {b} allocations against {a}",
+                    jdk.feature
+                );
                 // One retransformation with both plans: no "method hooks" retransformation after it.
                 assert!(other.stderr_lines_with("jvmpi-shim: method hooks ").is_empty(), "{}", other.describe());
             }
@@ -188,9 +207,16 @@ fn allocation_events_are_the_same_from_the_cache() {
         // Strings and string builders the program's and the JDK's code (the cached classes)
         // allocate: the same classes, kinds and counts.
         let groups = |r: &Run| -> Vec<String> {
-            r.lines_with("ACOUNT class=java.lang.String").iter().map(|l| l.split(" frees=").next().unwrap().to_string()).collect()
+            r.lines_with("ACOUNT class=java.lang.String")
+                .iter()
+                .map(|l| l.split(" frees=").next().unwrap().to_string())
+                .collect()
         };
-        assert!(groups(&cold).iter().any(|l| l.starts_with("ACOUNT class=java.lang.String kind=0 ")), "{}", cold.describe());
+        assert!(
+            groups(&cold).iter().any(|l| l.starts_with("ACOUNT class=java.lang.String kind=0 ")),
+            "{}",
+            cold.describe()
+        );
         assert_eq!(groups(&cold), groups(&warm), "JDK {}\n{}", jdk.feature, warm.describe());
         let _ = std::fs::remove_dir_all(&dir);
     });
@@ -206,20 +232,30 @@ fn the_file_used_last_is_read_ahead() {
         let dir = cache_dir("two-plans", jdk);
         let d = dir.display().to_string();
         let methods = || {
-            let opts =
-                format!("log=info,cache={d},agent={}:log={{log}},only=java.lang.String,enable=entry+exit,count", agent("methodagent").display());
+            let opts = format!(
+                "log=info,cache={d},agent={}:log={{log}},only=java.lang.String,enable=entry+exit,count",
+                agent("methodagent").display()
+            );
             let r = run(jdk, &opts, "MethodsProg", &["calls"], &[]);
             r.assert_ok();
             r
         };
         let allocs = || {
-            let opts = format!("log=info,cache={d},agent={}:log={{log}},enable=init+shutdown+object_alloc", agent("recorder").display());
+            let opts = format!(
+                "log=info,cache={d},agent={}:log={{log}},enable=init+shutdown+object_alloc",
+                agent("recorder").display()
+            );
             let probe = format!("-Dprobe.lib={}", agent("recorder").display());
             let r = run(jdk, &opts, "Allocs", &["10"], &[&probe]);
             r.assert_ok();
             r
         };
-        let how = |r: &Run| r.stderr_lines_with("jvmpi-shim: start-up rewrite cache ").first().map(|l| l.to_string()).unwrap_or_default();
+        let how = |r: &Run| {
+            r.stderr_lines_with("jvmpi-shim: start-up rewrite cache ")
+                .first()
+                .map(|l| l.to_string())
+                .unwrap_or_default()
+        };
         let cold = methods();
         let _ = allocs(); // its file is now the one written last
         let other = methods();

@@ -22,14 +22,22 @@ fn check(r: &Run) {
     let starts = r.lines_with("TSTART ");
     for l in &starts {
         assert!(!l.contains("name=JVMPI "), "the shim's own thread was announced: {l}\n{}", r.describe());
-        assert!(!l.contains("name= ") && !l.contains("name=(null)"), "a thread announced with no name: {l}\n{}", r.describe());
+        assert!(
+            !l.contains("name= ") && !l.contains("name=(null)"),
+            "a thread announced with no name: {l}\n{}",
+            r.describe()
+        );
     }
     assert!(starts.iter().any(|l| l.contains("name=main ")), "{}", r.describe());
     assert!(starts.iter().filter(|l| l.contains("name=mix-")).count() >= 6 * 20, "{}", r.describe());
 }
 
 fn count(r: &Run, ev: &str) -> usize {
-    r.lines_with(&format!("COUNT ev={ev} ")).first().and_then(|l| l.rsplit('=').next()).and_then(|n| n.parse().ok()).unwrap_or(0)
+    r.lines_with(&format!("COUNT ev={ev} "))
+        .first()
+        .and_then(|l| l.rsplit('=').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Contended monitors whose owners end at once, waits, joins and short-lived threads: every

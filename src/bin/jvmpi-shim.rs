@@ -97,7 +97,11 @@ struct ShimArgs {
 
 impl ShimArgs {
     fn options(&self) -> ShimOptions {
-        ShimOptions { log: self.log.map(|l| l.word().to_string()), report: self.report.clone(), trace: self.trace.clone() }
+        ShimOptions {
+            log: self.log.map(|l| l.word().to_string()),
+            report: self.report.clone(),
+            trace: self.trace.clone(),
+        }
     }
 }
 
@@ -211,7 +215,11 @@ fn run(a: RunArgs) -> Result<u8, Fail> {
     let options = launch::shim_option_string(&a.shim.options(), &agent, false).map_err(fail(125))?;
     let shim = locate::shim(a.shim.shim.as_deref()).map_err(fail(125))?;
     let (java, args) = launch::java_command(&shim, &options, a.java.as_deref(), &a.command).map_err(|m| {
-        let code = if m.contains("no java found") || m.contains("not on PATH") || m.contains("has no bin/java") { 127 } else { 125 };
+        let code = if m.contains("no java found") || m.contains("not on PATH") || m.contains("has no bin/java") {
+            127
+        } else {
+            125
+        };
         Fail(m, code)
     })?;
     if a.dry_run {

@@ -9,14 +9,14 @@
 //! Several agents: the first `Agent_OnLoad` sets everything up; each later one (one per further
 //! `-agentpath` of the shim) only loads its agent and installs its table (`add_agent`).
 
+use crate::abi::*;
 use crate::doors::{jni as jni_hooks, jvmpi, jvmti as callbacks};
 use crate::face::record;
-use crate::abi::*;
 use crate::vm::jvm::startup;
 use crate::{events, guard, jvm, lifecycle, loader, logger, options, report, table, threads};
 use jvmti_bindings::sys::jni::{
-    jboolean, jclass, jfieldID, jint, jmethodID, jthrowable, JNIEnv, JNINativeInterface_, JavaVM, JNI_EDETACHED, JNI_ERR, JNI_OK,
-    JNI_VERSION_1_2,
+    jboolean, jclass, jfieldID, jint, jmethodID, jthrowable, JNIEnv, JNINativeInterface_, JavaVM, JNI_EDETACHED,
+    JNI_ERR, JNI_OK, JNI_VERSION_1_2,
 };
 use jvmti_bindings::sys::jvmti;
 use std::ffi::{c_char, c_void};
@@ -126,7 +126,12 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
 /// on the emulation the first one set up. Its `JVM_OnLoad` runs at VMInit after the earlier
 /// agents'.
 fn add_agent(opts: &options::Options) -> Result<(), String> {
-    if opts.report.is_some() || opts.trace.is_some() || opts.methods_jvmti || opts.owned_monitors.is_some() || opts.cache.is_some() {
+    if opts.report.is_some()
+        || opts.trace.is_some()
+        || opts.methods_jvmti
+        || opts.owned_monitors.is_some()
+        || opts.cache.is_some()
+    {
         return Err(format!(
             "agent={}: report=, trace=, methods=, owned-monitors= and cache= apply to every agent of the JVM: give them in the first \
              -agentpath:…/libjvmpi_shim.so=…",
@@ -134,7 +139,10 @@ fn add_agent(opts: &options::Options) -> Result<(), String> {
         ));
     }
     if lifecycle::init_ran() {
-        return Err(format!("agent={}: the JVM is running already; one more legacy agent can only be added at start-up", opts.agent));
+        return Err(format!(
+            "agent={}: the JVM is running already; one more legacy agent can only be added at start-up",
+            opts.agent
+        ));
     }
     if opts.log > log::max_level() {
         logger::init(opts.log);
@@ -309,10 +317,7 @@ struct EntryState {
     deferred_fired: AtomicBool,
 }
 
-static STATE: EntryState = EntryState {
-    deferred: OnceLock::new(),
-    deferred_fired: AtomicBool::new(false),
-};
+static STATE: EntryState = EntryState { deferred: OnceLock::new(), deferred_fired: AtomicBool::new(false) };
 
 /// `JVM_OnLoad` before the live phase: check the options now (the JVM can still refuse to start),
 /// hook the calling thread's JNI functions, and start at the first hooked call made once JVMTI
@@ -331,9 +336,7 @@ fn defer(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> jint {
     // SAFETY: the JVM's own GetEnv and JavaVM.
     let (rc, e) = unsafe { startup::get_env_with(get_env, vm, JNI_VERSION_1_2) };
     if rc != JNI_OK || e.is_null() {
-        log::error!(
-            "JVM_OnLoad: JVMTI is not available yet and the JVM gave no JNIEnv either (GetEnv returned {rc})"
-        );
+        log::error!("JVM_OnLoad: JVMTI is not available yet and the JVM gave no JNIEnv either (GetEnv returned {rc})");
         return JNI_ERR;
     }
     let env = e as *mut JNIEnv;
@@ -372,7 +375,9 @@ fn deferred_start(env: *mut JNIEnv) -> *const JNINativeInterface_ {
     // SAFETY: the JVM's own table, on the calling thread's own JNIEnv.
     let pending = unsafe { startup::exception_check(original, env) } != 0;
     // SAFETY: the JVM's own GetEnv, saved by `defer`, with its JavaVM.
-    let fire = !pending && !STATE.deferred_fired.load(Ordering::Acquire) && unsafe { startup::jvmti_reachable(d.get_env, d.vm as *mut JavaVM) };
+    let fire = !pending
+        && !STATE.deferred_fired.load(Ordering::Acquire)
+        && unsafe { startup::jvmti_reachable(d.get_env, d.vm as *mut JavaVM) };
     if fire && !STATE.deferred_fired.swap(true, Ordering::AcqRel) {
         // SAFETY: `env` is the calling thread's JNIEnv.
         unsafe { d.table.remove(env) };

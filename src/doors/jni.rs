@@ -66,7 +66,8 @@ pub fn install() -> Result<(), String> {
     {
         STATE.new_object_orig.store(original_new_object() as usize, std::sync::atomic::Ordering::SeqCst);
         // SAFETY: the trampoline has NewObject's signature and ends in a jump to the JVM's own.
-        t.NewObject = unsafe { std::mem::transmute::<*const (), jni::JniNewObjectFn>(new_object_trampoline as *const ()) };
+        t.NewObject =
+            unsafe { std::mem::transmute::<*const (), jni::JniNewObjectFn>(new_object_trampoline as *const ()) };
     }
     t.NewObjectArray = new_object_array;
     t.NewBooleanArray = new_boolean_array;
@@ -112,7 +113,12 @@ fn stack_mark() -> usize {
     std::hint::black_box(&x) as *const u8 as usize
 }
 
-unsafe extern "system" fn new_object_a(env: *mut JNIEnv, k: jclass, m: jni::jmethodID, args: *const jni::jvalue) -> jobject {
+unsafe extern "system" fn new_object_a(
+    env: *mut JNIEnv,
+    k: jclass,
+    m: jni::jmethodID,
+    args: *const jni::jvalue,
+) -> jobject {
     let tag = constructing(env, k, stack_mark());
     // SAFETY: the JVM's own NewObjectA with the caller's arguments.
     let r = unsafe { (orig().NewObjectA)(env, k, m, args) };
@@ -205,7 +211,12 @@ std::arch::global_asm!(
     orig = const std::mem::offset_of!(JniState, new_object_orig),
 );
 
-unsafe extern "system" fn new_object_array(env: *mut JNIEnv, len: jsize, k: jclass, init: jobject) -> jni::jobjectArray {
+unsafe extern "system" fn new_object_array(
+    env: *mut JNIEnv,
+    len: jsize,
+    k: jclass,
+    init: jobject,
+) -> jni::jobjectArray {
     // SAFETY: the JVM's own NewObjectArray with the caller's arguments.
     allocated(env, unsafe { (orig().NewObjectArray)(env, len, k, init) })
 }
@@ -245,7 +256,8 @@ fn ref_alloc(env: *mut JNIEnv, kind: i32, obj: jobject, r: jobject) {
     }
     crate::guard("JNI global reference hook", (), || {
         let mut ev = JVMPI_Event::new(kind, env);
-        ev.u.jni_globalref_alloc = JniGlobalrefAlloc { obj_id: ids::id_of(obj).unwrap_or(std::ptr::null_mut()), ref_id: r };
+        ev.u.jni_globalref_alloc =
+            JniGlobalrefAlloc { obj_id: ids::id_of(obj).unwrap_or(std::ptr::null_mut()), ref_id: r };
         events::send(&mut ev);
     })
 }

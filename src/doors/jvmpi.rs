@@ -26,7 +26,11 @@ use std::ffi::{c_char, c_void};
 /// The `GetEnv` of the `JavaVM` every agent reaches (installed by `jvm::startup::hook_get_env`
 /// at start-up): `JVMPI_VERSION_1/1_1/1_2` get the shim's interface for the calling agent,
 /// every other version the JVM's own answer.
-pub(crate) unsafe extern "system" fn get_env(vm: *mut jvmti_bindings::sys::jni::JavaVM, penv: *mut *mut c_void, version: jint) -> jint {
+pub(crate) unsafe extern "system" fn get_env(
+    vm: *mut jvmti_bindings::sys::jni::JavaVM,
+    penv: *mut *mut c_void,
+    version: jint,
+) -> jint {
     if crate::table::is_jvmpi_version(version) {
         if penv.is_null() {
             return JNI_ERR;
@@ -143,7 +147,8 @@ mod outcome {
     }
     /// An ID answer: NULL for an argument that was not NULL is a failure.
     pub fn obj(_: &'static str, args: &[(&'static str, Val)], r: jobjectID) -> (Val, Option<i64>) {
-        let asked = args.first().is_none_or(|(_, v)| !matches!(v, Val::Ptr(0) | Val::Obj(0) | Val::Env(0) | Val::Method(0)));
+        let asked =
+            args.first().is_none_or(|(_, v)| !matches!(v, Val::Ptr(0) | Val::Obj(0) | Val::Env(0) | Val::Method(0)));
         (Val::Obj(r as usize), (r.is_null() && asked).then_some(0))
     }
     pub fn ptr_null_err(_: &'static str, args: &[(&'static str, Val)], r: jobject) -> (Val, Option<i64>) {
@@ -179,9 +184,13 @@ unsafe extern "C" fn disable_event<const A: usize>(event_type: jint, arg: *mut c
 }
 
 unsafe extern "C" fn request_event<const A: usize>(event_type: jint, arg: *mut c_void) -> jint {
-    door(&[("event", Val::Int(event_type as i64)), ("arg", arg_val(event_type, arg))], outcome::code, "RequestEvent", JVMPI_FAIL, || {
-        access::call("RequestEvent", JVMPI_FAIL, || events::as_requester(A, || control::request(event_type, arg)))
-    })
+    door(
+        &[("event", Val::Int(event_type as i64)), ("arg", arg_val(event_type, arg))],
+        outcome::code,
+        "RequestEvent",
+        JVMPI_FAIL,
+        || access::call("RequestEvent", JVMPI_FAIL, || events::as_requester(A, || control::request(event_type, arg))),
+    )
 }
 
 unsafe extern "C" fn get_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
@@ -237,7 +246,10 @@ fn full_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
             let n = if mem.write_slice(copy.frames, filled) {
                 n
             } else {
-                log::warn!("GetCallTrace: the frames buffer at {:p} is not writable for {n} frames; no frames", copy.frames);
+                log::warn!(
+                    "GetCallTrace: the frames buffer at {:p} is not writable for {n} frames; no frames",
+                    copy.frames
+                );
                 0
             };
             if !mem.write(num_frames, n) {
@@ -307,7 +319,9 @@ unsafe extern "C" fn raw_monitor_exit(m: JVMPI_RawMonitor) {
 }
 
 unsafe extern "C" fn raw_monitor_wait(m: JVMPI_RawMonitor, ms: jlong) {
-    door(&[("monitor", Val::Monitor(m as usize)), ("ms", Val::Int(ms))], outcome::unit, "RawMonitorWait", (), || monitors::wait(m, ms))
+    door(&[("monitor", Val::Monitor(m as usize)), ("ms", Val::Int(ms))], outcome::unit, "RawMonitorWait", (), || {
+        monitors::wait(m, ms)
+    })
 }
 
 unsafe extern "C" fn raw_monitor_notify_all(m: JVMPI_RawMonitor) {
@@ -323,11 +337,15 @@ unsafe extern "C" fn get_current_thread_cpu_time() -> jlong {
 }
 
 unsafe extern "C" fn suspend_thread(env: *mut JNIEnv) {
-    door(&[("env", Val::Env(env as usize))], outcome::unit, "SuspendThread", (), || access::call("SuspendThread", (), || threads::suspend(env)))
+    door(&[("env", Val::Env(env as usize))], outcome::unit, "SuspendThread", (), || {
+        access::call("SuspendThread", (), || threads::suspend(env))
+    })
 }
 
 unsafe extern "C" fn resume_thread(env: *mut JNIEnv) {
-    door(&[("env", Val::Env(env as usize))], outcome::unit, "ResumeThread", (), || access::call("ResumeThread", (), || threads::resume(env)))
+    door(&[("env", Val::Env(env as usize))], outcome::unit, "ResumeThread", (), || {
+        access::call("ResumeThread", (), || threads::resume(env))
+    })
 }
 
 unsafe extern "C" fn get_thread_status(env: *mut JNIEnv) -> jint {
@@ -346,23 +364,37 @@ unsafe extern "C" fn create_system_thread<const A: usize>(
     priority: jint,
     f: Option<unsafe extern "C" fn(*mut c_void)>,
 ) -> jint {
-    door(&[("name", Val::Ptr(name as usize)), ("priority", Val::Int(priority as i64))], outcome::code, "CreateSystemThread", JNI_ERR, || {
-        access::call("CreateSystemThread", JNI_ERR, || match crate::safemem::c_str(name) {
-            Ok(n) => threads::create_system_thread(A, &n.unwrap_or_default(), priority, f),
-            Err(e) => {
-                log::warn!("CreateSystemThread: {e}; JNI_ERR");
-                JNI_ERR
-            }
-        })
-    })
+    door(
+        &[("name", Val::Ptr(name as usize)), ("priority", Val::Int(priority as i64))],
+        outcome::code,
+        "CreateSystemThread",
+        JNI_ERR,
+        || {
+            access::call("CreateSystemThread", JNI_ERR, || match crate::safemem::c_str(name) {
+                Ok(n) => threads::create_system_thread(A, &n.unwrap_or_default(), priority, f),
+                Err(e) => {
+                    log::warn!("CreateSystemThread: {e}; JNI_ERR");
+                    JNI_ERR
+                }
+            })
+        },
+    )
 }
 
 unsafe extern "C" fn set_thread_local_storage<const A: usize>(env: *mut JNIEnv, p: *mut c_void) {
-    door(&[("env", Val::Env(env as usize)), ("ptr", Val::Ptr(p as usize))], outcome::unit, "SetThreadLocalStorage", (), || threads::set_tls(A, env, p))
+    door(
+        &[("env", Val::Env(env as usize)), ("ptr", Val::Ptr(p as usize))],
+        outcome::unit,
+        "SetThreadLocalStorage",
+        (),
+        || threads::set_tls(A, env, p),
+    )
 }
 
 unsafe extern "C" fn get_thread_local_storage<const A: usize>(env: *mut JNIEnv) -> *mut c_void {
-    door(&[("env", Val::Env(env as usize))], outcome::ptr, "GetThreadLocalStorage", std::ptr::null_mut(), || threads::get_tls(A, env))
+    door(&[("env", Val::Env(env as usize))], outcome::ptr, "GetThreadLocalStorage", std::ptr::null_mut(), || {
+        threads::get_tls(A, env)
+    })
 }
 
 unsafe extern "C" fn disable_gc() {
@@ -378,11 +410,15 @@ unsafe extern "C" fn run_gc() {
 }
 
 unsafe extern "C" fn get_thread_object(env: *mut JNIEnv) -> jobjectID {
-    door(&[("env", Val::Env(env as usize))], outcome::obj, "GetThreadObject", std::ptr::null_mut(), || threads::get_thread_object(env))
+    door(&[("env", Val::Env(env as usize))], outcome::obj, "GetThreadObject", std::ptr::null_mut(), || {
+        threads::get_thread_object(env)
+    })
 }
 
 unsafe extern "C" fn get_method_class(m: jmethodID) -> jobjectID {
-    door(&[("method", Val::Method(m as usize))], outcome::obj, "GetMethodClass", std::ptr::null_mut(), || classes::method_class(m))
+    door(&[("method", Val::Method(m as usize))], outcome::obj, "GetMethodClass", std::ptr::null_mut(), || {
+        classes::method_class(m)
+    })
 }
 
 unsafe extern "C" fn jobject_id_to_jobject(id: jobjectID) -> jobject {
@@ -431,11 +467,15 @@ unsafe extern "C" fn jobject_to_jobject_id(obj: jobject) -> jobjectID {
 }
 
 unsafe extern "C" fn suspend_thread_list(count: jint, list: *mut *mut JNIEnv, results: *mut jint) {
-    door(&[("count", Val::Int(count as i64))], outcome::unit, "SuspendThreadList", (), || thread_list(count, list, results, true))
+    door(&[("count", Val::Int(count as i64))], outcome::unit, "SuspendThreadList", (), || {
+        thread_list(count, list, results, true)
+    })
 }
 
 unsafe extern "C" fn resume_thread_list(count: jint, list: *mut *mut JNIEnv, results: *mut jint) {
-    door(&[("count", Val::Int(count as i64))], outcome::unit, "ResumeThreadList", (), || thread_list(count, list, results, false))
+    door(&[("count", Val::Int(count as i64))], outcome::unit, "ResumeThreadList", (), || {
+        thread_list(count, list, results, false)
+    })
 }
 
 fn thread_list(count: jint, list: *mut *mut JNIEnv, results: *mut jint, suspend: bool) {
@@ -550,7 +590,11 @@ pub mod access {
             // Attaches the caller for good, as the process ends; during and after VM death it
             // returns at once (see lifecycle::profiler_exit).
             "ProfilerExit" => (Any, Works),
-            "RawMonitorCreate" | "RawMonitorEnter" | "RawMonitorExit" | "RawMonitorWait" | "RawMonitorNotifyAll"
+            "RawMonitorCreate"
+            | "RawMonitorEnter"
+            | "RawMonitorExit"
+            | "RawMonitorWait"
+            | "RawMonitorNotifyAll"
             | "RawMonitorDestroy" => (Any, Works),
             "GetCurrentThreadCpuTime" => (Any, Works),
             "SuspendThread" | "ResumeThread" | "SuspendThreadList" | "ResumeThreadList" => (JavaThread, Refused),
@@ -585,7 +629,9 @@ pub mod access {
         if p.after != Afterwards::Works && over() {
             if p.after == Afterwards::Refused && first(function, true) {
                 // A sampler racing the JVM's exit does this as a matter of course: info, not warn.
-                log::info!("{function} called after JVM_SHUT_DOWN: the JVM is gone; the JVMPI failure value is returned");
+                log::info!(
+                    "{function} called after JVM_SHUT_DOWN: the JVM is gone; the JVMPI failure value is returned"
+                );
             } else {
                 log::debug!("{function} called after JVM_SHUT_DOWN: nothing to do");
             }
@@ -620,7 +666,9 @@ pub mod access {
         debug_assert_eq!(policy(function), Some(Policy { caller: Caller::JavaThread, after: Afterwards::Refused }));
         if over() {
             if first(function, true) {
-                log::info!("{function} called after JVM_SHUT_DOWN: the JVM is gone; the JVMPI failure value is returned");
+                log::info!(
+                    "{function} called after JVM_SHUT_DOWN: the JVM is gone; the JVMPI failure value is returned"
+                );
             } else {
                 log::debug!("{function} called after JVM_SHUT_DOWN: nothing to do");
             }

@@ -173,7 +173,12 @@ pub unsafe extern "system" fn early_class_file_load_hook(
 }
 
 /// The class bytes of a ClassFileLoadHook call, if its pointers are usable.
-fn hook_input<'a>(len: jint, data: *const c_uchar, new_len: *mut jint, new_data: *mut *mut c_uchar) -> Option<&'a [u8]> {
+fn hook_input<'a>(
+    len: jint,
+    data: *const c_uchar,
+    new_len: *mut jint,
+    new_data: *mut *mut c_uchar,
+) -> Option<&'a [u8]> {
     if data.is_null() || len < 0 || new_len.is_null() || new_data.is_null() {
         return None;
     }
@@ -247,6 +252,12 @@ unsafe extern "system" fn monitor_wait(_j: *mut jvmtiEnv, env: *mut JNIEnv, _t: 
     guard("MonitorWait", (), || javamonitors::on_wait(env, obj, timeout))
 }
 
-unsafe extern "system" fn monitor_waited(_j: *mut jvmtiEnv, env: *mut JNIEnv, _t: jthread, obj: jobject, _timed_out: jboolean) {
+unsafe extern "system" fn monitor_waited(
+    _j: *mut jvmtiEnv,
+    env: *mut JNIEnv,
+    _t: jthread,
+    obj: jobject,
+    _timed_out: jboolean,
+) {
     guard("MonitorWaited", (), || javamonitors::on_waited(env, obj))
 }

@@ -9,7 +9,6 @@
     missing_docs,
     reason = "each item is the declaration of the same name in Sun's jvmpi.h (shim/jvmpi.h), documented by the JVMPI specification"
 )]
-
 #![allow(non_camel_case_types, non_snake_case, dead_code)]
 
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM};
@@ -468,11 +467,15 @@ const _: () = {
     assert!(size_of::<ObjAlloc>() == 32);
     assert!(offset_of!(ObjAlloc, class_id) == 8 && offset_of!(ObjAlloc, is_array) == 16);
     assert!(offset_of!(ObjAlloc, size) == 20 && offset_of!(ObjAlloc, obj_id) == 24);
-    assert!(size_of::<ObjMove>() == 32 && offset_of!(ObjMove, new_arena_id) == 16 && offset_of!(ObjMove, new_obj_id) == 24);
+    assert!(
+        size_of::<ObjMove>() == 32 && offset_of!(ObjMove, new_arena_id) == 16 && offset_of!(ObjMove, new_obj_id) == 24
+    );
     assert!(size_of::<NewArena>() == 16 && offset_of!(NewArena, arena_name) == 8);
     assert!(size_of::<DeleteArena>() == 4);
     assert!(size_of::<ThreadStart>() == 40 && offset_of!(ThreadStart, thread_env_id) == 32);
-    assert!(size_of::<HeapDump>() == 40 && offset_of!(HeapDump, num_traces) == 24 && offset_of!(HeapDump, traces) == 32);
+    assert!(
+        size_of::<HeapDump>() == 40 && offset_of!(HeapDump, num_traces) == 24 && offset_of!(HeapDump, traces) == 32
+    );
     assert!(size_of::<JniGlobalrefAlloc>() == 16);
     assert!(size_of::<MethodEntry2>() == 16);
     assert!(size_of::<CompiledMethodLoad>() == 32);
@@ -499,7 +502,6 @@ const _: () = {
     assert!(offset_of!(JVMPI_Interface, SuspendThreadList) == 224);
     assert!(offset_of!(JVMPI_Interface, ResumeThreadList) == 232);
 };
-
 
 /// `JVMPI_HeapDumpArg.heap_dump_level`: the three levels of HEAP_DUMP.
 pub const JVMPI_DUMP_LEVEL_0: jint = 0;

@@ -173,9 +173,11 @@ const UNLOAD: &[jvmtiEvent] = &[
     jvmti::JVMTI_EVENT_OBJECT_FREE,
 ];
 const COMPILED: &[jvmtiEvent] = &[jvmti::JVMTI_EVENT_COMPILED_METHOD_LOAD, jvmti::JVMTI_EVENT_COMPILED_METHOD_UNLOAD];
-const CONTENDED: &[jvmtiEvent] = &[jvmti::JVMTI_EVENT_MONITOR_CONTENDED_ENTER, jvmti::JVMTI_EVENT_MONITOR_CONTENDED_ENTERED];
+const CONTENDED: &[jvmtiEvent] =
+    &[jvmti::JVMTI_EVENT_MONITOR_CONTENDED_ENTER, jvmti::JVMTI_EVENT_MONITOR_CONTENDED_ENTERED];
 const WAITS: &[jvmtiEvent] = &[jvmti::JVMTI_EVENT_MONITOR_WAIT, jvmti::JVMTI_EVENT_MONITOR_WAITED];
-const DUMP: Support = Support::NotAvailable("dump events are only sent on RequestEvent (JVMPI spec; HotSpot 1.5 answered the same)");
+const DUMP: Support =
+    Support::NotAvailable("dump events are only sent on RequestEvent (JVMPI spec; HotSpot 1.5 answered the same)");
 /// What an unknown number gets.
 const NO_SUCH: Support = Support::NotAvailable("no such JVMPI event");
 
@@ -227,7 +229,10 @@ const TABLE: [Row; 37] = [
         switch: S::Alloc,
         request: R::Object,
         fields: obj_alloc,
-        instead: ("", "no direct equivalent: bytecode instrumentation (VMObjectAlloc and SampledObjectAlloc cover part)"),
+        instead: (
+            "",
+            "no direct equivalent: bytecode instrumentation (VMObjectAlloc and SampledObjectAlloc cover part)",
+        ),
         ..row(JVMPI_EVENT_OBJECT_ALLOC, "OBJECT_ALLOC", F::Object)
     },
     Row {

@@ -19,13 +19,13 @@
 //! with [`set_announcer`].
 
 use crate::abi::*;
-use crate::face::table::{self, MAX_AGENTS};
 use crate::face::record;
+use crate::face::table::{self, MAX_AGENTS};
 use crate::jvm;
 use jvmti_bindings::sys::jni::{jint, JNIEnv};
 use jvmti_bindings::sys::jvmti;
-use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 use std::cell::Cell;
+use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -300,7 +300,10 @@ pub use crate::face::event_table::name;
 /// when the refusal comes from the shim's or the JVM's own state (the VM is going away, JVMTI
 /// answers WRONG_PHASE), where HotSpot answered quietly.
 pub fn edge_level(e: Option<jvm::Error>) -> log::Level {
-    if is_dead() || e == Some(jvmti::jvmtiError::WRONG_PHASE) || jvm::phase().is_ok_and(|p| p != jvmti::JVMTI_PHASE_LIVE) {
+    if is_dead()
+        || e == Some(jvmti::jvmtiError::WRONG_PHASE)
+        || jvm::phase().is_ok_and(|p| p != jvmti::JVMTI_PHASE_LIVE)
+    {
         log::Level::Debug
     } else {
         log::Level::Warn

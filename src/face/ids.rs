@@ -302,13 +302,11 @@ pub fn recent_id(h: jobject) -> Option<jobjectID> {
 }
 
 fn slot() -> u64 {
-    CACHE
-        .try_with(|c| c.borrow_mut().next_slot())
-        .unwrap_or_else(|_| {
-            let mut v = Vec::with_capacity(1);
-            take(1, &mut v);
-            v[0]
-        })
+    CACHE.try_with(|c| c.borrow_mut().next_slot()).unwrap_or_else(|_| {
+        let mut v = Vec::with_capacity(1);
+        take(1, &mut v);
+        v[0]
+    })
 }
 
 /// A fresh tag: no live object has it, and its slot's last object (if any) has been reported
@@ -537,7 +535,6 @@ struct Chunk {
     requested: [AtomicU64; CHUNK / 64],
 }
 
-
 /// The chunk and index of `tag`'s slot; made if `make`.
 #[inline]
 fn entry(tag: jlong, make: bool) -> Option<(&'static Chunk, usize)> {
@@ -712,7 +709,9 @@ pub fn object_of(id: jobjectID) -> Result<jobject, String> {
     // Misses on objects a heap walk described (a dump's objects, all tagged at once) call for a
     // rebuild soon; scattered misses only when they have cost about as much as one.
     let described_misses = if described(tag).is_some() { STATE.described_misses.fetch_add(1, Relaxed) + 1 } else { 0 };
-    if (described_misses >= MISSES_BEFORE_REBUILD && STATE.noted.load(Relaxed)) || misses >= SCATTERED_MISSES_BEFORE_REBUILD {
+    if (described_misses >= MISSES_BEFORE_REBUILD && STATE.noted.load(Relaxed))
+        || misses >= SCATTERED_MISSES_BEFORE_REBUILD
+    {
         rebuild(&jni);
         match lookup(&jni, tag) {
             Some(o) if o.is_null() => return Err(dead()),
@@ -749,7 +748,9 @@ fn rebuild(jni: &jvm::Jni) {
     STATE.rebuilds.fetch_add(1, SeqCst);
     match r {
         Ok(n) => log::debug!("object index rebuilt: {n} tagged objects in {:?}", t.elapsed()),
-        Err(e) => log::info!("object index: the rebuild failed ({}); objects are looked up one by one", jvm::err_name(e)),
+        Err(e) => {
+            log::info!("object index: the rebuild failed ({}); objects are looked up one by one", jvm::err_name(e))
+        }
     }
 }
 
@@ -803,5 +804,4 @@ mod tests {
         sorted.dedup();
         assert_eq!(sorted.len(), tags.len(), "a slot handed out twice");
     }
-
 }

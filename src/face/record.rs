@@ -18,11 +18,33 @@ use std::time::Instant;
 
 /// The 28 JVMPI functions, in table order.
 pub const FUNCTIONS: [&str; 28] = [
-    "EnableEvent", "DisableEvent", "RequestEvent", "GetCallTrace", "ProfilerExit", "RawMonitorCreate",
-    "RawMonitorEnter", "RawMonitorExit", "RawMonitorWait", "RawMonitorNotifyAll", "RawMonitorDestroy",
-    "GetCurrentThreadCpuTime", "SuspendThread", "ResumeThread", "GetThreadStatus", "ThreadHasRun",
-    "CreateSystemThread", "SetThreadLocalStorage", "GetThreadLocalStorage", "DisableGC", "EnableGC", "RunGC",
-    "GetThreadObject", "GetMethodClass", "jobjectID2jobject", "jobject2jobjectID", "SuspendThreadList",
+    "EnableEvent",
+    "DisableEvent",
+    "RequestEvent",
+    "GetCallTrace",
+    "ProfilerExit",
+    "RawMonitorCreate",
+    "RawMonitorEnter",
+    "RawMonitorExit",
+    "RawMonitorWait",
+    "RawMonitorNotifyAll",
+    "RawMonitorDestroy",
+    "GetCurrentThreadCpuTime",
+    "SuspendThread",
+    "ResumeThread",
+    "GetThreadStatus",
+    "ThreadHasRun",
+    "CreateSystemThread",
+    "SetThreadLocalStorage",
+    "GetThreadLocalStorage",
+    "DisableGC",
+    "EnableGC",
+    "RunGC",
+    "GetThreadObject",
+    "GetMethodClass",
+    "jobjectID2jobject",
+    "jobject2jobjectID",
+    "SuspendThreadList",
     "ResumeThreadList",
 ];
 
@@ -102,7 +124,6 @@ struct Trace {
     /// Class names from the CLASS_LOAD events traced so far (class ID → name).
     class_names: HashMap<usize, String>,
 }
-
 
 /// Switches recording on (for the report) and, with a config, the trace.
 pub fn start(report: bool, trace: Option<TraceConfig>) -> Result<(), String> {
@@ -205,11 +226,8 @@ pub fn event(ev: &JVMPI_Event, nanos: u64) {
     if !tr.wants(event_table::family(t).word()) {
         return;
     }
-    let mut body = format!(
-        "{{\"ev\":{},\"thread\":{}",
-        json_str(&event_table::name(t)),
-        tr.norm(Val::Env(ev.env_id as usize))
-    );
+    let mut body =
+        format!("{{\"ev\":{},\"thread\":{}", json_str(&event_table::name(t)), tr.norm(Val::Env(ev.env_id as usize)));
     if requested {
         body.push_str(",\"requested\":true");
     }
@@ -293,7 +311,8 @@ pub fn snapshot() -> Snapshot {
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            let mut errs: Vec<(i64, u64)> = errors.iter().filter(|((fi, _), _)| *fi == i).map(|((_, e), n)| (*e, *n)).collect();
+            let mut errs: Vec<(i64, u64)> =
+                errors.iter().filter(|((fi, _), _)| *fi == i).map(|((_, e), n)| (*e, *n)).collect();
             errs.sort();
             (*f, STATE.calls[i].load(Relaxed), STATE.refused[i].load(Relaxed), errs)
         })
@@ -303,7 +322,8 @@ pub fn snapshot() -> Snapshot {
         .filter_map(|i| {
             let d = STATE.delivered[i].load(Relaxed);
             let (e, r) = (en & (1 << i) != 0, rq & (1 << i) != 0);
-            (d > 0 || e || r).then(|| (i as jint, d, STATE.requested[i].load(Relaxed), STATE.nanos[i].load(Relaxed), e, r))
+            (d > 0 || e || r)
+                .then(|| (i as jint, d, STATE.requested[i].load(Relaxed), STATE.nanos[i].load(Relaxed), e, r))
         })
         .collect();
     Snapshot { functions, events, seconds: STATE.started.elapsed().as_secs_f64() }

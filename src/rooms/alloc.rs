@@ -39,8 +39,8 @@
 //! object is reported once.
 
 use crate::abi::*;
-use crate::{bci, calltrace, classes, events, ids, jvm, rewrites, threads};
 use crate::idhash::IdMap;
+use crate::{bci, calltrace, classes, events, ids, jvm, rewrites, threads};
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, jobject, jvalue, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::cell::{Cell, RefCell};
@@ -68,7 +68,6 @@ pub fn array_kind(sig: &str) -> Option<jint> {
 }
 
 pub const TRACKER: &str = "JvmpiShimTracker";
-
 
 /// What an allocation event needs to know about a class, computed once per class. Plain
 /// words, no `bool` or `Option` inside: it is copied on every allocation, and bytes packed
@@ -308,9 +307,21 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
         jvm::Native { name: c"onMade", signature: sig, f: on_made as *mut c_void },
         jvm::Native { name: c"onReflectNew", signature: sig, f: on_reflect_new as *mut c_void },
         // bci::SHAPED_NATIVES
-        jvm::Native { name: c"onInitShaped", signature: c"(Ljava/lang/Object;Ljava/lang/Class;JJII)V", f: on_init_shaped as *mut c_void },
-        jvm::Native { name: c"onNewShaped", signature: c"(Ljava/lang/Object;Ljava/lang/Class;JJII)V", f: on_new_shaped as *mut c_void },
-        jvm::Native { name: c"onNewObjectShaped", signature: c"(Ljava/lang/Object;JJI)V", f: on_new_object_shaped as *mut c_void },
+        jvm::Native {
+            name: c"onInitShaped",
+            signature: c"(Ljava/lang/Object;Ljava/lang/Class;JJII)V",
+            f: on_init_shaped as *mut c_void,
+        },
+        jvm::Native {
+            name: c"onNewShaped",
+            signature: c"(Ljava/lang/Object;Ljava/lang/Class;JJII)V",
+            f: on_new_shaped as *mut c_void,
+        },
+        jvm::Native {
+            name: c"onNewObjectShaped",
+            signature: c"(Ljava/lang/Object;JJI)V",
+            f: on_new_object_shaped as *mut c_void,
+        },
     ];
     if !jni.register_natives(k, &natives) {
         return Err("cannot bind the allocation tracker's native method".into());
@@ -342,7 +353,8 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
 
 /// Makes the tracker's table of shapes (`shapes`, empty) and keeps what [`offer`] needs.
 fn publish_table(jni: &jvm::Jni, tracker: jclass, shape: jclass) -> Result<(), String> {
-    let ctor = jni.method_id_in(shape, "<init>", bci::SHAPE_INIT, false).ok_or("the shape class has no constructor")? as usize;
+    let ctor =
+        jni.method_id_in(shape, "<init>", bci::SHAPE_INIT, false).ok_or("the shape class has no constructor")? as usize;
     let table = jni.new_object_array(bci::SHAPES as jint, shape).ok_or("cannot make the tracker's table of shapes")?;
     let sig = format!("[L{};", bci::shape_class_name(TRACKER));
     let set = jni.set_static_object(tracker, "shapes", &sig, table);
@@ -353,7 +365,14 @@ fn publish_table(jni: &jvm::Jni, tracker: jclass, shape: jclass) -> Result<(), S
     }
     // The shape class is linked and initialised now, not in [`offer`] (no class loads under
     // its lock).
-    let zero = [jvalue { l: std::ptr::null_mut() }, jvalue { j: 0 }, jvalue { j: 0 }, jvalue { i: 0 }, jvalue { i: 0 }, jvalue { i: 0 }];
+    let zero = [
+        jvalue { l: std::ptr::null_mut() },
+        jvalue { j: 0 },
+        jvalue { j: 0 },
+        jvalue { i: 0 },
+        jvalue { i: 0 },
+        jvalue { i: 0 },
+    ];
     let probe = jni.new_object(shape, ctor as jmethodID, &zero).ok_or("cannot make a shape")?;
     jni.delete_local_ref(probe);
     *crate::lock(&STATE.published) =
@@ -406,19 +425,46 @@ fn known(klass: jclass, tag: jlong, id: jlong, size: jint, kind: jint) -> Hint {
 
 /// The tracker's native `onInitShaped(Object, Class, long, long, int, int)`: [`on_init`] for an
 /// object whose class the tracker's table of shapes knew.
-unsafe extern "system" fn on_init_shaped(env: *mut JNIEnv, _tracker: jclass, obj: jobject, klass: jclass, tag: jlong, id: jlong, size: jint, kind: jint) {
+unsafe extern "system" fn on_init_shaped(
+    env: *mut JNIEnv,
+    _tracker: jclass,
+    obj: jobject,
+    klass: jclass,
+    tag: jlong,
+    id: jlong,
+    size: jint,
+    kind: jint,
+) {
     crate::guard("JvmpiShimTracker.onInitShaped", (), || init(env, obj, known(klass, tag, id, size, kind)))
 }
 
 /// The tracker's native `onNewShaped(Object, Class, long, long, int, int)`: [`on_new`] for an
 /// array whose class the tracker's table of shapes knew.
-unsafe extern "system" fn on_new_shaped(env: *mut JNIEnv, _tracker: jclass, obj: jobject, klass: jclass, tag: jlong, id: jlong, size: jint, kind: jint) {
-    crate::guard("JvmpiShimTracker.onNewShaped", (), || report_with(env, obj, Source::Bytecode, known(klass, tag, id, size, kind)))
+unsafe extern "system" fn on_new_shaped(
+    env: *mut JNIEnv,
+    _tracker: jclass,
+    obj: jobject,
+    klass: jclass,
+    tag: jlong,
+    id: jlong,
+    size: jint,
+    kind: jint,
+) {
+    crate::guard("JvmpiShimTracker.onNewShaped", (), || {
+        report_with(env, obj, Source::Bytecode, known(klass, tag, id, size, kind))
+    })
 }
 
 /// The tracker's native `onNewObjectShaped(Class, long, long, int)`: [`on_new_object`] for a
 /// class the tracker's table of shapes knew.
-unsafe extern "system" fn on_new_object_shaped(env: *mut JNIEnv, _tracker: jclass, klass: jobject, tag: jlong, id: jlong, size: jint) {
+unsafe extern "system" fn on_new_object_shaped(
+    env: *mut JNIEnv,
+    _tracker: jclass,
+    klass: jobject,
+    tag: jlong,
+    id: jlong,
+    size: jint,
+) {
     let sp = stack_mark();
     crate::guard("JvmpiShimTracker.onNewObjectShaped", (), || {
         reserve_with(env, klass, sp, false, known(klass, tag, id, size, JVMPI_NORMAL_OBJECT));
@@ -950,7 +996,12 @@ struct Entry {
 impl Entry {
     fn shape(&self) -> Option<Shape> {
         let kind = (self.key >> 1) & KIND_NONE;
-        (kind != KIND_NONE).then_some(Shape { class_id: self.class_id, size: self.size, is_array: kind as i16, nested: (self.key & 1) as i16 })
+        (kind != KIND_NONE).then_some(Shape {
+            class_id: self.class_id,
+            size: self.size,
+            is_array: kind as i16,
+            nested: (self.key & 1) as i16,
+        })
     }
     fn set_shape(&mut self, s: Shape) {
         self.class_id = s.class_id;
@@ -1004,7 +1055,8 @@ fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlo
             let mut d = l.direct.borrow_mut();
             let set = &mut d.get_mut(h as usize % SETS)?.0;
             let hi = h & !LOW;
-            let w = (0..2).find(|&w| set[w].weak != 0 && set[w].key & !LOW == hi && jni.is_same(set[w].weak as jobject, klass))?;
+            let w = (0..2)
+                .find(|&w| set[w].weak != 0 && set[w].key & !LOW == hi && jni.is_same(set[w].weak as jobject, klass))?;
             // The entry used last first (a hit in the second moves it there).
             if w != 0 {
                 set.swap(0, w);
@@ -1038,7 +1090,8 @@ fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlo
                 let set = &mut d[h as usize % SETS].0;
                 let first = set[0];
                 let old = std::mem::replace(&mut set[1], first);
-                set[0] = Entry { weak: w as usize, ctag: tag, class_id: 0, size: 0, key: (h & !LOW) | (KIND_NONE << 1) };
+                set[0] =
+                    Entry { weak: w as usize, ctag: tag, class_id: 0, size: 0, key: (h & !LOW) | (KIND_NONE << 1) };
                 if old.weak != 0 {
                     jni.delete_weak(old.weak as jobject);
                 }
@@ -1196,7 +1249,8 @@ fn send(ev: &mut JVMPI_Event) {
 
 /// ARENA_NEW for arena 1, once, before the first OBJECT_ALLOC that follows its enabling.
 fn announce_arena(env: *mut JNIEnv) {
-    if STATE.arena_sent.load(Relaxed) || !events::enabled(JVMPI_EVENT_ARENA_NEW) || STATE.arena_sent.swap(true, SeqCst) {
+    if STATE.arena_sent.load(Relaxed) || !events::enabled(JVMPI_EVENT_ARENA_NEW) || STATE.arena_sent.swap(true, SeqCst)
+    {
         return;
     }
     {
@@ -1224,7 +1278,18 @@ mod tests {
         let h: u32 = 0x7fff_fc00 | 0x2a5;
         let mut e = Entry { weak: 1, ctag: 8, class_id: 0, size: 0, key: (h & !LOW) | (KIND_NONE << 1) };
         assert!(e.shape().is_none());
-        let kinds = [JVMPI_NORMAL_OBJECT, JVMPI_CLASS, JVMPI_BOOLEAN, JVMPI_CHAR, JVMPI_FLOAT, JVMPI_DOUBLE, JVMPI_BYTE, JVMPI_SHORT, JVMPI_INT, JVMPI_LONG];
+        let kinds = [
+            JVMPI_NORMAL_OBJECT,
+            JVMPI_CLASS,
+            JVMPI_BOOLEAN,
+            JVMPI_CHAR,
+            JVMPI_FLOAT,
+            JVMPI_DOUBLE,
+            JVMPI_BYTE,
+            JVMPI_SHORT,
+            JVMPI_INT,
+            JVMPI_LONG,
+        ];
         for kind in kinds {
             for nested in [0i16, 1] {
                 e.set_shape(Shape { class_id: 0x1234_5678_9abc, size: 24 + kind, is_array: kind as i16, nested });

@@ -17,15 +17,14 @@
 
 use crate::abi::{JVMPI_CallFrame, JVMPI_CallTrace, JVMPI_EVENT_CLASS_LOAD, LINE_NATIVE};
 use crate::idhash::{IdMap, IdSet};
-use jvmti_bindings::sys::jvmti::jvmtiFrameInfo;
 use crate::{bci, jvm};
 use crate::{classes, lines, threads};
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID, JNIEnv};
+use jvmti_bindings::sys::jvmti::jvmtiFrameInfo;
 use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::LazyLock;
-
 
 /// What a method is to traces, once the shim wraps native methods ([`natives_wrapped`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -227,7 +226,8 @@ fn spot_slot(m: usize, location: jlong) -> usize {
 fn spot(here: &Here, m: jmethodID, location: jlong, generation: u32) -> Option<(jmethodID, jint)> {
     let i = spot_slot(m as usize, location);
     if let Ok(s) = here.spots.try_borrow() {
-        if let Some(x) = s.get(i).filter(|x| x.m == m as usize && x.location == location && x.generation == generation) {
+        if let Some(x) = s.get(i).filter(|x| x.m == m as usize && x.location == location && x.generation == generation)
+        {
             return (!x.listed.is_null()).then_some((x.listed, x.lineno));
         }
     }
@@ -293,7 +293,17 @@ fn with_frame<R>(seen: &RefCell<Vec<Frame>>, m: jmethodID, generation: u32, f: i
     let r = f(&x);
     if let Ok(mut s) = seen.try_borrow_mut() {
         if s.is_empty() {
-            *s = vec![Frame { m: 0, generation: 0, listed: std::ptr::null_mut(), left_out: false, wrapper: false, lines: None }; SEEN];
+            *s = vec![
+                Frame {
+                    m: 0,
+                    generation: 0,
+                    listed: std::ptr::null_mut(),
+                    left_out: false,
+                    wrapper: false,
+                    lines: None
+                };
+                SEEN
+            ];
         }
         s[i] = x;
     }
@@ -339,7 +349,12 @@ pub fn fill(env: *mut JNIEnv, trace: &mut JVMPI_CallTrace, frames: &mut [MaybeUn
     HERE.with(|here| fill_here(here, env, trace, frames))
 }
 
-fn fill_here(here: &Here, env: *mut JNIEnv, trace: &mut JVMPI_CallTrace, frames: &mut [MaybeUninit<JVMPI_CallFrame>]) -> jint {
+fn fill_here(
+    here: &Here,
+    env: *mut JNIEnv,
+    trace: &mut JVMPI_CallTrace,
+    frames: &mut [MaybeUninit<JVMPI_CallFrame>],
+) -> jint {
     // The current thread is named NULL: inside a virtual thread that is the virtual thread,
     // whose frames are the ones running (its carrier's JNIEnv is the env_id).
     let current = env == trace.env_id;

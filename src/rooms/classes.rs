@@ -14,8 +14,8 @@
 //! back from an agent can be checked before JVMTI sees it.
 
 use crate::abi::*;
-use crate::{events, ids, jvm, lines};
 use crate::idhash::IdMap;
+use crate::{events, ids, jvm, lines};
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
@@ -120,7 +120,11 @@ fn all_told(tag: jlong) -> bool {
     if sent & want != want && !HERE.with(|h| h.sending.borrow().contains(&tag)) && !events::in_agent_call() {
         let deadline = Instant::now() + Duration::from_secs(2);
         // Until it is delivered, or its claim is given back (the gate closed).
-        while STATE.announced.get(&tag).is_some_and(|r| r.told.load(SeqCst) & want == want && r.sent.load(SeqCst) & want != want) {
+        while STATE
+            .announced
+            .get(&tag)
+            .is_some_and(|r| r.told.load(SeqCst) & want == want && r.sent.load(SeqCst) & want != want)
+        {
             if Instant::now() >= deadline {
                 log::debug!("a CLASS_LOAD handler of another thread has not returned within 2 s; going on");
                 break;
@@ -326,7 +330,8 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
         // Claim: for each agent, only the thread that claims the class sends its CLASS_LOAD.
         let want = events::listeners(JVMPI_EVENT_CLASS_LOAD);
         ids::mark_class(tag);
-        let told = STATE.announced
+        let told = STATE
+            .announced
             .entry(tag)
             .or_insert_with(|| ClassRec { methods, told: AtomicU32::new(0), sent: AtomicU32::new(0) })
             .told
@@ -365,11 +370,8 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
         }
         HERE.with(|h| h.sending.borrow_mut().push(tag));
         let mut sending = Sending { tag, to, delivered: false };
-        sending.delivered = if events::is_ready() {
-            events::send_to(to, &mut ev)
-        } else {
-            events::send_within_last(to, &mut ev)
-        };
+        sending.delivered =
+            if events::is_ready() { events::send_to(to, &mut ev) } else { events::send_within_last(to, &mut ev) };
     }
     drop(info);
     Ok(ids::to_id(tag))

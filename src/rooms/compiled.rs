@@ -19,8 +19,8 @@
 //! once, and so that an unload goes only to code the agent heard of.
 
 use crate::abi::*;
-use crate::{classes, events, jvm};
 use crate::idhash::IdMap;
+use crate::{classes, events, jvm};
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
 use std::cell::Cell;
 use std::ffi::c_void;

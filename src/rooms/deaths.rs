@@ -77,7 +77,11 @@ impl DeadQueue {
             .flat_map(move |(key, span)| -> Box<dyn Iterator<Item = jlong>> {
                 match span {
                     Span::Sparse(v) => Box::new(v.into_iter().map(move |o| tag(key, o as u64))),
-                    Span::Dense(bits) => Box::new((0..SPAN).filter(move |&o| bits[(o >> 6) as usize] & (1 << (o & 63)) != 0).map(move |o| tag(key, o))),
+                    Span::Dense(bits) => Box::new(
+                        (0..SPAN)
+                            .filter(move |&o| bits[(o >> 6) as usize] & (1 << (o & 63)) != 0)
+                            .map(move |o| tag(key, o)),
+                    ),
                 }
             })
             .chain(self.odd)

@@ -60,8 +60,8 @@
 //! the lengths of object arrays seen but not yet visited by the walk. Nothing else per object.
 
 use crate::abi::*;
-use crate::{calltrace, classes, events, ids, jvm, threads};
 use crate::idhash::IdMap;
+use crate::{calltrace, classes, events, ids, jvm, threads};
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, jvalue, JNIEnv};
 use jvmti_bindings::sys::jvmti::{self, jvmtiHeapReferenceInfo, jvmtiHeapReferenceKind, jvmtiPrimitiveType};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -139,7 +139,11 @@ impl Fields {
         self.slots.get(usize::try_from(rev).ok()?).copied().filter(|s| s.off2 != u32::MAX)
     }
     fn size(&self, level: jint) -> u32 {
-        if level == JVMPI_DUMP_LEVEL_2 { self.size2 } else { self.size1 }
+        if level == JVMPI_DUMP_LEVEL_2 {
+            self.size2
+        } else {
+            self.size1
+        }
     }
 }
 
@@ -360,7 +364,13 @@ impl ClassTable {
             let mut h = Hot { start, ..Default::default() };
             match &c.layout.kind {
                 Kind::Instance { instance, .. } => {
-                    self.offs.extend(instance.slots.iter().map(|s| if level == JVMPI_DUMP_LEVEL_2 { s.off2 } else { s.off1 }));
+                    self.offs.extend(instance.slots.iter().map(|s| {
+                        if level == JVMPI_DUMP_LEVEL_2 {
+                            s.off2
+                        } else {
+                            s.off1
+                        }
+                    }));
                     h.len = instance.slots.len() as u32;
                     h.total = instance.total;
                     h.work = if c.instance_size == 0 { WORK_SIZE } else { 0 };
@@ -558,7 +568,11 @@ impl State {
                     }
                 };
                 let (env, num) = frame(self, tt, depth);
-                self.u1(if kind == jvmti::JVMTI_HEAP_REFERENCE_STACK_LOCAL { GC_ROOT_JAVA_FRAME } else { GC_ROOT_JNI_LOCAL });
+                self.u1(if kind == jvmti::JVMTI_HEAP_REFERENCE_STACK_LOCAL {
+                    GC_ROOT_JAVA_FRAME
+                } else {
+                    GC_ROOT_JNI_LOCAL
+                });
                 self.id(obj);
                 self.word(env);
                 self.u4(num);
@@ -729,7 +743,13 @@ impl State {
         (off != u32::MAX).then_some(off)
     }
 
-    fn class_reference(&mut self, k: jlong, kind: jvmtiHeapReferenceKind, info: *const jvmtiHeapReferenceInfo, tag: jlong) {
+    fn class_reference(
+        &mut self,
+        k: jlong,
+        kind: jvmtiHeapReferenceKind,
+        info: *const jvmtiHeapReferenceInfo,
+        tag: jlong,
+    ) {
         let level = self.level;
         let Some(c) = self.classes.get_mut(k) else { return };
         match kind {
@@ -758,7 +778,15 @@ impl State {
     }
 
     #[inline]
-    fn primitive_field(&mut self, kind: jvmtiHeapReferenceKind, index: jint, class_tag: jlong, obj: jlong, v: jvalue, ty: jvmtiPrimitiveType) {
+    fn primitive_field(
+        &mut self,
+        kind: jvmtiHeapReferenceKind,
+        index: jint,
+        class_tag: jlong,
+        obj: jlong,
+        v: jvalue,
+        ty: jvmtiPrimitiveType,
+    ) {
         if self.level != JVMPI_DUMP_LEVEL_2 {
             return;
         }
@@ -802,7 +830,14 @@ impl State {
     }
 
     #[inline]
-    fn array_values(&mut self, obj: jlong, class_tag: jlong, count: jint, elements: *const c_void, ty: jvmtiPrimitiveType) {
+    fn array_values(
+        &mut self,
+        obj: jlong,
+        class_tag: jlong,
+        count: jint,
+        elements: *const c_void,
+        ty: jvmtiPrimitiveType,
+    ) {
         if obj != self.cur.0 {
             self.begin(obj, class_tag);
         }
@@ -914,14 +949,38 @@ fn prim_bytes(v: jvalue, ty: jvmtiPrimitiveType) -> ([u8; 8], usize) {
     // SAFETY: `ty` says which member of the union JVMTI filled.
     let n = unsafe {
         match ty {
-            jvmti::JVMTI_PRIMITIVE_TYPE_BOOLEAN => { b[0] = v.z; 1 }
-            jvmti::JVMTI_PRIMITIVE_TYPE_BYTE => { b[0] = v.b as u8; 1 }
-            jvmti::JVMTI_PRIMITIVE_TYPE_CHAR => { b[..2].copy_from_slice(&v.c.to_be_bytes()); 2 }
-            jvmti::JVMTI_PRIMITIVE_TYPE_SHORT => { b[..2].copy_from_slice(&v.s.to_be_bytes()); 2 }
-            jvmti::JVMTI_PRIMITIVE_TYPE_INT => { b[..4].copy_from_slice(&v.i.to_be_bytes()); 4 }
-            jvmti::JVMTI_PRIMITIVE_TYPE_FLOAT => { b[..4].copy_from_slice(&v.f.to_bits().to_be_bytes()); 4 }
-            jvmti::JVMTI_PRIMITIVE_TYPE_LONG => { b = v.j.to_be_bytes(); 8 }
-            _ => { b = v.d.to_bits().to_be_bytes(); 8 }
+            jvmti::JVMTI_PRIMITIVE_TYPE_BOOLEAN => {
+                b[0] = v.z;
+                1
+            }
+            jvmti::JVMTI_PRIMITIVE_TYPE_BYTE => {
+                b[0] = v.b as u8;
+                1
+            }
+            jvmti::JVMTI_PRIMITIVE_TYPE_CHAR => {
+                b[..2].copy_from_slice(&v.c.to_be_bytes());
+                2
+            }
+            jvmti::JVMTI_PRIMITIVE_TYPE_SHORT => {
+                b[..2].copy_from_slice(&v.s.to_be_bytes());
+                2
+            }
+            jvmti::JVMTI_PRIMITIVE_TYPE_INT => {
+                b[..4].copy_from_slice(&v.i.to_be_bytes());
+                4
+            }
+            jvmti::JVMTI_PRIMITIVE_TYPE_FLOAT => {
+                b[..4].copy_from_slice(&v.f.to_bits().to_be_bytes());
+                4
+            }
+            jvmti::JVMTI_PRIMITIVE_TYPE_LONG => {
+                b = v.j.to_be_bytes();
+                8
+            }
+            _ => {
+                b = v.d.to_bits().to_be_bytes();
+                8
+            }
         }
     };
     (b, n)
@@ -976,7 +1035,11 @@ unsafe extern "system" fn on_reference(
         ids::note_in_walk(tag, class_tag, size);
     }
     st.reference(kind, info, class_tag, referrer_class_tag, size, tag, referrer, length);
-    if st.single { 0 } else { jvmti::JVMTI_VISIT_OBJECTS }
+    if st.single {
+        0
+    } else {
+        jvmti::JVMTI_VISIT_OBJECTS
+    }
 }
 
 unsafe extern "system" fn on_primitive_field(
@@ -1052,7 +1115,8 @@ fn class_entry(jni: &jvm::Jni, k: jclass) -> Option<ClassEntry> {
         // initialising it) is what announcing it does too (see `classes`).
         jni.link_class(k);
     }
-    let prepared = jvm::class_status(k).is_ok_and(|s| s & (jvmti::JVMTI_CLASS_STATUS_PREPARED | jvmti::JVMTI_CLASS_STATUS_ARRAY) != 0);
+    let prepared = jvm::class_status(k)
+        .is_ok_and(|s| s & (jvmti::JVMTI_CLASS_STATUS_PREPARED | jvmti::JVMTI_CLASS_STATUS_ARRAY) != 0);
     if !prepared {
         return None;
     }
@@ -1092,7 +1156,11 @@ fn object_classes(jni: &jvm::Jni, obj: jobject) -> Result<(ClassTable, jlong, jl
             list.push(s);
         }
         list.extend(jvm::interfaces(obj).unwrap_or_default());
-    } else if let Some(e) = jvm::class_signature(k).ok().filter(|s| s.starts_with("[L") || s.starts_with("[[")).and_then(|_| jni.component_type(k)) {
+    } else if let Some(e) = jvm::class_signature(k)
+        .ok()
+        .filter(|s| s.starts_with("[L") || s.starts_with("[["))
+        .and_then(|_| jni.component_type(k))
+    {
         list.push(e);
     }
     list.push(k);
@@ -1158,8 +1226,13 @@ fn resume(jni: &jvm::Jni, s: Suspended) {
 }
 
 /// Reads the stacks of all threads: (thread tag → (JNIEnv, frames)), and the traces.
-type Stacks =
-    (HashMap<jlong, (usize, jint)>, Vec<JVMPI_CallTrace>, Vec<Vec<JVMPI_CallFrame>>, Vec<jlong>, HashMap<jlong, Vec<usize>>);
+type Stacks = (
+    HashMap<jlong, (usize, jint)>,
+    Vec<JVMPI_CallTrace>,
+    Vec<Vec<JVMPI_CallFrame>>,
+    Vec<jlong>,
+    HashMap<jlong, Vec<usize>>,
+);
 
 /// Reads the stacks of all threads: (thread tag → (JNIEnv, frames)), the traces of the threads
 /// the shim knows, their frames, and their thread tags (in the order of the traces).
@@ -1192,7 +1265,11 @@ fn stacks(jni: &jvm::Jni, with_traces: bool) -> Stacks {
     let traces = traces
         .into_iter()
         .zip(frames.iter_mut())
-        .map(|((env, n), fs)| JVMPI_CallTrace { env_id: env as *mut JNIEnv, num_frames: n as jint, frames: fs.as_mut_ptr() })
+        .map(|((env, n), fs)| JVMPI_CallTrace {
+            env_id: env as *mut JNIEnv,
+            num_frames: n as jint,
+            frames: fs.as_mut_ptr(),
+        })
         .collect();
     (map, traces, frames, tags, left_out)
 }
@@ -1312,7 +1389,9 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
 /// JVM has not finished starting for the agent; HotSpot 1.5 had not even created its heap).
 fn may_dump() -> Result<(), String> {
     if !events::is_ready() && !events::is_dead() {
-        return Err("too early: no dump can be taken before JVM_OnLoad has returned (request it from JVM_INIT_DONE on)".into());
+        return Err(
+            "too early: no dump can be taken before JVM_OnLoad has returned (request it from JVM_INIT_DONE on)".into(),
+        );
     }
     Ok(())
 }
@@ -1472,7 +1551,9 @@ fn java_monitors(jni: &jvm::Jni) -> Result<Vec<JavaMonitor>, String> {
         let mut found = match jvm::owned_monitors(t) {
             Ok(v) => v,
             Err(e) => {
-                if e == jvmti::jvmtiError::MUST_POSSESS_CAPABILITY && !STATE.said_no_owned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                if e == jvmti::jvmtiError::MUST_POSSESS_CAPABILITY
+                    && !STATE.said_no_owned.swap(true, std::sync::atomic::Ordering::Relaxed)
+                {
                     log::info!(
                         "MONITOR_DUMP lists the monitors threads wait on, not those owned with nobody waiting \
                          (the shim's option owned-monitors=yes lists them, and turns C2's escape analysis off before JDK 16)"
@@ -1586,7 +1667,11 @@ pub fn request_monitor_dump() -> Result<(), String> {
         .map(|(t, tag)| {
             let s = threads::status(t.env_id);
             // The shim's own suspension is not the thread's state.
-            if ours.contains(tag) { s & !JVMPI_THREAD_SUSPENDED } else { s }
+            if ours.contains(tag) {
+                s & !JVMPI_THREAD_SUSPENDED
+            } else {
+                s
+            }
         })
         .collect();
     resume(&jni, suspended);

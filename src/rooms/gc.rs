@@ -23,12 +23,12 @@
 //! neither moves nor invalidates while the object lives.
 
 use crate::abi::*;
-use crate::{alloc, deaths, classes, events, ids, jvm, objects, threads};
+use crate::{alloc, classes, deaths, events, ids, jvm, objects, threads};
 use jvmti_bindings::sys::jni::{jlong, JNIEnv};
 use jvmti_bindings::sys::jvmti;
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::*};
-use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::Duration;
 
@@ -142,7 +142,10 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
     let mut done = Released::new(env);
     for tag in dead.into_tags().filter(|&t| ours(t)) {
         let class = forget_class(tag, |t| classes::unloaded(env, t));
-        if !class && (ids::is_defined(tag) || objects::forget_requested(tag)) && events::enabled(JVMPI_EVENT_OBJECT_FREE) {
+        if !class
+            && (ids::is_defined(tag) || objects::forget_requested(tag))
+            && events::enabled(JVMPI_EVENT_OBJECT_FREE)
+        {
             let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_FREE, env);
             ev.u.obj_free = ObjFree { obj_id: ids::to_id(tag) };
             events::send(&mut ev);
@@ -365,8 +368,15 @@ fn quiet_at_exit() -> Duration {
     }
     let last = STATE.last_finish_ns.load(SeqCst);
     let recent = last != 0
-        && STATE.epoch.get().is_some_and(|e| (e.elapsed().as_nanos() as u64).saturating_sub(last) < DEATHS_QUIET.as_nanos() as u64);
-    if recent { DEATHS_QUIET } else { DEATHS_QUIET_IDLE }
+        && STATE
+            .epoch
+            .get()
+            .is_some_and(|e| (e.elapsed().as_nanos() as u64).saturating_sub(last) < DEATHS_QUIET.as_nanos() as u64);
+    if recent {
+        DEATHS_QUIET
+    } else {
+        DEATHS_QUIET_IDLE
+    }
 }
 
 /// The current thread leaves the JVM from inside an event handler (ProfilerExit): a bracket it

@@ -111,7 +111,10 @@ fn offer_to(a: usize, env: *mut JNIEnv, data: &[u8]) -> Option<AgentBytes> {
     }
     let out = AgentBytes { ptr: h.new_class_data, len: h.new_class_data_len.max(0) as usize };
     if h.new_class_data_len <= 0 {
-        log::warn!("CLASS_LOAD_HOOK: the agent returned new class data of length {}; kept the original", h.new_class_data_len);
+        log::warn!(
+            "CLASS_LOAD_HOOK: the agent returned new class data of length {}; kept the original",
+            h.new_class_data_len
+        );
         return None;
     }
     Some(out)
@@ -256,7 +259,10 @@ pub fn offer_early() {
     }
     let Some(env) = jvm::current_jni() else { return done() };
     if let Err(e) = jvm::set_early_hook(true) {
-        log::warn!("CLASS_LOAD_HOOK: the classes loaded before the agent started cannot be offered: {}", jvm::err_name(e));
+        log::warn!(
+            "CLASS_LOAD_HOOK: the classes loaded before the agent started cannot be offered: {}",
+            jvm::err_name(e)
+        );
         return done();
     }
     let jni = jvm::Jni::of(env);
@@ -333,7 +339,10 @@ fn retransform(jni: &jvm::Jni, mut pending: Vec<(usize, jclass)>) {
                 jvm::err_name(e)
             );
         } else {
-            log::warn!("CLASS_LOAD_HOOK: {name}: cannot be retransformed ({}); it keeps its own bytes", jvm::err_name(e));
+            log::warn!(
+                "CLASS_LOAD_HOOK: {name}: cannot be retransformed ({}); it keeps its own bytes",
+                jvm::err_name(e)
+            );
         }
         let slots = crate::lock(&STATE.slots);
         pending.retain(|&(s, k)| {

@@ -26,12 +26,12 @@
 //!   sleep on any JDK, so none is sent.
 
 use crate::abi::*;
-use crate::{events, ids, jvm, threads};
 use crate::idhash::IdMap;
-use std::sync::atomic::{AtomicU8, Ordering::SeqCst};
-use std::sync::{Arc, LazyLock};
+use crate::{events, ids, jvm, threads};
 use jvmti_bindings::sys::jni::{jlong, jobject, JNIEnv};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU8, Ordering::SeqCst};
+use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
 /// This thread's side of the Java monitors room.
@@ -152,7 +152,9 @@ pub fn on_contended_entered(env: *mut JNIEnv, obj: jobject) {
         if o.state.compare_exchange(0, 1, SeqCst, SeqCst).is_ok() {
             match threads::pin_known(o.owner, events::listeners(JVMPI_EVENT_MONITOR_CONTENDED_EXIT)) {
                 Some(pin) => send_exit(pin.env(), o.object),
-                None => log::debug!("MONITOR_CONTENDED_EXIT: the owner {:#x} is unknown to the agent; not sent", o.owner),
+                None => {
+                    log::debug!("MONITOR_CONTENDED_EXIT: the owner {:#x} is unknown to the agent; not sent", o.owner)
+                }
             }
             o.state.store(2, SeqCst);
         } else {

@@ -33,11 +33,8 @@ struct LifecycleState {
     halt_at: OnceLock<std::time::Instant>,
 }
 
-static STATE: LifecycleState = LifecycleState {
-    vm: OnceLock::new(),
-    init_ran: AtomicBool::new(false),
-    halt_at: OnceLock::new(),
-};
+static STATE: LifecycleState =
+    LifecycleState { vm: OnceLock::new(), init_ran: AtomicBool::new(false), halt_at: OnceLock::new() };
 
 /// The `JavaVM` the legacy agents' `JVM_OnLoad` get at VMInit, kept by the start-up.
 pub(crate) fn keep_vm(vm: *mut JavaVM) {
@@ -247,7 +244,9 @@ fn exit_watchdog(code: jint, env: *mut JNIEnv) {
                 if now.duration_since(t) < std::time::Duration::from_secs(10) {
                     continue;
                 }
-                log::warn!("ProfilerExit({code}): the JVM had not ended 10 s after JVM_SHUT_DOWN; the process ends now");
+                log::warn!(
+                    "ProfilerExit({code}): the JVM had not ended 10 s after JVM_SHUT_DOWN; the process ends now"
+                );
                 break;
             }
             if events::shutting_down() {

@@ -17,8 +17,8 @@
 //! bytecode index.
 
 use crate::abi::{LINE_NATIVE, LINE_UNKNOWN};
-use crate::jvm;
 use crate::idhash::IdMap;
+use crate::jvm;
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
 use jvmti_bindings::sys::jvmti::{self, jvmtiError};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Acquire, Ordering::Release, Ordering::SeqCst};

@@ -79,11 +79,15 @@ pub fn check_elf(path: &Path) -> Result<(), String> {
     let len = data.len() as u64;
     let sh_end = h.e_shoff(en).saturating_add(u64::from(h.e_shnum(en)) * u64::from(h.e_shentsize(en)));
     if sh_end > len {
-        return Err(format!("a truncated ELF file: its section headers end at byte {sh_end} but the file has {len} bytes"));
+        return Err(format!(
+            "a truncated ELF file: its section headers end at byte {sh_end} but the file has {len} bytes"
+        ));
     }
     for ph in h.program_headers(en, &*data).map_err(bad)? {
         let (t, off, size) = (ph.p_type(en), ph.p_offset(en), ph.p_filesz(en));
-        if matches!(t, object::elf::PT_LOAD | object::elf::PT_DYNAMIC) && off.checked_add(size).is_none_or(|end| end > len) {
+        if matches!(t, object::elf::PT_LOAD | object::elf::PT_DYNAMIC)
+            && off.checked_add(size).is_none_or(|end| end > len)
+        {
             return Err(format!(
                 "a truncated ELF file: a segment ends at byte {} but the file has {len} bytes",
                 off.saturating_add(size)
@@ -101,7 +105,11 @@ fn dlopen(path: &str) -> Result<*mut c_void, String> {
     let c = CString::new(path).map_err(|_| format!("library path {path:?} contains a NUL byte"))?;
     // SAFETY: dlopen with a valid C string; RTLD_LAZY as the JVM used for -Xrun libraries.
     let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_LAZY) };
-    if h.is_null() { Err(dlerror()) } else { Ok(h) }
+    if h.is_null() {
+        Err(dlerror())
+    } else {
+        Ok(h)
+    }
 }
 
 /// The JDK's own library directories (`sun.boot.library.path`), searched first by `-Xrun`.
@@ -157,9 +165,7 @@ pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
     // `agent=` naming the shim: dlopen hands back the shim itself, whose JVM_OnLoad would start a
     // second emulation on top of the first.
     if in_the_shim(sym) {
-        return Err(format!(
-            "legacy agent {path} is jvmpi-shim itself: agent= must name the JVMPI agent's library"
-        ));
+        return Err(format!("legacy agent {path} is jvmpi-shim itself: agent= must name the JVMPI agent's library"));
     }
     // The same library twice is one instance (dlopen counts references): its globals — its
     // interface pointer, its NotifyEvent's state — cannot serve two agents.

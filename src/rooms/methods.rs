@@ -59,8 +59,8 @@
 //! with the JNI floor).
 
 use crate::abi::*;
-use crate::{alloc, bci, calltrace, classes, events, ids, jvm, rewrites};
 use crate::idhash::IdMap;
+use crate::{alloc, bci, calltrace, classes, events, ids, jvm, rewrites};
 use jvmti_bindings::sys::jni::{jclass, jint, jmethodID, jobject, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;
@@ -78,7 +78,6 @@ const EXIT: u8 = 4;
 /// make the cheaper call of static methods, with no object to hand to JNI.
 const RECEIVER: u8 = 8;
 const INSTRUCTIONS: u8 = 2;
-
 
 // ---- method numbers → jmethodID ---------------------------------------------------------------
 
@@ -227,7 +226,6 @@ pub fn set_up(jvmti_path: bool) -> Result<(), String> {
     Ok(())
 }
 
-
 /// The native methods of a loaded class that the shim wrapped when the class was defined
 /// (name, descriptor), from the renamed natives it has; None if none.
 fn wrapped_natives_of(k: jclass) -> Option<Vec<(String, String)>> {
@@ -244,7 +242,8 @@ fn wrapped_natives_of(k: jclass) -> Option<Vec<(String, String)>> {
 /// (the event's bit is already set or cleared).
 pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
     let _g = crate::lock(&STATE.switch);
-    let calls = [JVMPI_EVENT_METHOD_ENTRY, JVMPI_EVENT_METHOD_ENTRY2, JVMPI_EVENT_METHOD_EXIT].into_iter().any(events::enabled);
+    let calls =
+        [JVMPI_EVENT_METHOD_ENTRY, JVMPI_EVENT_METHOD_ENTRY2, JVMPI_EVENT_METHOD_EXIT].into_iter().any(events::enabled);
     let jvmti_path = STATE.jvmti_path.load(SeqCst);
     if jvmti_path && calls != STATE.jvmti_on.load(SeqCst) {
         for ev in [jvmti::JVMTI_EVENT_METHOD_ENTRY, jvmti::JVMTI_EVENT_METHOD_EXIT] {
@@ -292,7 +291,10 @@ pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
         if plan == 0 {
             jvm::unwant(jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
         }
-        log::debug!("method hooks {:?} for classes loading from now on; loaded classes wait for the gate", describe(plan));
+        log::debug!(
+            "method hooks {:?} for classes loading from now on; loaded classes wait for the gate",
+            describe(plan)
+        );
         return Ok(());
     }
     if events::is_dead() {
@@ -315,9 +317,12 @@ fn retransform(plan: u8) {
     }
     STATE.dirty.store(false, SeqCst);
     let rewriting = std::time::Duration::from_nanos(rewrite_figures().1 - before);
-    log::info!("method hooks {:?}: {n} loaded classes retransformed in {:?} ({rewriting:?} rewriting them, in all threads)", describe(plan), t.elapsed());
+    log::info!(
+        "method hooks {:?}: {n} loaded classes retransformed in {:?} ({rewriting:?} rewriting them, in all threads)",
+        describe(plan),
+        t.elapsed()
+    );
 }
-
 
 /// Just before the gate opens (the agent's JVM_OnLoad has returned): the retransformation the
 /// switches inside JVM_OnLoad deferred, once, with the plan in force now. Nothing happens when
@@ -442,7 +447,8 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
     // there).
     let cacheable = rewrap.is_none() && !wrap_new && plan & INSTRUCTIONS == 0;
     let cache_plan = u64::from(alloc.is_some()) | u64::from(plan) << 1;
-    let probe = if cacheable { rewrites::lookup(class_file, cache_plan, &reserve_numbers) } else { rewrites::Probe::Off };
+    let probe =
+        if cacheable { rewrites::lookup(class_file, cache_plan, &reserve_numbers) } else { rewrites::Probe::Off };
     let mut numbers = u32::MAX..0;
     let mut next = |_: &str, _: &str, lookups: &[bci::Lookup]| -> i32 {
         let Some(i) = new_index() else { return -1 };
@@ -466,7 +472,8 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
         rewrites::Probe::Hit(out) => Ok((out.map(Output::Cached), 0)),
         probe => {
             let t = std::time::Instant::now();
-            let r = bci::instrument_class_wrapping(class_file, alloc.as_ref(), methods, wrap.as_ref()).map(|(out, wrapped)| (out.map(Output::New), wrapped));
+            let r = bci::instrument_class_wrapping(class_file, alloc.as_ref(), methods, wrap.as_ref())
+                .map(|(out, wrapped)| (out.map(Output::New), wrapped));
             STATE.rewrite_nanos.fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
             if let (rewrites::Probe::Miss(keys), Ok((out, _))) = (probe, &r) {
                 let numbers = if numbers.is_empty() { 0..0 } else { numbers.clone() };
@@ -496,7 +503,6 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
         }
     }
 }
-
 
 /// (classes rewritten, nanoseconds spent rewriting) so far.
 pub fn rewrite_figures() -> (u64, u64) {
@@ -654,7 +660,9 @@ struct Aligned(std::mem::MaybeUninit<u64>, JVMPI_Event);
 /// INSTRUCTION_START on the hot path ([`fast`]): same conditions, same cost as a method event.
 #[inline(always)]
 fn fast_insn(env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) -> bool {
-    fast_with(env, JVMPI_EVENT_INSTRUCTION_START, index, |ev, m| ev.u.instruction = Instruction { method_id: m, offset, u })
+    fast_with(env, JVMPI_EVENT_INSTRUCTION_START, index, |ev, m| {
+        ev.u.instruction = Instruction { method_id: m, offset, u }
+    })
 }
 
 // The natives run the hot path ([`fast`]) unguarded: it cannot panic (no allocation, no lock,
@@ -777,7 +785,15 @@ unsafe extern "system" fn if_ref(env: *mut JNIEnv, _k: jclass, o: jobject, index
     on_insn("JvmpiShimMethods.ifRef", env, index, offset, if_info(bci::branch_taken(op, 0, (!o.is_null()) as i32)))
 }
 
-unsafe extern "system" fn if_acmp(env: *mut JNIEnv, _k: jclass, a: jobject, b: jobject, index: jint, offset: jint, op: jint) {
+unsafe extern "system" fn if_acmp(
+    env: *mut JNIEnv,
+    _k: jclass,
+    a: jobject,
+    b: jobject,
+    index: jint,
+    offset: jint,
+    op: jint,
+) {
     crate::guard("JvmpiShimMethods.ifAcmp", (), || {
         let same = jvm::Jni::of(env).is_same(a, b);
         // Identity as 1 == 1 (same) or 0 != 1 (different).
@@ -785,8 +801,22 @@ unsafe extern "system" fn if_acmp(env: *mut JNIEnv, _k: jclass, a: jobject, b: j
     })
 }
 
-unsafe extern "system" fn table_switch(env: *mut JNIEnv, _k: jclass, key: jint, index: jint, offset: jint, low: jint, hi: jint) {
-    on_insn("JvmpiShimMethods.tableSwitch", env, index, offset, InstructionInfo { tableswitch_info: TableswitchInfo { key, low, hi } })
+unsafe extern "system" fn table_switch(
+    env: *mut JNIEnv,
+    _k: jclass,
+    key: jint,
+    index: jint,
+    offset: jint,
+    low: jint,
+    hi: jint,
+) {
+    on_insn(
+        "JvmpiShimMethods.tableSwitch",
+        env,
+        index,
+        offset,
+        InstructionInfo { tableswitch_info: TableswitchInfo { key, low, hi } },
+    )
 }
 
 unsafe extern "system" fn lookup_switch(env: *mut JNIEnv, _k: jclass, key: jint, index: jint, offset: jint) {

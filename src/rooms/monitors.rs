@@ -14,8 +14,8 @@
 //! is refused with a log line instead of reaching JVMTI.
 
 use crate::abi::*;
-use crate::{events, jvm};
 use crate::idhash::IdMap;
+use crate::{events, jvm};
 use jvmti_bindings::sys::jni::jlong;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
@@ -79,7 +79,8 @@ impl RawMonitorState {
 /// Every live raw monitor of the agent's, by handle: owner, threads waiting to enter, threads
 /// waiting to be notified (JNIEnvs).
 pub fn snapshot() -> Vec<RawMonitorState> {
-    let mut v: Vec<RawMonitorState> = STATE.monitors
+    let mut v: Vec<RawMonitorState> = STATE
+        .monitors
         .iter()
         .map(|e| {
             let m: &'static RawMon = e.value();
@@ -328,7 +329,12 @@ impl Lock {
     }
 
     /// Waits on `cv` until `done` (the state lock is released while waiting).
-    fn until<'a>(&self, cv: &Condvar, mut s: MutexGuard<'a, LockState>, done: impl Fn(&LockState) -> bool) -> MutexGuard<'a, LockState> {
+    fn until<'a>(
+        &self,
+        cv: &Condvar,
+        mut s: MutexGuard<'a, LockState>,
+        done: impl Fn(&LockState) -> bool,
+    ) -> MutexGuard<'a, LockState> {
         while !done(&s) {
             s = cv.wait(s).unwrap_or_else(|p| p.into_inner());
         }

@@ -218,7 +218,9 @@ pub fn start(env: *mut JNIEnv) {
     let symbols = match std::fs::read(&path).map_err(|e| e.to_string()).and_then(|b| java_symbols(&b)) {
         Ok(s) => s,
         Err(e) => {
-            log::warn!("cannot read the exported functions of {path}: {e}; JNI natives it implements will not be found");
+            log::warn!(
+                "cannot read the exported functions of {path}: {e}; JNI natives it implements will not be found"
+            );
             return;
         }
     };
@@ -234,7 +236,10 @@ pub fn start(env: *mut JNIEnv) {
     let agent = AGENT.get_or_init(|| Agent { handle: handle as usize, path, symbols });
     // ClassPrepare first, then the list of loaded classes: no class falls between the two.
     if let Err(e) = jvm::want(jvmti::JVMTI_EVENT_CLASS_PREPARE) {
-        log::warn!("JVMTI ClassPrepare: {}; JNI natives of classes loaded from now on will not be bound", jvm::err_name(e));
+        log::warn!(
+            "JVMTI ClassPrepare: {}; JNI natives of classes loaded from now on will not be bound",
+            jvm::err_name(e)
+        );
     }
     let began = std::time::Instant::now();
     let Ok(all) = jvm::loaded_classes() else { return };

@@ -7,8 +7,8 @@
 //! `class_id = NULL`, as HotSpot 1.5 did.
 
 use crate::abi::*;
-use crate::{classes, events, ids, jvm};
 use crate::idhash::{IdMap, IdSet};
+use crate::{classes, events, ids, jvm};
 use jvmti_bindings::sys::jni::{jint, jlong, jobject};
 use std::sync::LazyLock;
 
@@ -57,7 +57,8 @@ struct ObjectsState {
     shapes: LazyLock<IdMap<jlong, (jint, jlong)>>,
 }
 
-static STATE: ObjectsState = ObjectsState { requested: LazyLock::new(IdSet::default), shapes: LazyLock::new(IdMap::default) };
+static STATE: ObjectsState =
+    ObjectsState { requested: LazyLock::new(IdSet::default), shapes: LazyLock::new(IdMap::default) };
 
 /// Whether `tag` was defined by a requested OBJECT_ALLOC (and forgets it).
 pub fn forget_requested(tag: jlong) -> bool {
@@ -118,7 +119,10 @@ fn describe_kept(env: *mut jvmti_bindings::sys::jni::JNIEnv, tag: jlong) -> Opti
         // The Class object of java.lang.Class is its own class: class_id NULL (see `describe`).
         let class_id = if idtag == 0 || (idtag == ctag && tag & !ids::DEFINED == ctag & !ids::DEFINED) {
             std::ptr::null_mut()
-        } else if classes::announced_to_all(idtag) || !(events::is_ready() || events::in_last()) || !events::enabled(JVMPI_EVENT_CLASS_LOAD) {
+        } else if classes::announced_to_all(idtag)
+            || !(events::is_ready() || events::in_last())
+            || !events::enabled(JVMPI_EVENT_CLASS_LOAD)
+        {
             ids::to_id(idtag)
         } else {
             let k = ids::object_of(ids::to_id(idtag))?;
@@ -126,7 +130,13 @@ fn describe_kept(env: *mut jvmti_bindings::sys::jni::JNIEnv, tag: jlong) -> Opti
             jvm::Jni::of(env).delete_local_ref(k);
             r?
         };
-        Ok(ObjAlloc { arena_id: ARENA, class_id, is_array, size: size.min(jint::MAX as i64) as jint, obj_id: ids::to_id(tag) })
+        Ok(ObjAlloc {
+            arena_id: ARENA,
+            class_id,
+            is_array,
+            size: size.min(jint::MAX as i64) as jint,
+            obj_id: ids::to_id(tag),
+        })
     })())
 }
 

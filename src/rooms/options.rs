@@ -58,7 +58,8 @@ pub const TRACE_FAMILIES: [&str; 9] = ["thread", "class", "object", "gc", "monit
 /// unquoted: jcmd's own parser takes `agent=<lib>` (and `log=…`) for a key and value of its own
 /// and passes only the key, the bare word `agent`. The message for that case (None otherwise).
 pub fn unquoted_jcmd_hint(text: &str) -> Option<String> {
-    const KEYS: [&str; 9] = ["agent", "log", "methods", "owned-monitors", "report", "trace", "trace-events", "trace-max", "cache"];
+    const KEYS: [&str; 9] =
+        ["agent", "log", "methods", "owned-monitors", "report", "trace", "trace-events", "trace-max", "cache"];
     let word = text.trim();
     if !KEYS.contains(&word) {
         return None;
@@ -94,15 +95,26 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
             if name.is_empty() {
                 return Err("`agent=` names no library: write agent=<path-or-name>[:<agent options>]".into());
             }
-            let name = std::str::from_utf8(name)
-                .map_err(|_| "the agent's library name is not valid UTF-8".to_string())?;
+            let name =
+                std::str::from_utf8(name).map_err(|_| "the agent's library name is not valid UTF-8".to_string())?;
             if name.contains(',') || name.contains('=') {
                 return Err(format!(
                     "ambiguous `agent={name}`: a library name cannot contain ',' or '='; \
                      the agent's own options go after a ':' (agent=<lib>:<options>)"
                 ));
             }
-            return Ok(Options { log, methods_jvmti, owned_monitors, agent: name.to_string(), agent_options: opts, report, trace, trace_events, trace_max, cache });
+            return Ok(Options {
+                log,
+                methods_jvmti,
+                owned_monitors,
+                agent: name.to_string(),
+                agent_options: opts,
+                report,
+                trace,
+                trace_events,
+                trace_max,
+                cache,
+            });
         }
         let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
         let item = String::from_utf8_lossy(&rest[..end]).into_owned();
@@ -184,7 +196,10 @@ mod tests {
     #[test]
     fn shim_options_before_agent() {
         let o = ok("log=debug,agent=hprof:cpu=samples");
-        assert_eq!((o.log, o.agent.as_str(), o.agent_options.as_deref()), (LevelFilter::Debug, "hprof", Some(&b"cpu=samples"[..])));
+        assert_eq!(
+            (o.log, o.agent.as_str(), o.agent_options.as_deref()),
+            (LevelFilter::Debug, "hprof", Some(&b"cpu=samples"[..]))
+        );
         // -Xrun<name> without options passed NULL; with a trailing ':' an empty string.
         assert_eq!(ok("agent=hprof").agent_options, None);
         assert_eq!(ok("agent=hprof:").agent_options.as_deref(), Some(&b""[..]));
@@ -209,7 +224,9 @@ mod tests {
 
     #[test]
     fn rejects_ambiguous_or_missing() {
-        for bad in ["", "log=debug", "agent=", "agent=:x", "agent=a,b=c", "foo=1,agent=x", "log=loud,agent=x", ",agent=x"] {
+        for bad in
+            ["", "log=debug", "agent=", "agent=:x", "agent=a,b=c", "foo=1,agent=x", "log=loud,agent=x", ",agent=x"]
+        {
             assert!(parse(Some(bad.as_bytes())).is_err(), "{bad:?} accepted");
         }
         assert!(parse(None).is_err());

@@ -33,11 +33,8 @@ struct ReportState {
     rows: LazyLock<HashMap<String, (String, String)>>,
 }
 
-static STATE: ReportState = ReportState {
-    dest: OnceLock::new(),
-    writing: Mutex::new(()),
-    rows: LazyLock::new(matrix_rows),
-};
+static STATE: ReportState =
+    ReportState { dest: OnceLock::new(), writing: Mutex::new(()), rows: LazyLock::new(matrix_rows) };
 
 /// Where the report goes (set at start-up from `report=`).
 pub fn set_destination(dest: &str) {
@@ -167,7 +164,10 @@ pub fn text() -> String {
         ));
     }
     o.push_str("\nEvents the agent enabled or requested\n");
-    o.push_str(&format!("  {:<30} {:>10} {:>12} {:>10}  JVMTI instead\n", "event", "delivered", "agent ms", "ns/event"));
+    o.push_str(&format!(
+        "  {:<30} {:>10} {:>12} {:>10}  JVMTI instead\n",
+        "event", "delivered", "agent ms", "ns/event"
+    ));
     for e in j["events"].as_array().into_iter().flatten() {
         let instead = if s(&e["jvmti"]).is_empty() { format!("— {}", s(&e["gap"])) } else { s(&e["jvmti"]) };
         o.push_str(&format!(
@@ -201,16 +201,9 @@ pub fn text() -> String {
 pub fn write(dest: Option<&str>) {
     let Some(dest) = dest.or(destination()) else { return };
     let _one = crate::lock(&STATE.writing);
-    let body = if dest.ends_with(".json") {
-        serde_json::to_string_pretty(&json()).unwrap_or_default() + "\n"
-    } else {
-        text()
-    };
-    let r = if dest == "-" {
-        std::io::stderr().write_all(body.as_bytes())
-    } else {
-        std::fs::write(dest, body)
-    };
+    let body =
+        if dest.ends_with(".json") { serde_json::to_string_pretty(&json()).unwrap_or_default() + "\n" } else { text() };
+    let r = if dest == "-" { std::io::stderr().write_all(body.as_bytes()) } else { std::fs::write(dest, body) };
     if let Err(e) = r {
         log::error!("the migration report could not be written to {dest}: {e}");
     }

@@ -33,8 +33,8 @@
 
 use crate::abi::*;
 use crate::face::table::MAX_AGENTS;
-use crate::{events, ids, jvm, table};
 use crate::idhash::IdMap;
+use crate::{events, ids, jvm, table};
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;
@@ -435,7 +435,10 @@ fn wait_unpinned(rec: &ThreadRec) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while rec.pins.load(SeqCst) > mine {
         if Instant::now() >= deadline {
-            log::warn!("THREAD_END of {:#x}: an event naming the thread has been in the agent for 20 s; sent anyway", rec.env);
+            log::warn!(
+                "THREAD_END of {:#x}: an event naming the thread has been in the agent for 20 s; sent anyway",
+                rec.env
+            );
             return;
         }
         std::thread::sleep(Duration::from_micros(200));
@@ -530,7 +533,9 @@ unsafe extern "system" fn resumer_main(_jvmti: *mut jvmti::jvmtiEnv, _env: *mut 
                 let owed = std::mem::take(&mut rec.suspension().by_jvmpi);
                 if owed {
                     match jvm::resume(rec.jthread()) {
-                        Ok(()) => log::debug!("a thread suspended by the agent ({:#x}) was resumed by the shim", rec.env),
+                        Ok(()) => {
+                            log::debug!("a thread suspended by the agent ({:#x}) was resumed by the shim", rec.env)
+                        }
                         Err(e) => refused("resuming a thread suspended at its end", e),
                     }
                 }
@@ -574,7 +579,8 @@ fn release_suspended() {
     while STATE.suspending.load(SeqCst) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
-    let held: Vec<Arc<ThreadRec>> = STATE.threads
+    let held: Vec<Arc<ThreadRec>> = STATE
+        .threads
         .iter()
         .map(|r| r.value().clone())
         .chain(STATE.ended.iter().map(|e| e.value().1.clone()))
@@ -926,7 +932,11 @@ pub fn for_list(envs: &[*mut JNIEnv], results: &mut [jint], suspend: bool) {
         *res = match rec {
             Some(rec) => {
                 let r = if suspend { suspend_rec(&rec) } else { resume_rec(&rec) };
-                if r.is_ok() { JVMPI_SUCCESS } else { JVMPI_FAIL }
+                if r.is_ok() {
+                    JVMPI_SUCCESS
+                } else {
+                    JVMPI_FAIL
+                }
             }
             None => JVMPI_FAIL,
         };
@@ -1031,4 +1041,3 @@ pub fn env_of(thread: jthread) -> Option<*mut JNIEnv> {
     let known = ids::tag_of(thread).ok().and_then(|tag| STATE.by_tag.get(&tag).map(|e| *e));
     known.or_else(|| env_of_running_thread(&jni, thread)).map(|e| e as *mut JNIEnv)
 }
-

@@ -90,10 +90,7 @@ mod fast {
         unavailable: AtomicU64,
     }
 
-    static STATE: FastState = FastState {
-        rate: OnceLock::new(),
-        unavailable: AtomicU64::new(0),
-    };
+    static STATE: FastState = FastState { rate: OnceLock::new(), unavailable: AtomicU64::new(0) };
 
     fn invariant_tsc() -> bool {
         std::fs::read_to_string("/proc/cpuinfo")
@@ -108,9 +105,15 @@ mod fast {
     /// Nanoseconds per TSC tick (32.32) and `WINDOW` in ticks, once `CALIBRATION` has passed
     /// since the first call.
     fn rate() -> Option<(u64, u64)> {
-        let r = STATE.rate
+        let r = STATE
+            .rate
             .get_or_init(|| {
-                invariant_tsc().then(|| Rate { origin_tsc: rdtsc(), origin_ns: monotonic_ns(), ns_per_tick_q32: AtomicU64::new(0), window_ticks: AtomicU64::new(0) })
+                invariant_tsc().then(|| Rate {
+                    origin_tsc: rdtsc(),
+                    origin_ns: monotonic_ns(),
+                    ns_per_tick_q32: AtomicU64::new(0),
+                    window_ticks: AtomicU64::new(0),
+                })
             })
             .as_ref()?;
         let q = r.ns_per_tick_q32.load(Relaxed);
@@ -152,11 +155,21 @@ mod fast {
             // pid 0, cpu -1: this thread on any CPU; no group.
             // SAFETY: `attr` is a zeroed perf_event_attr of the size it declares.
             let fd = unsafe {
-                libc::syscall(libc::SYS_perf_event_open, attr.as_ptr(), 0 as libc::pid_t, -1i32, -1i32, PERF_FLAG_FD_CLOEXEC)
+                libc::syscall(
+                    libc::SYS_perf_event_open,
+                    attr.as_ptr(),
+                    0 as libc::pid_t,
+                    -1i32,
+                    -1i32,
+                    PERF_FLAG_FD_CLOEXEC,
+                )
             } as i32;
             if fd < 0 {
                 let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-                if matches!(e, libc::EACCES | libc::EPERM | libc::ENOSYS | libc::ENOENT | libc::EINVAL | libc::EOPNOTSUPP) {
+                if matches!(
+                    e,
+                    libc::EACCES | libc::EPERM | libc::ENOSYS | libc::ENOENT | libc::EINVAL | libc::EOPNOTSUPP
+                ) {
                     STATE.unavailable.store(1, Relaxed);
                     log::debug!("GetCurrentThreadCpuTime: perf_event_open refused ({e}); every call is clock_gettime");
                 }

@@ -99,7 +99,10 @@ pub(crate) fn lock<T: ?Sized>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<
 
 /// [`lock`] for the exit paths, which must not wait for ever: `m` tried until `deadline` (at
 /// least once), a poisoned lock taken as [`lock`] takes it. None: still held at `deadline`.
-pub(crate) fn lock_until<T: ?Sized>(m: &std::sync::Mutex<T>, deadline: std::time::Instant) -> Option<std::sync::MutexGuard<'_, T>> {
+pub(crate) fn lock_until<T: ?Sized>(
+    m: &std::sync::Mutex<T>,
+    deadline: std::time::Instant,
+) -> Option<std::sync::MutexGuard<'_, T>> {
     loop {
         match m.try_lock() {
             Ok(g) => return Some(g),
@@ -120,4 +123,3 @@ mod tests {
         assert_eq!(super::kind("ends in 0x"), "ends in 0x…");
     }
 }
-

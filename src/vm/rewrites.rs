@@ -187,7 +187,12 @@ pub fn retransform_all(before_gate: bool) -> usize {
     if let Some((path, ahead)) = open {
         let (h, m) = figures();
         let how = if ahead { "read ahead" } else { "not read ahead" };
-        log::info!("start-up rewrite cache {}: {} classes from it, {} rewritten (the file {how})", path.display(), h - hits, m - misses);
+        log::info!(
+            "start-up rewrite cache {}: {} classes from it, {} rewritten (the file {how})",
+            path.display(),
+            h - hits,
+            m - misses
+        );
     }
     r
 }
@@ -496,7 +501,11 @@ fn jdk_key() -> u64 {
     }
     if let Some(home) = crate::jvm::system_property("java.home") {
         if let Ok(m) = std::fs::metadata(Path::new(&home).join("lib/modules")) {
-            let t = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
+            let t = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
             text.push_str(&format!("{} {t}", m.len()));
         }
     }
@@ -516,12 +525,14 @@ fn parse(d: &[u8]) -> Option<(Entries, u32)> {
     let count = u32_at(d, 16)? as usize;
     let mut at = 20;
     let n = count.min(d.len() / ENTRY_HEAD);
-    let mut entries = Entries { list: Vec::with_capacity(n), by_key: HashMap::with_capacity(n), by_raw: HashMap::with_capacity(n) };
+    let mut entries =
+        Entries { list: Vec::with_capacity(n), by_key: HashMap::with_capacity(n), by_raw: HashMap::with_capacity(n) };
     let mut end = 0;
     for _ in 0..count {
         let key = u128::from_le_bytes(d.get(at..at + 16)?.try_into().ok()?);
         let raw = u128::from_le_bytes(d.get(at + 16..at + 32)?.try_into().ok()?);
-        let (first, last, changed, len) = (u32_at(d, at + 32)?, u32_at(d, at + 36)?, u32_at(d, at + 40)?, u32_at(d, at + 44)? as usize);
+        let (first, last, changed, len) =
+            (u32_at(d, at + 32)?, u32_at(d, at + 36)?, u32_at(d, at + 40)?, u32_at(d, at + 44)? as usize);
         at += ENTRY_HEAD;
         d.get(at..at + len)?;
         // A key written twice (a class rewritten again because its numbers were in use): the
@@ -529,7 +540,16 @@ fn parse(d: &[u8]) -> Option<(Entries, u32)> {
         let i = entries.list.len();
         entries.by_key.insert(key, i);
         entries.by_raw.insert(raw, i);
-        entries.list.push(Loaded { key, raw, at, len, changed: changed != 0, first, end: last, used: AtomicBool::new(false) });
+        entries.list.push(Loaded {
+            key,
+            raw,
+            at,
+            len,
+            changed: changed != 0,
+            first,
+            end: last,
+            used: AtomicBool::new(false),
+        });
         end = end.max(last);
         at += len;
     }
@@ -549,7 +569,9 @@ impl Session {
             }
             return;
         }
-        let mut body = Vec::with_capacity(self.data.len() + fresh.iter().map(|f| f.output.as_ref().map_or(0, Vec::len) + ENTRY_HEAD).sum::<usize>());
+        let mut body = Vec::with_capacity(
+            self.data.len() + fresh.iter().map(|f| f.output.as_ref().map_or(0, Vec::len) + ENTRY_HEAD).sum::<usize>(),
+        );
         body.extend_from_slice(&(total as u32).to_le_bytes());
         let mut put = |keys: Keys, first: u32, end: u32, out: Option<&[u8]>| {
             body.extend_from_slice(&keys.key.to_le_bytes());
@@ -602,7 +624,11 @@ fn write(path: &Path, body: &[u8]) -> std::io::Result<()> {
         let stale = if name.ends_with(".part") {
             age > DAY
         } else if name.ends_with(".bin") {
-            if name.starts_with(BUILD) { age > UNUSED } else { age > DAY }
+            if name.starts_with(BUILD) {
+                age > UNUSED
+            } else {
+                age > DAY
+            }
         } else {
             false
         };
@@ -635,11 +661,20 @@ mod tests {
                     access_flags: MethodAccessFlags::STATIC,
                     name_index: id(n),
                     descriptor_index: desc,
-                    attributes: vec![Attribute::Code { name_index: code, max_stack: 0, max_locals: 0, code: vec![Instruction::Return], exception_table: vec![], attributes: vec![] }],
+                    attributes: vec![Attribute::Code {
+                        name_index: code,
+                        max_stack: 0,
+                        max_locals: 0,
+                        code: vec![Instruction::Return],
+                        exception_table: vec![],
+                        attributes: vec![],
+                    }],
                 })
                 .collect();
             let mut out = Vec::new();
-            ClassFile { constant_pool: cp, this_class, super_class, methods, ..ClassFile::default() }.to_bytes(&mut out).unwrap();
+            ClassFile { constant_pool: cp, this_class, super_class, methods, ..ClassFile::default() }
+                .to_bytes(&mut out)
+                .unwrap();
             out
         };
         let (ab, ba, ac) = (class(["a", "b"]), class(["b", "a"]), class(["a", "c"]));

@@ -30,7 +30,9 @@ static DIRECT: AtomicBool = AtomicBool::new(false);
 fn unavailable(errno: i32) -> bool {
     if errno == libc::ENOSYS || errno == libc::EPERM {
         if !DIRECT.swap(true, Relaxed) {
-            log::debug!("process_vm_readv/writev are not allowed here (errno {errno}): agent pointers are used unchecked");
+            log::debug!(
+                "process_vm_readv/writev are not allowed here (errno {errno}): agent pointers are used unchecked"
+            );
         }
         return true;
     }
@@ -84,7 +86,11 @@ fn stack_bounds(k: &Known) -> (usize, usize) {
         } else {
             let ok = libc::pthread_attr_getstack(attr.as_ptr(), &mut base, &mut size) == 0;
             libc::pthread_attr_destroy(attr.as_mut_ptr());
-            if ok && !base.is_null() { (base as usize, base as usize + size) } else { (1, 1) }
+            if ok && !base.is_null() {
+                (base as usize, base as usize + size)
+            } else {
+                (1, 1)
+            }
         }
     };
     k.stack.set(b);

@@ -84,11 +84,7 @@ impl Run {
     #[track_caller]
     pub fn assert_ok(&self) -> &Self {
         if self.code != Some(0) {
-            panic!(
-                "JVM exited with {:?}, expected 0\n{}",
-                self.code,
-                self.describe()
-            );
+            panic!("JVM exited with {:?}, expected 0\n{}", self.code, self.describe());
         }
         self
     }
@@ -97,56 +93,35 @@ impl Run {
     #[track_caller]
     pub fn assert_code(&self, code: i32) -> &Self {
         if self.code != Some(code) {
-            panic!(
-                "JVM exited with {:?}, expected {}\n{}",
-                self.code,
-                code,
-                self.describe()
-            );
+            panic!("JVM exited with {:?}, expected {}\n{}", self.code, code, self.describe());
         }
         self
     }
 
     /// Log lines starting with `prefix`.
     pub fn lines_with(&self, prefix: &str) -> Vec<&str> {
-        self.log_lines
-            .iter()
-            .map(|s| s.as_str())
-            .filter(|l| l.starts_with(prefix))
-            .collect()
+        self.log_lines.iter().map(|s| s.as_str()).filter(|l| l.starts_with(prefix)).collect()
     }
 
     /// Number of log lines starting with `prefix`.
     pub fn count(&self, prefix: &str) -> usize {
-        self.log_lines
-            .iter()
-            .filter(|l| l.starts_with(prefix))
-            .count()
+        self.log_lines.iter().filter(|l| l.starts_with(prefix)).count()
     }
 
     /// Stdout lines starting with `prefix`.
     pub fn stdout_lines_with(&self, prefix: &str) -> Vec<&str> {
-        self.stdout
-            .lines()
-            .filter(|l| l.starts_with(prefix))
-            .collect()
+        self.stdout.lines().filter(|l| l.starts_with(prefix)).collect()
     }
 
     /// Stderr lines starting with `prefix`.
     pub fn stderr_lines_with(&self, prefix: &str) -> Vec<&str> {
-        self.stderr
-            .lines()
-            .filter(|l| l.starts_with(prefix))
-            .collect()
+        self.stderr.lines().filter(|l| l.starts_with(prefix)).collect()
     }
 
     /// Stderr lines that are not known, harmless JVM noise (see [`is_benign_stderr_line`]).
     /// Use this for assertions such as "the shim printed nothing on stderr".
     pub fn significant_stderr(&self) -> Vec<&str> {
-        self.stderr
-            .lines()
-            .filter(|l| !is_benign_stderr_line(l))
-            .collect()
+        self.stderr.lines().filter(|l| !is_benign_stderr_line(l)).collect()
     }
 
     /// Everything about the run, for panic messages.
@@ -220,10 +195,7 @@ fn target_dir_from_env() -> PathBuf {
 
 /// The cargo target directory the tests run from.
 pub fn target_dir() -> PathBuf {
-    profile_dir()
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(target_dir_from_env)
+    profile_dir().parent().map(Path::to_path_buf).unwrap_or_else(target_dir_from_env)
 }
 
 /// Home of the system JDK 17 (the one with `javac` and `include/`), found as
@@ -236,11 +208,7 @@ pub fn jdk17_home() -> PathBuf {
         });
         let real = fs::canonicalize(&javac).unwrap_or(javac);
         let home = real.parent().and_then(Path::parent).expect("javac is in <home>/bin").to_path_buf();
-        assert!(
-            home.join("include/jni.h").is_file(),
-            "{} (home of javac) has no include/jni.h",
-            home.display()
-        );
+        assert!(home.join("include/jni.h").is_file(), "{} (home of javac) has no include/jni.h", home.display());
         home
     })
     .clone()
@@ -253,9 +221,7 @@ pub fn jdk_include() -> PathBuf {
 
 fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -275,13 +241,8 @@ fn wanted_features() -> Vec<u32> {
             .split(|c: char| c == ',' || c.is_whitespace())
             .filter(|t| !t.is_empty())
             .map(|t| {
-                let f: u32 = t
-                    .parse()
-                    .unwrap_or_else(|_| panic!("JVMPI_SHIM_JDKS: bad entry {t:?} in {s:?}"));
-                assert!(
-                    ALL_FEATURES.contains(&f),
-                    "JVMPI_SHIM_JDKS: {f} is not one of {ALL_FEATURES:?}"
-                );
+                let f: u32 = t.parse().unwrap_or_else(|_| panic!("JVMPI_SHIM_JDKS: bad entry {t:?} in {s:?}"));
+                assert!(ALL_FEATURES.contains(&f), "JVMPI_SHIM_JDKS: {f} is not one of {ALL_FEATURES:?}");
                 f
             })
             .collect(),
@@ -294,9 +255,7 @@ fn wanted_features() -> Vec<u32> {
 /// With `REQUIRE_ALL_JDKS=1`, a missing wanted JDK is a panic.
 pub fn jdks() -> Vec<Jdk> {
     let wanted = wanted_features();
-    let require_all = std::env::var("REQUIRE_ALL_JDKS")
-        .map(|v| v == "1")
-        .unwrap_or(false);
+    let require_all = std::env::var("REQUIRE_ALL_JDKS").map(|v| v == "1").unwrap_or(false);
     let mut out = Vec::new();
     let mut missing = Vec::new();
     for f in ALL_FEATURES {
@@ -311,10 +270,7 @@ pub fn jdks() -> Vec<Jdk> {
         }
     }
     if require_all && !missing.is_empty() {
-        let list: Vec<String> = missing
-            .iter()
-            .map(|(f, p)| format!("JDK {f} (expected {})", p.display()))
-            .collect();
+        let list: Vec<String> = missing.iter().map(|(f, p)| format!("JDK {f} (expected {})", p.display())).collect();
         panic!(
             "REQUIRE_ALL_JDKS=1 but missing: {}. Run scripts/install-jdks.sh (or use scripts/test.sh).",
             list.join(", ")
@@ -324,17 +280,10 @@ pub fn jdks() -> Vec<Jdk> {
         static WARNED: OnceLock<()> = OnceLock::new();
         WARNED.get_or_init(|| {
             let fs: Vec<String> = missing.iter().map(|(f, _)| f.to_string()).collect();
-            eprintln!(
-                "harness: JDK(s) {} not installed, skipped (run scripts/install-jdks.sh)",
-                fs.join(", ")
-            );
+            eprintln!("harness: JDK(s) {} not installed, skipped (run scripts/install-jdks.sh)", fs.join(", "));
         });
     }
-    assert!(
-        !out.is_empty(),
-        "no JDK to test on (JVMPI_SHIM_JDKS={:?})",
-        std::env::var("JVMPI_SHIM_JDKS").ok()
-    );
+    assert!(!out.is_empty(), "no JDK to test on (JVMPI_SHIM_JDKS={:?})", std::env::var("JVMPI_SHIM_JDKS").ok());
     out
 }
 
@@ -380,15 +329,10 @@ pub fn shim() -> PathBuf {
     static SHIM: OnceLock<PathBuf> = OnceLock::new();
     SHIM.get_or_init(|| {
         let pdir = profile_dir();
-        let profile = pdir
-            .file_name()
-            .and_then(OsStr::to_str)
-            .unwrap_or("debug")
-            .to_string();
+        let profile = pdir.file_name().and_then(OsStr::to_str).unwrap_or("debug").to_string();
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.current_dir(repo_root())
-            .args(["build", "--lib", "--quiet"]);
+        cmd.current_dir(repo_root()).args(["build", "--lib", "--quiet"]);
         match profile.as_str() {
             "debug" => {}
             "release" => {
@@ -410,11 +354,7 @@ pub fn shim() -> PathBuf {
             );
         }
         let so = pdir.join("libjvmpi_shim.so");
-        assert!(
-            so.is_file(),
-            "cargo build succeeded but {} does not exist",
-            so.display()
-        );
+        assert!(so.is_file(), "cargo build succeeded but {} does not exist", so.display());
         so
     })
     .clone()
@@ -427,10 +367,7 @@ fn mtime(p: &Path) -> Option<SystemTime> {
 fn unique_suffix() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     format!("{}-{}-{}", std::process::id(), n, nanos)
 }
 
@@ -453,11 +390,7 @@ pub fn agent(name: &str) -> PathBuf {
 
     let mut deps = vec![src.clone(), root.join("shim/jvmpi.h")];
     if let Ok(rd) = fs::read_dir(root.join("tests/agents")) {
-        deps.extend(
-            rd.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension() == Some(OsStr::new("h"))),
-        );
+        deps.extend(rd.flatten().map(|e| e.path()).filter(|p| p.extension() == Some(OsStr::new("h"))));
     }
     let newest_dep = deps.iter().filter_map(|p| mtime(p)).max();
     let up_to_date = match (mtime(&out), newest_dep) {
@@ -495,10 +428,7 @@ pub fn agent(name: &str) -> PathBuf {
             );
         }
         if !res.stderr.is_empty() {
-            eprintln!(
-                "gcc warnings for agent {name}:\n{}",
-                String::from_utf8_lossy(&res.stderr)
-            );
+            eprintln!("gcc warnings for agent {name}:\n{}", String::from_utf8_lossy(&res.stderr));
         }
         fs::rename(&tmp, &out).expect("rename built agent into place");
     }
@@ -551,15 +481,7 @@ pub fn classes() -> PathBuf {
             fs::create_dir_all(&tmp).expect("create temp class dir");
             let res = Command::new(&javac)
                 .current_dir(&root)
-                .args([
-                    "--release",
-                    "11",
-                    "-g",
-                    "-encoding",
-                    "UTF-8",
-                    "-nowarn",
-                    "-d",
-                ])
+                .args(["--release", "11", "-g", "-encoding", "UTF-8", "-nowarn", "-d"])
                 .arg(&tmp)
                 .args(&srcs)
                 .env_remove("JAVA_TOOL_OPTIONS")
@@ -580,11 +502,7 @@ pub fn classes() -> PathBuf {
             if fs::rename(&tmp, &dir).is_err() {
                 // Another process got there first.
                 let _ = fs::remove_dir_all(&tmp);
-                assert!(
-                    dir.join(".complete").is_file(),
-                    "could not move classes into {}",
-                    dir.display()
-                );
+                assert!(dir.join(".complete").is_file(), "could not move classes into {}", dir.display());
             }
             dir
         })
@@ -598,10 +516,7 @@ pub fn classes() -> PathBuf {
 pub fn fresh_log_path(tag: &str) -> PathBuf {
     let dir = target_dir().join("test-logs");
     fs::create_dir_all(&dir).expect("create test-logs dir");
-    let tag: String = tag
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
+    let tag: String = tag.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     dir.join(format!("{tag}-{}.log", unique_suffix()))
 }
 
@@ -618,13 +533,7 @@ pub fn timeout() -> Duration {
 /// `{log}` in `agentpath_opts`, `jvm_args` and `args` is replaced by a fresh log file path, whose
 /// text ends up in `Run::log`. An empty `agentpath_opts` gives `-agentpath:<shim>` (no `=`).
 #[track_caller]
-pub fn run(
-    jdk: &Jdk,
-    agentpath_opts: &str,
-    main_class: &str,
-    args: &[&str],
-    jvm_args: &[&str],
-) -> Run {
+pub fn run(jdk: &Jdk, agentpath_opts: &str, main_class: &str, args: &[&str], jvm_args: &[&str]) -> Run {
     run_env(jdk, agentpath_opts, main_class, args, jvm_args, &[])
 }
 
@@ -665,26 +574,13 @@ pub fn run_raw(jdk: &Jdk, jvm_args: &[String]) -> Run {
 /// [`run_raw`] with an explicit timeout.
 #[track_caller]
 pub fn run_raw_timeout(jdk: &Jdk, jvm_args: &[String], timeout: Duration) -> Run {
-    run_with(
-        jdk,
-        jvm_args,
-        main_class_of(jvm_args).unwrap_or("raw"),
-        timeout,
-    )
+    run_with(jdk, jvm_args, main_class_of(jvm_args).unwrap_or("raw"), timeout)
 }
 
 /// The main class (or `-jar` file) of a java command line, for naming log files.
 fn main_class_of(args: &[String]) -> Option<&str> {
-    const WITH_VALUE: [&str; 8] = [
-        "-cp",
-        "-classpath",
-        "--class-path",
-        "-p",
-        "--module-path",
-        "--add-modules",
-        "--add-opens",
-        "--add-exports",
-    ];
+    const WITH_VALUE: [&str; 8] =
+        ["-cp", "-classpath", "--class-path", "-p", "--module-path", "--add-modules", "--add-opens", "--add-exports"];
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
@@ -719,10 +615,7 @@ fn expand(arg: &str, log: &Path) -> String {
 }
 
 fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
-    {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c)) {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
@@ -748,11 +641,7 @@ fn run_with_env(jdk: &Jdk, args: &[String], tag: &str, timeout: Duration, env: &
     let cmdline = env
         .iter()
         .map(|(k, v)| format!("{k}={}", shell_quote(v)))
-        .chain(
-            std::iter::once(jdk.java.display().to_string())
-                .chain(args.iter().cloned())
-                .map(|s| shell_quote(&s)),
-        )
+        .chain(std::iter::once(jdk.java.display().to_string()).chain(args.iter().cloned()).map(|s| shell_quote(&s)))
         .collect::<Vec<_>>()
         .join(" ");
 
@@ -770,9 +659,7 @@ fn run_with_env(jdk: &Jdk, args: &[String], tag: &str, timeout: Duration, env: &
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
     let reader = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -804,23 +691,9 @@ fn run_with_env(jdk: &Jdk, args: &[String], tag: &str, timeout: Duration, env: &
         .or_else(|_| fs::read(&log_path).map(|b| String::from_utf8_lossy(&b).into_owned()))
         .unwrap_or_default();
     let log_lines = log.lines().map(str::to_string).collect();
-    let run = Run {
-        code: status.code(),
-        stdout,
-        stderr,
-        log,
-        log_lines,
-        log_path,
-        cmdline,
-        elapsed,
-    };
+    let run = Run { code: status.code(), stdout, stderr, log, log_lines, log_path, cmdline, elapsed };
     if timed_out {
-        panic!(
-            "JVM (JDK {}) timed out after {:?} and was killed ({stacks})\n{}",
-            jdk.feature,
-            timeout,
-            run.describe()
-        );
+        panic!("JVM (JDK {}) timed out after {:?} and was killed ({stacks})\n{}", jdk.feature, timeout, run.describe());
     }
     run
 }
@@ -839,7 +712,9 @@ fn dump_native_stacks(pid: u32, log_path: &Path) -> String {
             Ok(()) => format!("native stacks: {}", file.display()),
             Err(e) => format!("no native stacks: {}: {e}", file.display()),
         },
-        Ok(o) => format!("no native stacks: gdb: {}", String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("failed")),
+        Ok(o) => {
+            format!("no native stacks: gdb: {}", String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("failed"))
+        }
         Err(e) => format!("no native stacks: {e}"),
     }
 }

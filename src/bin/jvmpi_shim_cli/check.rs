@@ -29,27 +29,68 @@ const VERSIONS: [(&str, u32); 3] =
 /// the call is reached.
 pub const REMOVED_JVM_FUNCTIONS: &[(&str, &[u32])] = &[
     // file and socket I/O, used by native libraries of JDK 1.2-8 (gone in JDK 9/10)
-    ("JVM_Open", &[]), ("JVM_Close", &[]), ("JVM_Read", &[]), ("JVM_Write", &[]), ("JVM_Available", &[]),
-    ("JVM_Lseek", &[]), ("JVM_SetLength", &[]), ("JVM_Sync", &[]),
-    ("JVM_InitializeSocketLibrary", &[]), ("JVM_Socket", &[]), ("JVM_SocketClose", &[]), ("JVM_SocketShutdown", &[]),
-    ("JVM_Recv", &[]), ("JVM_Send", &[]), ("JVM_Timeout", &[]), ("JVM_Listen", &[]), ("JVM_Connect", &[]),
-    ("JVM_Bind", &[]), ("JVM_Accept", &[]), ("JVM_RecvFrom", &[]), ("JVM_SendTo", &[]), ("JVM_SocketAvailable", &[]),
-    ("JVM_GetSockName", &[]), ("JVM_GetSockOpt", &[]), ("JVM_SetSockOpt", &[]), ("JVM_GetHostName", &[]),
-    ("JVM_GetHostByAddr", &[]), ("JVM_GetHostByName", &[]), ("JVM_GetProtoByName", &[]),
+    ("JVM_Open", &[]),
+    ("JVM_Close", &[]),
+    ("JVM_Read", &[]),
+    ("JVM_Write", &[]),
+    ("JVM_Available", &[]),
+    ("JVM_Lseek", &[]),
+    ("JVM_SetLength", &[]),
+    ("JVM_Sync", &[]),
+    ("JVM_InitializeSocketLibrary", &[]),
+    ("JVM_Socket", &[]),
+    ("JVM_SocketClose", &[]),
+    ("JVM_SocketShutdown", &[]),
+    ("JVM_Recv", &[]),
+    ("JVM_Send", &[]),
+    ("JVM_Timeout", &[]),
+    ("JVM_Listen", &[]),
+    ("JVM_Connect", &[]),
+    ("JVM_Bind", &[]),
+    ("JVM_Accept", &[]),
+    ("JVM_RecvFrom", &[]),
+    ("JVM_SendTo", &[]),
+    ("JVM_SocketAvailable", &[]),
+    ("JVM_GetSockName", &[]),
+    ("JVM_GetSockOpt", &[]),
+    ("JVM_SetSockOpt", &[]),
+    ("JVM_GetHostName", &[]),
+    ("JVM_GetHostByAddr", &[]),
+    ("JVM_GetHostByName", &[]),
+    ("JVM_GetProtoByName", &[]),
     // run time, threads, class loading and security of JDK 1.2-8
-    ("JVM_OnExit", &[]), ("JVM_GetLastErrorString", &[]), ("JVM_ResolveClass", &[]),
-    ("JVM_FindClassFromClassLoader", &[]), ("JVM_GetClassName", &[]), ("JVM_GetClassLoader", &[]),
-    ("JVM_CurrentClassLoader", &[]), ("JVM_ClassLoaderDepth", &[]), ("JVM_CurrentLoadedClass", &[]),
-    ("JVM_AllocateNewObject", &[]), ("JVM_AllocateNewArray", &[]), ("JVM_LoadClass0", &[]),
-    ("JVM_TraceInstructions", &[]), ("JVM_TraceMethodCalls", &[]),
-    ("JVM_GetThreadStateValues", &[]), ("JVM_GetThreadStateNames", &[]),
-    ("JVM_GetStackTraceDepth", &[]), ("JVM_GetStackTraceElement", &[]),
-    ("JVM_DisableCompiler", &[]), ("JVM_EnableCompiler", &[]), ("JVM_CompileClass", &[]),
-    ("JVM_CompileClasses", &[]), ("JVM_CompilerCommand", &[]),
+    ("JVM_OnExit", &[]),
+    ("JVM_GetLastErrorString", &[]),
+    ("JVM_ResolveClass", &[]),
+    ("JVM_FindClassFromClassLoader", &[]),
+    ("JVM_GetClassName", &[]),
+    ("JVM_GetClassLoader", &[]),
+    ("JVM_CurrentClassLoader", &[]),
+    ("JVM_ClassLoaderDepth", &[]),
+    ("JVM_CurrentLoadedClass", &[]),
+    ("JVM_AllocateNewObject", &[]),
+    ("JVM_AllocateNewArray", &[]),
+    ("JVM_LoadClass0", &[]),
+    ("JVM_TraceInstructions", &[]),
+    ("JVM_TraceMethodCalls", &[]),
+    ("JVM_GetThreadStateValues", &[]),
+    ("JVM_GetThreadStateNames", &[]),
+    ("JVM_GetStackTraceDepth", &[]),
+    ("JVM_GetStackTraceElement", &[]),
+    ("JVM_DisableCompiler", &[]),
+    ("JVM_EnableCompiler", &[]),
+    ("JVM_CompileClass", &[]),
+    ("JVM_CompileClasses", &[]),
+    ("JVM_CompilerCommand", &[]),
     // still there in some of the JDKs
-    ("JVM_InitProperties", &[11]), ("JVM_GetInterfaceVersion", &[11]), ("JVM_CountStackFrames", &[11]),
-    ("JVM_IsThreadAlive", &[11]), ("JVM_IsInterrupted", &[11]),
-    ("JVM_SuspendThread", &[11, 17]), ("JVM_ResumeThread", &[11, 17]), ("JVM_StopThread", &[11, 17]),
+    ("JVM_InitProperties", &[11]),
+    ("JVM_GetInterfaceVersion", &[11]),
+    ("JVM_CountStackFrames", &[11]),
+    ("JVM_IsThreadAlive", &[11]),
+    ("JVM_IsInterrupted", &[11]),
+    ("JVM_SuspendThread", &[11, 17]),
+    ("JVM_ResumeThread", &[11, 17]),
+    ("JVM_StopThread", &[11, 17]),
     ("JVM_Sleep", &[11, 17, 21]),
 ];
 
@@ -178,9 +219,18 @@ pub fn decode_native(sym: &str) -> Option<String> {
             continue;
         }
         match it.peek() {
-            Some('1') => { it.next(); cur.push('_'); }
-            Some('2') => { it.next(); cur.push(';'); }
-            Some('3') => { it.next(); cur.push('['); }
+            Some('1') => {
+                it.next();
+                cur.push('_');
+            }
+            Some('2') => {
+                it.next();
+                cur.push(';');
+            }
+            Some('3') => {
+                it.next();
+                cur.push('[');
+            }
             Some('0') => {
                 it.next();
                 let hex: String = it.by_ref().take(4).collect();
@@ -208,15 +258,20 @@ fn aarch64_builds(code: &[u8], value: u32) -> bool {
     // (opc, hw, imm16, rd) of a 32- or 64-bit movz/movk.
     let decode = |w: u32| -> Option<(u32, u32, u32, u32)> {
         let opc = (w >> 29) & 0x3;
-        ((w >> 23) & 0x3f == 0b100101 && (opc == 0b10 || opc == 0b11))
-            .then_some((opc, (w >> 21) & 0x3, (w >> 5) & 0xffff, w & 0x1f))
+        ((w >> 23) & 0x3f == 0b100101 && (opc == 0b10 || opc == 0b11)).then_some((
+            opc,
+            (w >> 21) & 0x3,
+            (w >> 5) & 0xffff,
+            w & 0x1f,
+        ))
     };
     for (i, &w) in words.iter().enumerate() {
         let Some((0b10, hw0, imm0, rd)) = decode(w) else { continue };
         for &w2 in words.iter().skip(i + 1).take(4) {
             if let Some((0b11, hw1, imm1, rd1)) = decode(w2) {
                 if rd1 == rd
-                    && ((hw0 == 0 && imm0 == lo && hw1 == 1 && imm1 == hi) || (hw0 == 1 && imm0 == hi && hw1 == 0 && imm1 == lo))
+                    && ((hw0 == 0 && imm0 == lo && hw1 == 1 && imm1 == hi)
+                        || (hw0 == 1 && imm0 == hi && hw1 == 0 && imm1 == lo))
                 {
                     return true;
                 }
@@ -234,7 +289,11 @@ fn search_dirs(needer: &Path, runpaths: &[String]) -> Vec<PathBuf> {
         .iter()
         .flat_map(|r| r.split(':').map(str::to_string).collect::<Vec<_>>())
         .filter(|d| !d.is_empty())
-        .map(|d| PathBuf::from(d.replace("$ORIGIN", &origin.to_string_lossy()).replace("${ORIGIN}", &origin.to_string_lossy())))
+        .map(|d| {
+            PathBuf::from(
+                d.replace("$ORIGIN", &origin.to_string_lossy()).replace("${ORIGIN}", &origin.to_string_lossy()),
+            )
+        })
         .collect();
     if let Some(p) = std::env::var_os("LD_LIBRARY_PATH") {
         dirs.extend(std::env::split_paths(&p).filter(|d| !d.as_os_str().is_empty()));
@@ -254,7 +313,14 @@ fn search_dirs(needer: &Path, runpaths: &[String]) -> Vec<PathBuf> {
         "aarch64" => "aarch64-linux-gnu",
         _ => "x86_64-linux-gnu",
     };
-    for d in [format!("/lib/{triple}"), format!("/usr/lib/{triple}"), "/lib64".into(), "/usr/lib64".into(), "/lib".into(), "/usr/lib".into()] {
+    for d in [
+        format!("/lib/{triple}"),
+        format!("/usr/lib/{triple}"),
+        "/lib64".into(),
+        "/usr/lib64".into(),
+        "/lib".into(),
+        "/usr/lib".into(),
+    ] {
         dirs.push(PathBuf::from(d));
     }
     dirs
@@ -278,13 +344,20 @@ fn read_dyn(data: &[u8]) -> Result<Dyn, String> {
             continue;
         }
         if s.is_undefined() {
-            d.imports.push((name.to_string(), s.kind() == SymbolKind::Data || s.kind() == SymbolKind::Tls, s.is_weak()));
+            d.imports.push((
+                name.to_string(),
+                s.kind() == SymbolKind::Data || s.kind() == SymbolKind::Tls,
+                s.is_weak(),
+            ));
         } else if s.is_global() {
             d.exports.insert(name.to_string());
         }
     }
     let endian = file.endian();
-    let table = file.elf_section_table().dynamic_table(endian, data).map_err(|e| format!("cannot read its dynamic section ({e})"))?;
+    let table = file
+        .elf_section_table()
+        .dynamic_table(endian, data)
+        .map_err(|e| format!("cannot read its dynamic section ({e})"))?;
     for e in table.iter() {
         let Ok(v) = table.string(e) else { continue };
         let v = String::from_utf8_lossy(v).into_owned();
@@ -381,7 +454,9 @@ pub fn analyse(path: &Path, java: Option<&Path>) -> Analysis {
             for s in file.sections() {
                 let Ok(bytes) = s.data() else { continue };
                 match s.kind() {
-                    SectionKind::Text => in_code |= if aarch64 { aarch64_builds(bytes, value) } else { contains_u32(bytes, value) },
+                    SectionKind::Text => {
+                        in_code |= if aarch64 { aarch64_builds(bytes, value) } else { contains_u32(bytes, value) }
+                    }
                     SectionKind::Data | SectionKind::ReadOnlyData | SectionKind::ReadOnlyDataWithRel => {
                         in_data |= contains_u32(bytes, value)
                     }
@@ -422,11 +497,10 @@ pub fn analyse(path: &Path, java: Option<&Path>) -> Analysis {
             Some(p) => exports_with_deps(p, &jdk_lib_dirs, &mut scope, &mut seen),
             None => {
                 all_found = false;
-                let why = GONE_LIBRARIES
-                    .iter()
-                    .find(|(g, _)| g == n)
-                    .map(|(_, w)| format!(": {w}"))
-                    .unwrap_or_else(|| ": not in its RUNPATH, LD_LIBRARY_PATH or the system's library directories".into());
+                let why =
+                    GONE_LIBRARIES.iter().find(|(g, _)| g == n).map(|(_, w)| format!(": {w}")).unwrap_or_else(|| {
+                        ": not in its RUNPATH, LD_LIBRARY_PATH or the system's library directories".into()
+                    });
                 a.add(Severity::Fatal, format!("needs {n}, which cannot be found, so dlopen fails{why}"));
             }
         }
@@ -462,7 +536,8 @@ pub fn analyse(path: &Path, java: Option<&Path>) -> Analysis {
             if still.is_empty() {
                 "exported by none of JDK 11, 17, 21, 25".to_string()
             } else {
-                let gone: Vec<String> = [11, 17, 21, 25].iter().filter(|f| !still.contains(f)).map(u32::to_string).collect();
+                let gone: Vec<String> =
+                    [11, 17, 21, 25].iter().filter(|f| !still.contains(f)).map(u32::to_string).collect();
                 format!("not exported by JDK {}", gone.join(", "))
             }
         });
@@ -475,12 +550,27 @@ pub fn analyse(path: &Path, java: Option<&Path>) -> Analysis {
                     if let Some(h) = &history {
                         a.add(Severity::Warning, format!("needs function {name}: {j} exports it, but it is {h}"));
                     }
-                    ("ok", format!("exported by libjvm.so of {j}{}", history.as_ref().map(|h| format!(" ({h})")).unwrap_or_default()))
+                    (
+                        "ok",
+                        format!(
+                            "exported by libjvm.so of {j}{}",
+                            history.as_ref().map(|h| format!(" ({h})")).unwrap_or_default()
+                        ),
+                    )
                 }
-                (Some(j), false) => ("removed", format!("not exported by libjvm.so of {j}{}", history.map(|h| format!("; {h}")).unwrap_or_default())),
+                (Some(j), false) => (
+                    "removed",
+                    format!(
+                        "not exported by libjvm.so of {j}{}",
+                        history.map(|h| format!("; {h}")).unwrap_or_default()
+                    ),
+                ),
                 (None, _) => match history {
                     Some(h) => ("removed", h),
-                    None => ("unchecked", "a JVM function; no JDK found to check it against (use --java or JAVA_HOME)".to_string()),
+                    None => (
+                        "unchecked",
+                        "a JVM function; no JDK found to check it against (use --java or JAVA_HOME)".to_string(),
+                    ),
                 },
             }
         } else if provided || *weak || !all_found {
@@ -497,7 +587,13 @@ pub fn analyse(path: &Path, java: Option<&Path>) -> Analysis {
         };
         match status {
             "removed" | "hpi" | "unresolved" => a.add(
-                if *data_sym && !*weak { Severity::Fatal } else if *weak { Severity::Warning } else { Severity::Breaks },
+                if *data_sym && !*weak {
+                    Severity::Fatal
+                } else if *weak {
+                    Severity::Warning
+                } else {
+                    Severity::Breaks
+                },
                 format!("needs {kind} {name}, {detail}: {consequence}"),
             ),
             "unchecked" => a.add(Severity::Warning, format!("needs {kind} {name}: {detail}")),
@@ -555,11 +651,15 @@ pub fn text(a: &Analysis) -> String {
             let _ = writeln!(s, "  ELF file:        a 64-bit shared library of this machine, whole");
             let _ = writeln!(s, "  JVM_OnLoad:      {}", yes(a.jvm_onload));
             if a.agent_onload || a.agent_onattach || a.jni_onload {
-                let others: Vec<&str> = [(a.agent_onload, "Agent_OnLoad"), (a.agent_onattach, "Agent_OnAttach"), (a.jni_onload, "JNI_OnLoad")]
-                    .iter()
-                    .filter(|(b, _)| *b)
-                    .map(|(_, n)| *n)
-                    .collect();
+                let others: Vec<&str> = [
+                    (a.agent_onload, "Agent_OnLoad"),
+                    (a.agent_onattach, "Agent_OnAttach"),
+                    (a.jni_onload, "JNI_OnLoad"),
+                ]
+                .iter()
+                .filter(|(b, _)| *b)
+                .map(|(_, n)| *n)
+                .collect();
                 let _ = writeln!(s, "  also exports:    {}", others.join(", "));
             }
             let v: Vec<String> = a
@@ -582,7 +682,8 @@ pub fn text(a: &Analysis) -> String {
             let _ = writeln!(s, "  JVMPI functions and events: not visible in the file (see the note below)");
             if !a.natives.is_empty() {
                 let shown: Vec<&str> = a.natives.iter().take(6).map(String::as_str).collect();
-                let more = if a.natives.len() > 6 { format!(", ... ({} in all)", a.natives.len()) } else { String::new() };
+                let more =
+                    if a.natives.len() > 6 { format!(", ... ({} in all)", a.natives.len()) } else { String::new() };
                 let _ = writeln!(s, "  JNI natives:     {}{more}", shown.join(", "));
             }
             for n in &a.needed {
@@ -591,7 +692,13 @@ pub fn text(a: &Analysis) -> String {
             }
             match &a.jdk {
                 Some((j, l)) => {
-                    let _ = writeln!(s, "  checked against: the JDK at {} (the java of {}: {})", jdk_home(l).display(), j.display(), l.display());
+                    let _ = writeln!(
+                        s,
+                        "  checked against: the JDK at {} (the java of {}: {})",
+                        jdk_home(l).display(),
+                        j.display(),
+                        l.display()
+                    );
                 }
                 None => {
                     let _ = writeln!(s, "  checked against: no JDK found (--java or JAVA_HOME); the built-in list of removed JVM functions only");
@@ -600,7 +707,14 @@ pub fn text(a: &Analysis) -> String {
             let _ = writeln!(s, "  undefined symbols: {}", a.imports_total);
             for i in &a.imports {
                 let mark = if i.status == "ok" { "ok" } else { "!!" };
-                let _ = writeln!(s, "    {mark} {} ({}{}): {}", i.name, if i.data { "data" } else { "function" }, if i.weak { ", weak" } else { "" }, i.detail);
+                let _ = writeln!(
+                    s,
+                    "    {mark} {} ({}{}): {}",
+                    i.name,
+                    if i.data { "data" } else { "function" },
+                    if i.weak { ", weak" } else { "" },
+                    i.detail
+                );
             }
         }
     }
@@ -660,10 +774,19 @@ pub fn json(a: &Analysis) -> String {
         ))
     );
     let _ = write!(s, "\"natives\":{},", jlist(&a.natives, |n| js(n)));
-    let _ = write!(s, "\"needed\":{},", jlist(&a.needed, |n| format!("{{\"name\":{},\"path\":{}}}", js(&n.name), opt(&n.path))));
+    let _ = write!(
+        s,
+        "\"needed\":{},",
+        jlist(&a.needed, |n| format!("{{\"name\":{},\"path\":{}}}", js(&n.name), opt(&n.path)))
+    );
     match &a.jdk {
         Some((j, l)) => {
-            let _ = write!(s, "\"jdk\":{{\"java\":{},\"libjvm\":{}}},", js(&j.display().to_string()), js(&l.display().to_string()));
+            let _ = write!(
+                s,
+                "\"jdk\":{{\"java\":{},\"libjvm\":{}}},",
+                js(&j.display().to_string()),
+                js(&l.display().to_string())
+            );
         }
         None => s.push_str("\"jdk\":null,"),
     }

@@ -111,7 +111,10 @@ pub fn shell_quote(s: &OsStr) -> String {
 }
 
 pub fn command_line(program: &Path, args: &[OsString]) -> String {
-    std::iter::once(shell_quote(program.as_os_str())).chain(args.iter().map(|a| shell_quote(a))).collect::<Vec<_>>().join(" ")
+    std::iter::once(shell_quote(program.as_os_str()))
+        .chain(args.iter().map(|a| shell_quote(a)))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Whether the first word after `--` is a Java launcher (`java`, `/path/to/java`).
@@ -130,13 +133,16 @@ pub fn java_command(
     let (java, rest) = match command.split_first() {
         Some((first, rest)) if is_java_launcher(first) => {
             if java_given.is_some() {
-                return Err("the launcher is given twice: use either --java <path> or a java as the first word after --".into());
+                return Err(
+                    "the launcher is given twice: use either --java <path> or a java as the first word after --".into(),
+                );
             }
             let p = Path::new(first);
             let java = if first.as_bytes().contains(&b'/') {
                 p.to_path_buf()
             } else {
-                locate::on_path(&first.to_string_lossy()).ok_or_else(|| "`java` (the first word after --) is not on PATH".to_string())?
+                locate::on_path(&first.to_string_lossy())
+                    .ok_or_else(|| "`java` (the first word after --) is not on PATH".to_string())?
             };
             (java, rest)
         }
@@ -200,7 +206,10 @@ pub fn run_jcmd(program: &Path, args: &[OsString]) -> Result<i32, String> {
 /// What `JVMTI.agent_load` prints when it fails, though jcmd still exits 0.
 fn load_failure(out: &str) -> Option<String> {
     for line in out.lines().map(str::trim) {
-        if line.ends_with("was not loaded.") || line.contains("is not available in") || line.contains("Agent_OnAttach failed") {
+        if line.ends_with("was not loaded.")
+            || line.contains("is not available in")
+            || line.contains("Agent_OnAttach failed")
+        {
             return Some(line.to_string());
         }
         if let Some(rc) = line.strip_prefix("return code:") {
@@ -220,7 +229,10 @@ mod tests {
     fn options_before_agent() {
         let shim = ShimOptions { log: Some("info".into()), report: Some("-".into()), trace: Some("t.jsonl".into()) };
         let a = AgentSpec::parse("hprof:heap=sites,depth=4:x").unwrap();
-        assert_eq!(shim_option_string(&shim, &a, false).unwrap(), "log=info,report=-,trace=t.jsonl,agent=hprof:heap=sites,depth=4:x");
+        assert_eq!(
+            shim_option_string(&shim, &a, false).unwrap(),
+            "log=info,report=-,trace=t.jsonl,agent=hprof:heap=sites,depth=4:x"
+        );
         let a = AgentSpec::parse("hprof").unwrap();
         assert_eq!(shim_option_string(&ShimOptions::default(), &a, false).unwrap(), "agent=hprof");
         assert!(AgentSpec::parse(":x").is_err());

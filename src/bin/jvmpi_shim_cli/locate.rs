@@ -18,7 +18,8 @@ pub fn shim(given: Option<&Path>) -> Result<PathBuf, String> {
         }
         return absolute(&file);
     }
-    let exe = env::current_exe().map_err(|e| format!("cannot tell where this program is ({e}); pass --shim <path to {SHIM_FILE}>"))?;
+    let exe = env::current_exe()
+        .map_err(|e| format!("cannot tell where this program is ({e}); pass --shim <path to {SHIM_FILE}>"))?;
     let exe = exe.canonicalize().unwrap_or(exe);
     let dir = exe.parent().unwrap_or(Path::new("/"));
     let candidates = [dir.join(SHIM_FILE), dir.join("../lib").join(SHIM_FILE)];

@@ -161,7 +161,8 @@ fn site(ce: &ClassEditor<'_>, i: &Instruction, ldc_class: bool) -> Option<Site> 
                 ristretto_classfile::Constant::MethodRef { class_index, .. } => *class_index,
                 _ => return None,
             };
-            (ce.pool_ref().get_class_name(class).ok()?.as_bytes() == b"jdk/internal/misc/Unsafe").then_some(Site::AllocateInstance)
+            (ce.pool_ref().get_class_name(class).ok()?.as_bytes() == b"jdk/internal/misc/Unsafe")
+                .then_some(Site::AllocateInstance)
         }
         Instruction::Invokestatic(r) => {
             let (n, d) = ce.pool_ref().get_member(*r).ok()?;
@@ -386,7 +387,11 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
     let hook_desc = cp.add_utf8(HOOK)?;
     let on = cp.add_field_ref(this_class, "on", "Z")?;
     let mut fields = Vec::new();
-    let mut field = |cp: &mut ConstantPool<'static>, name: &str, desc: &str, flags: FieldAccessFlags| -> ristretto_classfile::Result<()> {
+    let mut field = |cp: &mut ConstantPool<'static>,
+                     name: &str,
+                     desc: &str,
+                     flags: FieldAccessFlags|
+     -> ristretto_classfile::Result<()> {
         fields.push(Field {
             access_flags: flags,
             name_index: cp.add_utf8(name)?,
@@ -400,19 +405,20 @@ fn build_tracker(tracker: &str, counting: bool) -> ristretto_classfile::Result<V
     field(&mut cp, "on", "Z", public_static | FieldAccessFlags::VOLATILE)?;
     // A hook: `frames` are ristretto's (the first frame's delta is its target's instruction
     // index, each later one's the distance from the frame before less one).
-    let code_method = |name_index: u16, body: Vec<Instruction>, max_stack: u16, max_locals: u16, frames: Vec<StackFrame>| Method {
-        access_flags: MethodAccessFlags::PUBLIC | MethodAccessFlags::STATIC,
-        name_index,
-        descriptor_index: hook_desc,
-        attributes: vec![Attribute::Code {
-            name_index: code_name,
-            max_stack,
-            max_locals,
-            code: body,
-            exception_table: Vec::new(),
-            attributes: vec![Attribute::StackMapTable { name_index: smt_name, frames }],
-        }],
-    };
+    let code_method =
+        |name_index: u16, body: Vec<Instruction>, max_stack: u16, max_locals: u16, frames: Vec<StackFrame>| Method {
+            access_flags: MethodAccessFlags::PUBLIC | MethodAccessFlags::STATIC,
+            name_index,
+            descriptor_index: hook_desc,
+            attributes: vec![Attribute::Code {
+                name_index: code_name,
+                max_stack,
+                max_locals,
+                code: body,
+                exception_table: Vec::new(),
+                attributes: vec![Attribute::StackMapTable { name_index: smt_name, frames }],
+            }],
+        };
     // A hook whose one branch is `if (on) { … }`: one frame, at the return, reached by the
     // ifeq and by falling through.
     let hook_method = |name_index: u16, body: Vec<Instruction>, max_stack: u16| {
@@ -587,8 +593,13 @@ fn build_shape(tracker: &str) -> ristretto_classfile::Result<Vec<u8>> {
     let mut fields = Vec::new();
     let mut body = vec![I::Aload_0, I::Aload_1, I::Invokespecial(super_init)];
     // (name, descriptor, the constructor's load of its argument)
-    let values =
-        [("tag", "J", I::Lload_2), ("id", "J", I::Lload(4)), ("size", "I", I::Iload(6)), ("kind", "I", I::Iload(7)), ("hash", "I", I::Iload(8))];
+    let values = [
+        ("tag", "J", I::Lload_2),
+        ("id", "J", I::Lload(4)),
+        ("size", "I", I::Iload(6)),
+        ("kind", "I", I::Iload(7)),
+        ("hash", "I", I::Iload(8)),
+    ];
     for (name, desc, load) in values {
         // Package-private (the tracker shares the boot loader's unnamed package): no other code
         // reads or makes shapes.

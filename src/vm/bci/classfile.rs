@@ -240,9 +240,9 @@ impl<'a> Pool<'a> {
                         return Ok(i);
                     }
                     // Two strings with one hash: the index names the first; look for ours.
-                    let found = (1..=self.cp.len()).filter_map(|j| u16::try_from(j).ok()).find(|&j| {
-                        matches!(self.cp.get(j), Some(Constant::Utf8(x)) if x.as_bytes() == s.as_bytes())
-                    });
+                    let found = (1..=self.cp.len())
+                        .filter_map(|j| u16::try_from(j).ok())
+                        .find(|&j| matches!(self.cp.get(j), Some(Constant::Utf8(x)) if x.as_bytes() == s.as_bytes()));
                     if let Some(j) = found {
                         return Ok(j);
                     }
@@ -342,16 +342,12 @@ impl<'a> Pool<'a> {
 
     /// The text of a `CONSTANT_Utf8`.
     pub fn get_utf8(&self, index: u16) -> Result<&JavaStr, BciError> {
-        self.cp
-            .try_get_utf8(index)
-            .map_err(|_| BciError::Malformed(format!("constant #{index} is not a Utf8")))
+        self.cp.try_get_utf8(index).map_err(|_| BciError::Malformed(format!("constant #{index} is not a Utf8")))
     }
 
     /// The name of a `CONSTANT_Class`.
     pub fn get_class_name(&self, index: u16) -> Result<&JavaStr, BciError> {
-        self.cp
-            .try_get_class(index)
-            .map_err(|_| BciError::Malformed(format!("constant #{index} is not a Class")))
+        self.cp.try_get_class(index).map_err(|_| BciError::Malformed(format!("constant #{index} is not a Class")))
     }
 
     /// Name and descriptor of a `CONSTANT_NameAndType`.
@@ -486,7 +482,17 @@ impl<'a> ClassEditor<'a> {
         }
         let class_name = pool.get_class_name(this_class)?.to_str_lossy().into_owned();
         let n = methods.len();
-        Ok(ClassEditor { raw, pool, cp_range, major, this_class, class_name, methods, methods_count_at, replaced: vec![None; n] })
+        Ok(ClassEditor {
+            raw,
+            pool,
+            cp_range,
+            major,
+            this_class,
+            class_name,
+            methods,
+            methods_count_at,
+            replaced: vec![None; n],
+        })
     }
 
     /// Internal name of the class (`java/lang/Object`).
@@ -671,7 +677,15 @@ fn descriptor_slots(descriptor: &str, is_static: bool) -> Result<(Vec<u8>, u16, 
     }
     i += 1;
     let ret = one(&mut i)?;
-    let size = |k: u8| if matches!(k, b'J' | b'D') { 2 } else if k == b'V' { 0 } else { 1 };
+    let size = |k: u8| {
+        if matches!(k, b'J' | b'D') {
+            2
+        } else if k == b'V' {
+            0
+        } else {
+            1
+        }
+    };
     let args: u16 = kinds.iter().map(|&k| size(k)).sum();
     Ok((kinds, args, size(ret).max(args).max(1)))
 }
@@ -697,7 +711,10 @@ impl ClassEditor<'_> {
         for &i in natives {
             let info = self.method(i)?;
             if info.access & ACC_NATIVE == 0 || info.access & ACC_ABSTRACT != 0 {
-                return Err(BciError::InvalidEdit(format!("{}.{}{} is not a native method", class_name, info.name, info.descriptor)));
+                return Err(BciError::InvalidEdit(format!(
+                    "{}.{}{} is not a native method",
+                    class_name, info.name, info.descriptor
+                )));
             }
             let is_static = info.access & ACC_STATIC != 0;
             let (kinds, arg_slots, max_stack) = descriptor_slots(&info.descriptor, is_static)?;
@@ -770,7 +787,9 @@ impl ClassEditor<'_> {
                     let n = u16::from_be_bytes([self.raw[head + 6], self.raw[head + 7]]);
                     out.extend_from_slice(&access.to_be_bytes());
                     out.extend_from_slice(&self.raw[head + 2..head + 6]);
-                    let n = n.checked_add(1).ok_or_else(|| BciError::Unsupported("a method with 65535 attributes".into()))?;
+                    let n = n
+                        .checked_add(1)
+                        .ok_or_else(|| BciError::Unsupported("a method with 65535 attributes".into()))?;
                     out.extend_from_slice(&n.to_be_bytes());
                     out.extend_from_slice(&self.raw[head + 8..m.span.end]);
                     out.extend_from_slice(attr);
@@ -802,12 +821,15 @@ fn parse_code(raw: &[u8], name_index: u16, info: Range<usize>) -> Result<RawCode
     let ne = rd(r.read_u16(), what)?;
     let mut exceptions = Vec::with_capacity(usize::from(ne));
     for _ in 0..ne {
-        exceptions.push([rd(r.read_u16(), what)?, rd(r.read_u16(), what)?, rd(r.read_u16(), what)?, rd(r.read_u16(), what)?]);
+        exceptions.push([
+            rd(r.read_u16(), what)?,
+            rd(r.read_u16(), what)?,
+            rd(r.read_u16(), what)?,
+            rd(r.read_u16(), what)?,
+        ]);
     }
-    let attributes = read_attrs(&mut r, what)?
-        .into_iter()
-        .map(|(name_index, info)| RawAttr { name_index, info })
-        .collect();
+    let attributes =
+        read_attrs(&mut r, what)?.into_iter().map(|(name_index, info)| RawAttr { name_index, info }).collect();
     if r.position() != info.end {
         return Err(BciError::Malformed("Code attribute length does not match its contents".into()));
     }

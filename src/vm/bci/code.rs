@@ -131,7 +131,12 @@ fn set_target(insn: &mut Instruction, t: usize) -> Result<(), BciError> {
 
 /// Rewrites every target of `insn`, now at index `new_at`, through `f` (old absolute index →
 /// new absolute index); switch targets are relative to `old_at` before and `new_at` after.
-fn remap_targets(insn: &mut Instruction, old_at: usize, new_at: usize, f: &dyn Fn(usize) -> usize) -> Result<(), BciError> {
+fn remap_targets(
+    insn: &mut Instruction,
+    old_at: usize,
+    new_at: usize,
+    f: &dyn Fn(usize) -> usize,
+) -> Result<(), BciError> {
     let rel = |r: i32| -> Result<i32, BciError> {
         let old = (old_at as i64 + i64::from(r)) as usize;
         i32::try_from(f(old) as i64 - new_at as i64).map_err(|_| BciError::Internal("switch offset".into()))
@@ -338,7 +343,15 @@ impl MethodEditor {
                 }
             }
         }
-        Ok(MethodEditor { method, insns, offsets, prologue: Vec::new(), before: BTreeMap::new(), after: BTreeMap::new(), catch_all: None })
+        Ok(MethodEditor {
+            method,
+            insns,
+            offsets,
+            prologue: Vec::new(),
+            before: BTreeMap::new(),
+            after: BTreeMap::new(),
+            catch_all: None,
+        })
     }
 
     /// Index of the method in its class.
@@ -616,7 +629,13 @@ fn decode_type_annotations(
     Ok(v)
 }
 
-fn decode_model(raw: &[u8], rc: &RawCode, editor: &MethodEditor, initial: &Frame, pool: &Pool<'_>) -> Result<Model, BciError> {
+fn decode_model(
+    raw: &[u8],
+    rc: &RawCode,
+    editor: &MethodEditor,
+    initial: &Frame,
+    pool: &Pool<'_>,
+) -> Result<Model, BciError> {
     let offsets = &editor.offsets;
     let n = editor.insns.len();
     let code_len = *offsets.last().expect("offsets end with the code length");
@@ -637,9 +656,8 @@ fn decode_model(raw: &[u8], rc: &RawCode, editor: &MethodEditor, initial: &Frame
     let dbg_start = |b: u16| -> Result<usize, BciError> {
         containing(offsets, u32::from(b)).ok_or_else(|| bad(format!("debug attribute offset {b} past the code")))
     };
-    let dbg_end = |b: u32| -> Result<usize, BciError> {
-        Ok(if b >= code_len { n } else { containing(offsets, b).unwrap_or(n) })
-    };
+    let dbg_end =
+        |b: u32| -> Result<usize, BciError> { Ok(if b >= code_len { n } else { containing(offsets, b).unwrap_or(n) }) };
     for a in &rc.attributes {
         let d = &raw[a.info.clone()];
         let name = pool.get_utf8(a.name_index)?.as_bytes();
@@ -695,7 +713,8 @@ fn decode_model(raw: &[u8], rc: &RawCode, editor: &MethodEditor, initial: &Frame
 /// `spare`: room for that many more instructions after the result's (for the catch-all).
 fn apply(m: Model, edits: &Edits, spare: usize) -> Result<Model, BciError> {
     let n = m.insns.len();
-    let extra: usize = edits.before.values().chain(edits.after.values()).map(Vec::len).sum::<usize>() + edits.prologue.len();
+    let extra: usize =
+        edits.before.values().chain(edits.after.values()).map(Vec::len).sum::<usize>() + edits.prologue.len();
     let mut head = vec![0usize; n + 1];
     let mut at = vec![0usize; n + 1];
     let mut insns: Vec<Instruction> = Vec::with_capacity(n + extra + spare);
@@ -1050,7 +1069,13 @@ fn put_attr(out: &mut Vec<u8>, name: u16, body: &[u8]) {
 
 /// Rewrites one method: decodes its whole `Code` attribute, applies the editor's insertions,
 /// widens branches, recomputes `max_stack`, and returns the new attribute (header included).
-pub(crate) fn rewrite(raw: &[u8], rc: &RawCode, editor: MethodEditor, ctx: &MethodContext, pool: &mut Pool<'_>) -> Result<Vec<u8>, BciError> {
+pub(crate) fn rewrite(
+    raw: &[u8],
+    rc: &RawCode,
+    editor: MethodEditor,
+    ctx: &MethodContext,
+    pool: &mut Pool<'_>,
+) -> Result<Vec<u8>, BciError> {
     let initial = frames::initial_frame(ctx)?;
     let mut model = decode_model(raw, rc, &editor, &initial, pool)?;
     // A constructor's chaining call, for the catch-all's ranges (found before the instructions
@@ -1088,8 +1113,8 @@ pub(crate) fn rewrite(raw: &[u8], rc: &RawCode, editor: MethodEditor, ctx: &Meth
         // covers the code before it, with `this` uninitialised, one the code after it.
         let mut ranges = Vec::new();
         if let Some(chain) = chain {
-            let chain = chain
-                .ok_or_else(|| BciError::Unsupported("a constructor without a super(…)/this(…) call".into()))?;
+            let chain =
+                chain.ok_or_else(|| BciError::Unsupported("a constructor without a super(…)/this(…) call".into()))?;
             if at(chain) > covered_from {
                 ranges.push((covered_from, at(chain), vec![frames::VType::UninitThis]));
             }
@@ -1224,7 +1249,13 @@ pub(crate) struct FullCode {
 }
 
 #[cfg(test)]
-pub(crate) fn decode_full(raw: &[u8], rc: &RawCode, editor: &MethodEditor, ctx: &MethodContext, pool: &Pool<'_>) -> Result<FullCode, BciError> {
+pub(crate) fn decode_full(
+    raw: &[u8],
+    rc: &RawCode,
+    editor: &MethodEditor,
+    ctx: &MethodContext,
+    pool: &Pool<'_>,
+) -> Result<FullCode, BciError> {
     let initial = frames::initial_frame(ctx)?;
     let mut m = decode_model(raw, rc, editor, &initial, pool)?;
     m.insns = editor.insns.clone();

@@ -170,7 +170,8 @@ pub(crate) fn decode_stack_map(
             8 => {
                 let offset = u16_at(at)?;
                 VType::Uninit(
-                    index_of(u32::from(offset)).ok_or_else(|| bad(format!("Uninitialized({offset}) is not an instruction")))?,
+                    index_of(u32::from(offset))
+                        .ok_or_else(|| bad(format!("Uninitialized({offset}) is not an instruction")))?,
                 )
             }
             t => return Err(bad(format!("StackMapTable: verification type tag {t}"))),
@@ -184,7 +185,9 @@ pub(crate) fn decode_stack_map(
         let frame_type = u8_at(&mut at)?;
         let (delta, frame) = match frame_type {
             0..=63 => (u16::from(frame_type), Frame { locals: prev.locals.clone(), stack: Vec::new() }),
-            64..=127 => (u16::from(frame_type - 64), Frame { locals: prev.locals.clone(), stack: vec![vtype(&mut at)?] }),
+            64..=127 => {
+                (u16::from(frame_type - 64), Frame { locals: prev.locals.clone(), stack: vec![vtype(&mut at)?] })
+            }
             247 => {
                 let d = u16_at(&mut at)?;
                 (d, Frame { locals: prev.locals.clone(), stack: vec![vtype(&mut at)?] })
@@ -453,7 +456,9 @@ pub(crate) fn step(st: &mut State, at: usize, insn: &Instruction, cx: &SimContex
     match insn {
         I::Nop | I::Goto(_) | I::Goto_w(_) | I::Iinc(..) | I::Iinc_w(..) | I::Return | I::Ret(_) | I::Ret_w(_) => {}
         I::Aconst_null => st.push(T::Null),
-        I::Iconst_m1 | I::Iconst_0 | I::Iconst_1 | I::Iconst_2 | I::Iconst_3 | I::Iconst_4 | I::Iconst_5 => st.push(T::Int),
+        I::Iconst_m1 | I::Iconst_0 | I::Iconst_1 | I::Iconst_2 | I::Iconst_3 | I::Iconst_4 | I::Iconst_5 => {
+            st.push(T::Int)
+        }
         I::Bipush(_) | I::Sipush(_) => st.push(T::Int),
         I::Lconst_0 | I::Lconst_1 => st.push(T::Long),
         I::Fconst_0 | I::Fconst_1 | I::Fconst_2 => st.push(T::Float),
@@ -636,9 +641,14 @@ pub(crate) fn step(st: &mut State, at: usize, insn: &Instruction, cx: &SimContex
             st.pop(2)?;
             st.push(T::Int)
         }
-        I::Ifeq(_) | I::Ifne(_) | I::Iflt(_) | I::Ifge(_) | I::Ifgt(_) | I::Ifle(_) | I::Ifnull(_) | I::Ifnonnull(_) => {
-            st.pop(1)?
-        }
+        I::Ifeq(_)
+        | I::Ifne(_)
+        | I::Iflt(_)
+        | I::Ifge(_)
+        | I::Ifgt(_)
+        | I::Ifle(_)
+        | I::Ifnull(_)
+        | I::Ifnonnull(_) => st.pop(1)?,
         I::If_icmpeq(_)
         | I::If_icmpne(_)
         | I::If_icmplt(_)
@@ -664,7 +674,11 @@ pub(crate) fn step(st: &mut State, at: usize, insn: &Instruction, cx: &SimContex
                 _ => st.pop(slots(&t) + 1)?,
             }
         }
-        I::Invokevirtual(i) | I::Invokespecial(i) | I::Invokestatic(i) | I::Invokeinterface(i, _) | I::Invokedynamic(i) => {
+        I::Invokevirtual(i)
+        | I::Invokespecial(i)
+        | I::Invokestatic(i)
+        | I::Invokeinterface(i, _)
+        | I::Invokedynamic(i) => {
             let (name, d) = cx.pool.get_member(*i)?;
             let (params, ret) = parse_method_descriptor(d.as_bytes())?;
             st.pop(params.iter().map(slots).sum())?;
@@ -765,7 +779,9 @@ pub(crate) fn depth_after(depth: usize, insn: &Instruction, cx: &SimContext<'_, 
     use Instruction as I;
     // (slots popped, slots pushed); every instruction pops before it pushes.
     let (pop, push): (usize, usize) = match insn {
-        I::Nop | I::Goto(_) | I::Goto_w(_) | I::Iinc(..) | I::Iinc_w(..) | I::Return | I::Ret(_) | I::Ret_w(_) => (0, 0),
+        I::Nop | I::Goto(_) | I::Goto_w(_) | I::Iinc(..) | I::Iinc_w(..) | I::Return | I::Ret(_) | I::Ret_w(_) => {
+            (0, 0)
+        }
         I::Aconst_null
         | I::Iconst_m1
         | I::Iconst_0
@@ -808,7 +824,9 @@ pub(crate) fn depth_after(depth: usize, insn: &Instruction, cx: &SimContext<'_, 
         I::Dup2_x1 => (3, 5),
         I::Dup2_x2 => (4, 6),
         I::Swap => (2, 2),
-        I::Iadd | I::Isub | I::Imul | I::Idiv | I::Irem | I::Ishl | I::Ishr | I::Iushr | I::Iand | I::Ior | I::Ixor => (2, 1),
+        I::Iadd | I::Isub | I::Imul | I::Idiv | I::Irem | I::Ishl | I::Ishr | I::Iushr | I::Iand | I::Ior | I::Ixor => {
+            (2, 1)
+        }
         I::Fadd | I::Fsub | I::Fmul | I::Fdiv | I::Frem => (2, 1),
         I::Ladd | I::Lsub | I::Lmul | I::Ldiv | I::Lrem | I::Land | I::Lor | I::Lxor => (4, 2),
         I::Lshl | I::Lshr | I::Lushr => (3, 2),
@@ -819,7 +837,14 @@ pub(crate) fn depth_after(depth: usize, insn: &Instruction, cx: &SimContext<'_, 
         I::L2i | I::D2i | I::L2f | I::D2f => (2, 1),
         I::Lcmp | I::Dcmpl | I::Dcmpg => (4, 1),
         I::Fcmpl | I::Fcmpg => (2, 1),
-        I::Ifeq(_) | I::Ifne(_) | I::Iflt(_) | I::Ifge(_) | I::Ifgt(_) | I::Ifle(_) | I::Ifnull(_) | I::Ifnonnull(_) => (1, 0),
+        I::Ifeq(_)
+        | I::Ifne(_)
+        | I::Iflt(_)
+        | I::Ifge(_)
+        | I::Ifgt(_)
+        | I::Ifle(_)
+        | I::Ifnull(_)
+        | I::Ifnonnull(_) => (1, 0),
         I::If_icmpeq(_)
         | I::If_icmpne(_)
         | I::If_icmplt(_)
@@ -842,7 +867,11 @@ pub(crate) fn depth_after(depth: usize, insn: &Instruction, cx: &SimContext<'_, 
                 _ => (t + 1, 0),
             }
         }
-        I::Invokevirtual(i) | I::Invokespecial(i) | I::Invokestatic(i) | I::Invokeinterface(i, _) | I::Invokedynamic(i) => {
+        I::Invokevirtual(i)
+        | I::Invokespecial(i)
+        | I::Invokestatic(i)
+        | I::Invokeinterface(i, _)
+        | I::Invokedynamic(i) => {
             let (_, d) = cx.pool.get_member(*i).map_err(drop)?;
             let (params, ret) = method_slots(d.as_bytes())?;
             let receiver = usize::from(!matches!(insn, I::Invokestatic(_) | I::Invokedynamic(_)));

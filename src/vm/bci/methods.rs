@@ -206,7 +206,9 @@ fn plan_method_with(
                     Some(op @ 0xa5..=0xa6) => {
                         vec![I::Dup2, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(r(pool, "ifAcmp")?)]
                     }
-                    Some(op) => vec![I::Dup, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(r(pool, "ifRef")?)],
+                    Some(op) => {
+                        vec![I::Dup, idx.clone(), off_i, push_int(pool, op)?, I::Invokestatic(r(pool, "ifRef")?)]
+                    }
                     None => vec![idx.clone(), off_i, I::Invokestatic(r(pool, "insn")?)],
                 },
             };
@@ -268,7 +270,8 @@ pub fn instrument_class_wrapping(
     let skip = |name: &str| {
         alloc.is_some_and(|a| a.owns(name))
             || methods.as_ref().is_some_and(|m| {
-                m.0.tracker == name || (!m.0.also_skip.is_empty() && super::alloc::is_tracker_class(m.0.also_skip, name))
+                m.0.tracker == name
+                    || (!m.0.also_skip.is_empty() && super::alloc::is_tracker_class(m.0.also_skip, name))
             })
     };
     let mut wrapped = Vec::new();
@@ -341,7 +344,9 @@ pub fn plan_probe(ed: &MethodEditor, hooks: &MethodHooks<'_>) -> Vec<Lookup> {
         .iter()
         .enumerate()
         .filter_map(|(k, i)| match i {
-            I::Lookupswitch(s) => Some(Lookup { offset: ed.original_offset(k), keys: s.pairs.keys().copied().collect() }),
+            I::Lookupswitch(s) => {
+                Some(Lookup { offset: ed.original_offset(k), keys: s.pairs.keys().copied().collect() })
+            }
             _ => None,
         })
         .collect()

@@ -103,18 +103,18 @@ mod methods;
 mod sites;
 
 pub use alloc::{
-    instrument_allocations, is_tracker_class, shape_class, shape_class_name, tracker_class, tracker_class_counting, AllocHooks,
-    ALLOC_HOOKS, NATIVE_DESCRIPTORS, SHAPED_NATIVES, SHAPES, SHAPE_INIT,
-};
-pub use methods::{
-    branch_taken, instrument_class, instrument_class_wrapping, instrument_methods, NativeWrap, methods_tracker_class, plan_method, plan_probe, push_int, Lookup, MethodHooks,
-    TRACKER_METHODS,
+    instrument_allocations, is_tracker_class, shape_class, shape_class_name, tracker_class, tracker_class_counting,
+    AllocHooks, ALLOC_HOOKS, NATIVE_DESCRIPTORS, SHAPED_NATIVES, SHAPES, SHAPE_INIT,
 };
 pub use classfile::{ClassEditor, MethodInfo, Pool, ACC_STATIC};
-pub use sites::chaining_init_calls;
 pub use code::{branch_target, encoded_size, is_unconditional, targets, MethodEditor};
+pub use methods::{
+    branch_taken, instrument_class, instrument_class_wrapping, instrument_methods, methods_tracker_class, plan_method,
+    plan_probe, push_int, Lookup, MethodHooks, NativeWrap, TRACKER_METHODS,
+};
 /// The instruction type of the editor (ristretto's), re-exported for users of [`MethodEditor`].
 pub use ristretto_classfile::attributes::{ArrayType, Instruction};
+pub use sites::chaining_init_calls;
 
 use std::cell::Cell;
 use std::fmt;

@@ -22,10 +22,8 @@ pub fn chaining_init_calls(code: &[u8], pool: &[u8]) -> Result<Vec<u32>, BciErro
     let pool = ConstantPool::from_bytes(&mut ByteReader::new(&counted))
         .map_err(|e| BciError::Malformed(format!("constant pool: {e}")))?;
     let is_init = |index: u16| -> bool {
-        let nat = pool
-            .try_get_method_ref(index)
-            .or_else(|_| pool.try_get_interface_method_ref(index))
-            .map(|(_, nat)| *nat);
+        let nat =
+            pool.try_get_method_ref(index).or_else(|_| pool.try_get_interface_method_ref(index)).map(|(_, nat)| *nat);
         nat.ok()
             .and_then(|nat| pool.try_get_name_and_type(nat).ok().map(|(name, _)| *name))
             .and_then(|name| pool.try_get_utf8(name).ok())
@@ -36,7 +34,8 @@ pub fn chaining_init_calls(code: &[u8], pool: &[u8]) -> Result<Vec<u32>, BciErro
     let mut out = Vec::new();
     while r.position() < code.len() {
         let at = r.position() as u32;
-        let insn = Instruction::from_bytes(&mut r).map_err(|e| BciError::Malformed(format!("bytecode at {at}: {e}")))?;
+        let insn =
+            Instruction::from_bytes(&mut r).map_err(|e| BciError::Malformed(format!("bytecode at {at}: {e}")))?;
         match insn {
             Instruction::New(_) => open_news += 1,
             Instruction::Invokespecial(index) if is_init(index) => {

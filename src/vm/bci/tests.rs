@@ -24,10 +24,8 @@ const TRACKER_STUB: &str = "public final class CountingTracker {
 
 fn jdk_home() -> PathBuf {
     let path = std::env::var_os("PATH").expect("PATH");
-    let javac = std::env::split_paths(&path)
-        .map(|d| d.join("javac"))
-        .find(|p| p.is_file())
-        .expect("javac (JDK 17) on PATH");
+    let javac =
+        std::env::split_paths(&path).map(|d| d.join("javac")).find(|p| p.is_file()).expect("javac (JDK 17) on PATH");
     let real = std::fs::canonicalize(&javac).expect("canonical javac");
     real.parent().and_then(Path::parent).expect("<home>/bin/javac").to_path_buf()
 }
@@ -94,12 +92,7 @@ fn java(cp: &Path, main: &str) -> String {
         .output()
         .expect("run java");
     let out = String::from_utf8_lossy(&r.stdout).into_owned();
-    assert!(
-        r.status.success(),
-        "java {main} failed ({}):\n{out}\n{}",
-        r.status,
-        String::from_utf8_lossy(&r.stderr)
-    );
+    assert!(r.status.success(), "java {main} failed ({}):\n{out}\n{}", r.status, String::from_utf8_lossy(&r.stderr));
     out
 }
 
@@ -248,7 +241,10 @@ fn check_method(
         let (oi, ri) = (&o.insns[j], get(k));
         if same_shape(oi, ri) {
             k += 1;
-        } else if matches!((oi, ri), (Instruction::Goto(_), Instruction::Goto_w(_)) | (Instruction::Jsr(_), Instruction::Jsr_w(_))) {
+        } else if matches!(
+            (oi, ri),
+            (Instruction::Goto(_), Instruction::Goto_w(_)) | (Instruction::Jsr(_), Instruction::Jsr_w(_))
+        ) {
             c.widened_gotos += 1;
             k += 1;
         } else if inverse_of(oi, ri) && matches!(get(k + 1), Instruction::Goto_w(_)) {
@@ -273,7 +269,11 @@ fn check_method(
         if widened_cond[j] {
             assert_eq!(branch_target(ri), Some(at[j] + 2), "{who}: inverted branch at {j} skips the goto_w");
             assert_eq!(head[j + 1], at[j] + 2, "{who}: code between a widened branch and its successor");
-            assert_eq!(branch_target(&r.insns[at[j] + 1]), Some(head[branch_target(oi).unwrap()]), "{who}: goto_w of {j}");
+            assert_eq!(
+                branch_target(&r.insns[at[j] + 1]),
+                Some(head[branch_target(oi).unwrap()]),
+                "{who}: goto_w of {j}"
+            );
         } else {
             let want: Vec<usize> = targets(oi, j).into_iter().map(|t| head[t]).collect();
             assert_eq!(targets(ri, at[j]), want, "{who}: targets of {j} ({oi})");
@@ -643,8 +643,14 @@ fn switch_padding_follows_insertions() {
                 continue;
             }
             let (o, r) = (o_ce.full_code(m).unwrap(), n_ce.full_code(m).unwrap());
-            let os: Vec<u32> = (0..o.insns.len()).filter(|&i| matches!(o.insns[i], Instruction::Tableswitch(_) | Instruction::Lookupswitch(_))).map(|i| o.offsets[i] % 4).collect();
-            let rs: Vec<u32> = (0..r.insns.len()).filter(|&i| matches!(r.insns[i], Instruction::Tableswitch(_) | Instruction::Lookupswitch(_))).map(|i| r.offsets[i] % 4).collect();
+            let os: Vec<u32> = (0..o.insns.len())
+                .filter(|&i| matches!(o.insns[i], Instruction::Tableswitch(_) | Instruction::Lookupswitch(_)))
+                .map(|i| o.offsets[i] % 4)
+                .collect();
+            let rs: Vec<u32> = (0..r.insns.len())
+                .filter(|&i| matches!(r.insns[i], Instruction::Tableswitch(_) | Instruction::Lookupswitch(_)))
+                .map(|i| r.offsets[i] % 4)
+                .collect();
             changed += os.iter().zip(&rs).filter(|(a, b)| a != b).count();
         }
         assert!(changed >= 1, "padding changed for no switch with {nops} nops");
@@ -726,7 +732,8 @@ public class Lines {
     // goto, 3 by falling through) and the return (once, by the loop test's branch) = 31. Each
     // probe reached by a jump (the update, the return, the handler) counts only if jumps to an
     // instruction run what was inserted before it.
-    let sink: usize = out.lines().find(|l| l.starts_with("count sink")).unwrap().split_whitespace().nth(2).unwrap().parse().unwrap();
+    let sink: usize =
+        out.lines().find(|l| l.starts_with("count sink")).unwrap().split_whitespace().nth(2).unwrap().parse().unwrap();
     assert_eq!(sink, 31, "{out}");
 }
 
@@ -745,14 +752,32 @@ fn object_init_is_hooked_first() {
         access_flags: MethodAccessFlags::PUBLIC,
         name_index,
         descriptor_index: v,
-        attributes: vec![Attribute::Code { name_index: code, max_stack: 1, max_locals: 1, code: body, exception_table: vec![], attributes: vec![] }],
+        attributes: vec![Attribute::Code {
+            name_index: code,
+            max_stack: 1,
+            max_locals: 1,
+            code: body,
+            exception_table: vec![],
+            attributes: vec![],
+        }],
     };
     let class = ClassFile {
         version: JAVA_17,
         constant_pool: cp,
         access_flags: ClassAccessFlags::PUBLIC | ClassAccessFlags::SUPER,
         this_class,
-        methods: vec![method(init, vec![Instruction::Return]), method(other, vec![Instruction::Iconst_1, Instruction::Newarray(ArrayType::Int), Instruction::Pop, Instruction::Return])],
+        methods: vec![
+            method(init, vec![Instruction::Return]),
+            method(
+                other,
+                vec![
+                    Instruction::Iconst_1,
+                    Instruction::Newarray(ArrayType::Int),
+                    Instruction::Pop,
+                    Instruction::Return,
+                ],
+            ),
+        ],
         ..ClassFile::default()
     };
     let mut bytes = Vec::new();
@@ -766,7 +791,14 @@ fn object_init_is_hooked_first() {
     let other = ce.full_code(ce.find_method("other", "()V").unwrap()).unwrap();
     assert_eq!(
         other.insns,
-        vec![Instruction::Iconst_1, Instruction::Newarray(ArrayType::Int), Instruction::Dup, Instruction::Invokestatic(na), Instruction::Pop, Instruction::Return]
+        vec![
+            Instruction::Iconst_1,
+            Instruction::Newarray(ArrayType::Int),
+            Instruction::Dup,
+            Instruction::Invokestatic(na),
+            Instruction::Pop,
+            Instruction::Return
+        ]
     );
     assert_eq!(other.max_stack, 2, "dup on top of the new array needs one more slot");
     // The real thing, through ristretto's full parser.
@@ -798,7 +830,9 @@ fn code_too_large_is_an_error_and_the_tracker_is_left_alone() {
 
 #[test]
 fn tracker_classes_are_well_formed() {
-    for (bytes, counting) in [(tracker_class("JvmpiShimTracker"), false), (tracker_class_counting("a/b/Counting"), true)] {
+    for (bytes, counting) in
+        [(tracker_class("JvmpiShimTracker"), false), (tracker_class_counting("a/b/Counting"), true)]
+    {
         let c = ristretto_classfile::ClassFile::from_bytes(&bytes).expect("parses");
         c.verify().expect("ristretto's verifier accepts it");
         assert_eq!(c.version.major(), 52);
@@ -813,7 +847,11 @@ fn tracker_classes_are_well_formed() {
                     // call without (an append frame), then the `on` test's return (a chop frame).
                     assert_eq!(f.frames.len(), 2, "{}", info.name);
                     assert_eq!(f.frames[1].0, last);
-                    assert!(matches!(f.insns[f.frames[0].0 - 1], Instruction::Return), "{}: the slow call follows a return", info.name);
+                    assert!(
+                        matches!(f.insns[f.frames[0].0 - 1], Instruction::Return),
+                        "{}: the slow call follows a return",
+                        info.name
+                    );
                 } else {
                     assert_eq!(f.frames.len(), 1, "one frame, at the return");
                     assert_eq!(f.frames[0].0, last);
@@ -827,8 +865,19 @@ fn tracker_classes_are_well_formed() {
     assert_eq!(
         names,
         [
-            "objectInit", "newArray", "newObject", "made", "reflectNew", "onInit", "onNew", "onNewObject", "onMade", "onReflectNew",
-            "onInitShaped", "onNewShaped", "onNewObjectShaped"
+            "objectInit",
+            "newArray",
+            "newObject",
+            "made",
+            "reflectNew",
+            "onInit",
+            "onNew",
+            "onNewObject",
+            "onMade",
+            "onReflectNew",
+            "onInitShaped",
+            "onNewShaped",
+            "onNewObjectShaped"
         ]
     );
     for m in 5..13 {
@@ -889,7 +938,10 @@ fn wide_locals_long_double_slots_and_full_frames() {
     let bytes = std::fs::read(orig.join("Wide.class")).unwrap();
     let ce = ClassEditor::parse(&bytes).unwrap();
     let ed = ce.method_editor(ce.find_method("many", "(I)J").unwrap()).unwrap().unwrap();
-    assert!(ed.instructions().iter().any(|i| matches!(i, Instruction::Iinc_w(..) | Instruction::Lload_w(_) | Instruction::Astore_w(_))));
+    assert!(ed
+        .instructions()
+        .iter()
+        .any(|i| matches!(i, Instruction::Iinc_w(..) | Instruction::Lload_w(_) | Instruction::Astore_w(_))));
 }
 
 /// Finds `code` in a class file and sets the `end_pc` of the first exception table entry that
@@ -964,7 +1016,14 @@ public class OldMain {
         access_flags: MethodAccessFlags::PUBLIC | MethodAccessFlags::STATIC,
         name_index,
         descriptor_index: desc,
-        attributes: vec![Attribute::Code { name_index: code_name, max_stack: 1, max_locals: 3, code, exception_table, attributes: vec![] }],
+        attributes: vec![Attribute::Code {
+            name_index: code_name,
+            max_stack: 1,
+            max_locals: 3,
+            code,
+            exception_table,
+            attributes: vec![],
+        }],
     };
     let handler = ExceptionTableEntry { range_pc: 4..12, handler_pc: 1, catch_type: 0 };
     let class = ClassFile {
@@ -989,7 +1048,8 @@ public class OldMain {
     let new = instrument_allocations(&old, &AllocHooks { tracker: TRACKER }).unwrap().unwrap();
     // The rewriter's shortcuts (a byte walk, `max_stack` by counting slots) on a subroutine
     // and a handler before its code: the same bytes as the full path, in every plan.
-    let methods = MethodHooks { tracker: "M", also_skip: TRACKER, entry: true, receiver: false, exit: true, instructions: true };
+    let methods =
+        MethodHooks { tracker: "M", also_skip: TRACKER, entry: true, receiver: false, exit: true, instructions: true };
     let run = |shortcuts: bool| {
         set_shortcuts(shortcuts);
         let mut n = 0;
@@ -1028,7 +1088,11 @@ public class OldMain {
 #[test]
 fn a_nop_before_every_instruction() {
     let huge = huge_source(2000, 2000);
-    for (file, src, main) in [("Allocs.java", ALLOCS, "Allocs"), ("Switches.java", SWITCHES, "Switches"), ("Huge.java", huge.as_str(), "Huge")] {
+    for (file, src, main) in [
+        ("Allocs.java", ALLOCS, "Allocs"),
+        ("Switches.java", SWITCHES, "Switches"),
+        ("Huge.java", huge.as_str(), "Huge"),
+    ] {
         let tmp = TempDir::new("nops");
         let orig = javac(&tmp, &[(file, src)]);
         let every = |_: usize, _: usize, _: &Instruction| vec![Instruction::Nop];
@@ -1117,7 +1181,14 @@ fn method_plan_entry_exit_exceptions_and_instructions() {
     let tmp = TempDir::new("methods");
     let orig = javac(&tmp, &[("Calls.java", CALLS), ("MTracker.java", METHODS_TRACKER)]);
     let names = std::cell::RefCell::new(Vec::<String>::new());
-    let hooks = |instructions| MethodHooks { tracker: "MTracker", also_skip: "", entry: true, receiver: true, exit: true, instructions };
+    let hooks = |instructions| MethodHooks {
+        tracker: "MTracker",
+        also_skip: "",
+        entry: true,
+        receiver: true,
+        exit: true,
+        instructions,
+    };
     for instructions in [false, true] {
         names.borrow_mut().clear();
         let dir = rewrite_dir(&tmp, &orig, if instructions { "insn" } else { "calls" }, &|f, bytes| {
@@ -1190,7 +1261,21 @@ fn catch_all_covers_the_code_after_the_entry_hook() {
     let m = ce2.find_method("thrower", "(I)I").unwrap();
     let mut ed = ce2.method_editor(m).unwrap().unwrap();
     let n = ed.len();
-    plan_method(&mut ce2, m, &mut ed, &MethodHooks { tracker: "MTracker", also_skip: "", entry: true, receiver: true, exit: true, instructions: false }, 7).unwrap();
+    plan_method(
+        &mut ce2,
+        m,
+        &mut ed,
+        &MethodHooks {
+            tracker: "MTracker",
+            also_skip: "",
+            entry: true,
+            receiver: true,
+            exit: true,
+            instructions: false,
+        },
+        7,
+    )
+    .unwrap();
     ce2.commit(ed).unwrap();
     let bytes = ce2.to_bytes().unwrap();
     let new = ClassEditor::parse(&bytes).unwrap();
@@ -1243,7 +1328,14 @@ fn native_wrappers_pass_every_argument_and_exit_by_exception() {
     let wrap = NativeWrap { prefix: "jvmpiShim$", choose: &all };
     for hooked in [false, true] {
         let names = std::cell::RefCell::new(Vec::<String>::new());
-        let hooks = MethodHooks { tracker: "MTracker", also_skip: "", entry: true, receiver: true, exit: true, instructions: true };
+        let hooks = MethodHooks {
+            tracker: "MTracker",
+            also_skip: "",
+            entry: true,
+            receiver: true,
+            exit: true,
+            instructions: true,
+        };
         let dir = rewrite_dir(&tmp, &orig, if hooked { "hooked" } else { "plain" }, &|f, bytes| {
             if !f.starts_with("Nat") {
                 return None;
@@ -1260,7 +1352,11 @@ fn native_wrappers_pass_every_argument_and_exit_by_exception() {
         });
         let out = java(&dir, "Nat");
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines[..4], ["unbound mix true", "unbound inst true", "unbound none true", "unbound arr true"], "{out}");
+        assert_eq!(
+            lines[..4],
+            ["unbound mix true", "unbound inst true", "unbound none true", "unbound arr true"],
+            "{out}"
+        );
         let names = names.borrow();
         for m in ["mix", "inst", "none", "arr"] {
             let events: Vec<&str> = lines.iter().copied().filter(|l| !l.starts_with("unbound")).collect();
@@ -1268,8 +1364,15 @@ fn native_wrappers_pass_every_argument_and_exit_by_exception() {
                 assert!(events.is_empty(), "{out}");
                 continue;
             }
-            let id = names.iter().position(|x| x.starts_with(&format!("{m}("))).unwrap_or_else(|| panic!("{m} in {names:?}"));
-            let mine: Vec<&str> = events.iter().copied().filter(|e| e.split_whitespace().nth(1) == Some(id.to_string().as_str())).collect();
+            let id = names
+                .iter()
+                .position(|x| x.starts_with(&format!("{m}(")))
+                .unwrap_or_else(|| panic!("{m} in {names:?}"));
+            let mine: Vec<&str> = events
+                .iter()
+                .copied()
+                .filter(|e| e.split_whitespace().nth(1) == Some(id.to_string().as_str()))
+                .collect();
             let enter = if m == "inst" { format!("enter {id} this=Nat") } else { format!("enter {id}") };
             assert_eq!(mine, [enter.as_str(), &format!("exit {id}")], "{out}");
         }

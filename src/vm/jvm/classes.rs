@@ -166,7 +166,10 @@ fn retransform_all_now(two_threads: bool) -> usize {
         }
         _ => {
             if two_threads && !concurrent_ok {
-                log::debug!("retransforming in one thread: JDK {:?} (two at once from JDK {PARALLEL_FROM_JDK})", jdk_feature());
+                log::debug!(
+                    "retransforming in one thread: JDK {:?} (two at once from JDK {PARALLEL_FROM_JDK})",
+                    jdk_feature()
+                );
             }
             retransform_list(&modifiable)
         }
@@ -188,7 +191,8 @@ pub const PARALLEL_FROM_JDK: u32 = 17;
 
 /// Retransforms the odd-numbered classes of `ks` in a helper thread and the others here.
 fn retransform_in_two(jni: &Jni, ks: &[jclass]) -> usize {
-    let (mine, theirs): (Vec<(usize, jclass)>, Vec<(usize, jclass)>) = ks.iter().copied().enumerate().partition(|(i, _)| i % 2 == 0);
+    let (mine, theirs): (Vec<(usize, jclass)>, Vec<(usize, jclass)>) =
+        ks.iter().copied().enumerate().partition(|(i, _)| i % 2 == 0);
     let globals: Vec<usize> = theirs.iter().map(|&(_, k)| jni.new_global_ref(k) as usize).filter(|&g| g != 0).collect();
     let shared = globals.clone();
     let (mine, theirs_done) = std::thread::scope(|scope| {

@@ -189,7 +189,8 @@ fn tagging_env() -> Result<Jvmti> {
     let real = STATE.real_vm.get().copied().ok_or(jvmtiError::INVALID_ENVIRONMENT)?;
     let mut p: *mut c_void = std::ptr::null_mut();
     // SAFETY: the JVM's own GetEnv with its own JavaVM and a valid out-pointer.
-    if unsafe { (real.get_env)(real.vm as *mut JavaVM, &mut p, jvmti::JVMTI_VERSION_1_2) } != jni::JNI_OK || p.is_null() {
+    if unsafe { (real.get_env)(real.vm as *mut JavaVM, &mut p, jvmti::JVMTI_VERSION_1_2) } != jni::JNI_OK || p.is_null()
+    {
         return Err(jvmtiError::INVALID_ENVIRONMENT);
     }
     // SAFETY: `p` is a jvmtiEnv* just returned by GetEnv.
@@ -202,7 +203,10 @@ fn tagging_env() -> Result<Jvmti> {
         return Err(err);
     }
     if let Err(err) = relay_deaths(&e) {
-        log::debug!("a walking environment without ObjectFree ({}): deaths its walks take from the main one are lost", err_name(err));
+        log::debug!(
+            "a walking environment without ObjectFree ({}): deaths its walks take from the main one are lost",
+            err_name(err)
+        );
     }
     Ok(e)
 }
@@ -237,7 +241,11 @@ pub fn object_size(obj: jobject) -> Result<jlong> {
 /// # Safety
 /// `cb`'s functions must accept `user_data` for the whole (synchronous) walk and may only use
 /// the callback-safe JVMTI functions.
-pub unsafe fn follow_references(initial: jobject, cb: &jvmti::jvmtiHeapCallbacks, user_data: *mut c_void) -> Result<()> {
+pub unsafe fn follow_references(
+    initial: jobject,
+    cb: &jvmti::jvmtiHeapCallbacks,
+    user_data: *mut c_void,
+) -> Result<()> {
     let _one = exclusive();
     // SAFETY: the caller's contract; `initial` is NULL or a live reference.
     unsafe { env()?.follow_references(0, std::ptr::null_mut(), initial, cb, user_data as *const c_void) }

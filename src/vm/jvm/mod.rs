@@ -16,9 +16,9 @@
 //! with [`unwant`]; the JVM is told only on the 0↔1 transitions, so an event no JVMPI event
 //! needs costs nothing.
 
+use jvmti_bindings::env::{JniEnv, Jvmti};
 use jvmti_bindings::sys::jni::{self, jclass, jint, jlong, jmethodID, jobject, jthread, JNIEnv, JavaVM};
 use jvmti_bindings::sys::jvmti::{self, jvmtiError, jvmtiEvent};
-use jvmti_bindings::env::{JniEnv, Jvmti};
 use std::ffi::{c_void, CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -266,7 +266,9 @@ pub fn early_env_ready() -> bool {
 /// Switches the early environment's class-file hook on or off.
 pub fn set_early_hook(on: bool) -> Result<()> {
     // SAFETY: NULL thread = all threads.
-    unsafe { early_env()?.set_event_notification_mode(on, jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, std::ptr::null_mut()) }
+    unsafe {
+        early_env()?.set_event_notification_mode(on, jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, std::ptr::null_mut())
+    }
 }
 
 /// Whether RetransformClasses can be applied to `k` (false for primitive and array classes,
@@ -779,7 +781,11 @@ impl Jni {
         let k = self.0.find_class(class)?;
         // SAFETY: `k` is a live local class reference just returned by FindClass.
         let m = unsafe {
-            if is_static { self.0.get_static_method_id(k, name, sig) } else { self.0.get_method_id(k, name, sig) }
+            if is_static {
+                self.0.get_static_method_id(k, name, sig)
+            } else {
+                self.0.get_method_id(k, name, sig)
+            }
         };
         if m.is_none() {
             self.clear_exception();
@@ -791,7 +797,11 @@ impl Jni {
         let _i = Internal::enter();
         // SAFETY: `k` is a live class reference.
         let m = unsafe {
-            if is_static { self.0.get_static_method_id(k, name, sig) } else { self.0.get_method_id(k, name, sig) }
+            if is_static {
+                self.0.get_static_method_id(k, name, sig)
+            } else {
+                self.0.get_method_id(k, name, sig)
+            }
         };
         if m.is_none() {
             self.clear_exception();
@@ -845,13 +855,16 @@ impl Jni {
     /// that fails verification) are cleared and logged.
     pub fn link_class(&self, k: jclass) {
         let _i = Internal::enter();
-        let (c, m, args) = match self.method("java/lang/Class", "getDeclaredFields0", "(Z)[Ljava/lang/reflect/Field;", false) {
-            Some((c, m)) => (c, m, vec![jni::jvalue { z: 1 }]),
-            None => match self.method("java/lang/Class", "getDeclaredFields", "()[Ljava/lang/reflect/Field;", false) {
-                Some((c, m)) => (c, m, Vec::new()),
-                None => return,
-            },
-        };
+        let (c, m, args) =
+            match self.method("java/lang/Class", "getDeclaredFields0", "(Z)[Ljava/lang/reflect/Field;", false) {
+                Some((c, m)) => (c, m, vec![jni::jvalue { z: 1 }]),
+                None => {
+                    match self.method("java/lang/Class", "getDeclaredFields", "()[Ljava/lang/reflect/Field;", false) {
+                        Some((c, m)) => (c, m, Vec::new()),
+                        None => return,
+                    }
+                }
+            };
         // SAFETY: `k` is a live Class reference; `m` is one of the Class methods above, `args` its arguments.
         let r = unsafe { self.0.call_object_method(k, m, &args) };
         let failed = self.clear_exception();
@@ -912,7 +925,8 @@ impl Jni {
         let s = self.0.new_string_utf(name)?;
         let t = match system {
             Some(g) => {
-                let (k, init) = self.method("java/lang/Thread", "<init>", "(Ljava/lang/ThreadGroup;Ljava/lang/String;)V", false)?;
+                let (k, init) =
+                    self.method("java/lang/Thread", "<init>", "(Ljava/lang/ThreadGroup;Ljava/lang/String;)V", false)?;
                 // SAFETY: Thread(ThreadGroup, String) constructor with a live group and String.
                 let t = unsafe { self.0.new_object(k, init, &[jni::jvalue { l: g }, jni::jvalue { l: s }]) };
                 self.delete_local_ref(g);
