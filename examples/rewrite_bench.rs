@@ -59,7 +59,7 @@ enum Mode {
 /// One pass of the plan over every class: (outputs, classes changed, failures).
 #[inline(never)]
 fn rewrite_all(classes: &[(&String, &Vec<u8>)], mode: Mode) -> (Vec<Option<Vec<u8>>>, usize, usize) {
-    let alloc = AllocHooks { tracker: "JvmpiShimTracker" };
+    let alloc = AllocHooks { tracker: "JvmpiShimTracker", keep_new: true };
     let hooks = MethodHooks {
         tracker: "JvmpiShimMethods",
         also_skip: "JvmpiShimTracker",

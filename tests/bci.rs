@@ -122,8 +122,8 @@ fn rewritten_program_behaves_and_counts_arrays() {
             continue;
         }
         let bytes = fs::read(e.path()).unwrap();
-        let new =
-            instrument_allocations(&bytes, &AllocHooks { tracker: COUNTING }).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let new = instrument_allocations(&bytes, &AllocHooks { tracker: COUNTING, keep_new: true })
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         if let Some(new) = &new {
             sites += check_hooked(new, COUNTING).unwrap_or_else(|e| panic!("{name}: {e}"));
             rewritten += 1;
@@ -228,7 +228,7 @@ struct Outcome {
 fn instrument_one(r: &Record, tracker: &str) -> Outcome {
     let mut problems = Vec::new();
     let mut sites = 0;
-    let result = instrument_allocations(&r.bytes, &AllocHooks { tracker }).map_err(|e| e.to_string());
+    let result = instrument_allocations(&r.bytes, &AllocHooks { tracker, keep_new: true }).map_err(|e| e.to_string());
     if let Ok(Some(new)) = &result {
         match check_hooked(new, tracker) {
             Ok(n) => sites = n,
@@ -471,7 +471,7 @@ fn jdk_classes_round_trip_and_verify() {
 fn shortcuts_change_nothing_on(jdk: &Jdk) {
     use jvmpi_shim::bci::{instrument_class, set_shortcuts, Lookup, MethodHooks};
     let records = jdk_classes(jdk);
-    let alloc = AllocHooks { tracker: TRACKER };
+    let alloc = AllocHooks { tracker: TRACKER, keep_new: true };
     let plans: [(&str, bool, Option<MethodHooks>); 3] = [
         ("allocations", true, None),
         (

@@ -53,6 +53,38 @@ fn every_object_of_a_level_0_dump_resolves_at_exit() {
     });
 }
 
+/// The same report over more objects than one JNI local frame may hold (65 536), under
+/// `-Xcheck:jni`: the shim's index of IDs is rebuilt from a listing of every tagged object,
+/// which must keep its local references within frames of their own (the checker warns of any
+/// frame holding more than its capacity).
+#[test]
+fn resolving_a_large_dump_under_xcheck_jni_leaves_no_local_reference_behind() {
+    for_each_jdk(|jdk| {
+        let out = fresh_log_path(&format!("memprof-x-{}", jdk.feature)).with_extension("txt");
+        let lib = agent("memprof");
+        let r = run(
+            jdk,
+            &format!("agent={}:out={}", lib.display(), out.display()),
+            "IdsProg",
+            &["keep", "30000"],
+            &["-Xcheck:jni"],
+        );
+        r.assert_ok();
+        let text = read(&out, &r);
+        let warnings: Vec<&str> = r
+            .stdout
+            .lines()
+            .chain(r.stderr.lines())
+            .filter(|l| l.starts_with("WARNING") || l.contains("JNI local refs") || l.starts_with("FATAL ERROR"))
+            .collect();
+        assert!(warnings.is_empty(), "-Xcheck:jni: {warnings:#?}\n{}", r.describe());
+        let dump = text.lines().find(|l| l.starts_with("DUMP ")).unwrap_or_else(|| panic!("no DUMP:\n{text}"));
+        assert!(field(dump, "objects").parse::<u64>().unwrap() > 65_536, "more than one frame of references: {text}");
+        let j2j = text.lines().find(|l| l.starts_with("J2J ")).unwrap_or_else(|| panic!("no J2J:\n{text}"));
+        assert_eq!(field(j2j, "bad"), "0", "{text}");
+    });
+}
+
 /// IDs are reused once their OBJECT_FREE has been sent: 2 M objects allocated with at most
 /// 40 000 alive (plus those not yet collected) get IDs from a space far smaller than 2 M slots,
 /// and no ID is ever announced while it names a live object. The reuse threshold (2^26 slots

@@ -128,7 +128,7 @@ fn at_least(r: &Run, min: &[(&str, i64)]) {
 #[test]
 fn stress_run_keeps_every_promise() {
     for_each_jdk(|jdk| {
-        let r = stress(jdk, "sampler=2,traces=8,reenter", &[], &["ms=2500", "workers=3", "min=1"]);
+        let r = stress(jdk, "sampler=2,traces=8,reenter,ids=97", &[], &["ms=2500", "workers=3", "min=1"]);
         exits_with(&r, 0);
         assert!(r.stdout.contains("STRESS end=normal"), "{}", brief(&r));
         at_least(
@@ -147,6 +147,9 @@ fn stress_run_keeps_every_promise() {
                 ("suspends", 100),
                 ("reenter", 3),
                 ("swaps", 1),
+                // Round trips of the ID just announced, in its handler and from the agent's thread.
+                ("idchecks", 50),
+                ("idchecks_thread", 20),
             ],
         );
     });
@@ -369,7 +372,13 @@ fn checker_lines(r: &Run) -> Vec<&str> {
     r.stdout
         .lines()
         .chain(r.stderr.lines())
-        .filter(|l| l.contains("in native method") || l.contains("JNI local refs") || l.contains("JNI call made"))
+        .filter(|l| {
+            l.starts_with("WARNING")
+                || l.contains("in native method")
+                || l.contains("JNI local refs")
+                || l.contains("JNI call made")
+                || l.starts_with("FATAL ERROR")
+        })
         .collect()
 }
 
@@ -395,10 +404,14 @@ fn xcheck_jni_finds_nothing() {
         r.assert_ok();
         let warnings = checker_lines(&r);
         assert!(warnings.is_empty(), "-Xcheck:jni warnings: {warnings:#?}\n{}", r.describe());
-        let s = stress(jdk, "sampler=2,traces=8", &["-Xcheck:jni"], &["ms=1000", "workers=2"]);
+        // The stress agent with its re-entrant calls and ID round trips from handlers (the
+        // agent's RequestEvent, jobjectID2jobject and jobject2jobjectID inside the allocation
+        // tracker's native must leave no local reference behind).
+        let s = stress(jdk, "sampler=2,traces=8,reenter,ids=97", &["-Xcheck:jni"], &["ms=2000", "workers=3"]);
         exits_with(&s, 0);
         let warnings = checker_lines(&s);
         assert!(warnings.is_empty(), "-Xcheck:jni warnings: {warnings:#?}\n{}", brief(&s));
+        at_least(&s, &[("idchecks", 20), ("idchecks_thread", 10)]);
     });
 }
 

@@ -98,7 +98,17 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
             options::OWNED_MONITORS_FREE_FROM_JDK
         );
     }
-    jvm::add_capabilities(owned_monitors).map_err(|e| format!("JVMTI capabilities: {e}"))?;
+    let locals =
+        opts.locals.unwrap_or_else(|| jvm::jdk_feature().is_some_and(|f| f >= options::OWNED_MONITORS_FREE_FROM_JDK));
+    let locals = jvm::add_capabilities(owned_monitors, locals).map_err(|e| format!("JVMTI capabilities: {e}"))?;
+    if !locals {
+        log::info!(
+            "not holding can_access_local_variables (locals=no, a live-phase start, or before JDK {}): \
+             jobjectID2jobject answers NULL for an object whose OBJECT_ALLOC is delivered before its constructor runs",
+            options::OWNED_MONITORS_FREE_FROM_JDK
+        );
+    }
+    crate::alloc::keep_new_objects(locals);
     crate::methods::set_up(opts.methods_jvmti)?;
     crate::rewrites::configure(opts.cache.as_deref());
     if jvm::phase().ok() == Some(jvmti::JVMTI_PHASE_ONLOAD) {

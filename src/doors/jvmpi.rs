@@ -427,12 +427,18 @@ unsafe extern "C" fn jobject_id_to_jobject(id: jobjectID) -> jobject {
             return std::ptr::null_mut();
         }
         access::call("jobjectID2jobject", std::ptr::null_mut(), || {
-            ids::object_of(id).inspect(|&o| ids::handed_out(o, id)).unwrap_or_else(|e| {
-                if crate::alloc::pending_description(id).is_some() {
-                    // Announced by OBJECT_ALLOC at its `new`; its constructor has not run yet.
-                    log::debug!("jobjectID2jobject: {id:p} is being constructed; NULL until its constructor runs");
-                    return std::ptr::null_mut();
+            if crate::alloc::pending_description(id).is_some() {
+                // Announced by OBJECT_ALLOC at its `new` in this thread; its constructor has not
+                // reached `Object.<init>` yet: found in the frame of its `new` while its hook runs
+                // (the OBJECT_ALLOC handler), else not to be had before its constructor runs.
+                if let Some(o) = crate::alloc::pending_object(id) {
+                    ids::handed_out(o, id);
+                    return o;
                 }
+                log::debug!("jobjectID2jobject: {id:p} is being constructed; NULL until its constructor runs");
+                return std::ptr::null_mut();
+            }
+            ids::object_of(id).inspect(|&o| ids::handed_out(o, id)).unwrap_or_else(|e| {
                 record::refused("jobjectID2jobject");
                 log::log!(events::edge_level(None), "jobjectID2jobject: {e}; NULL");
                 std::ptr::null_mut()

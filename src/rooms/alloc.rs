@@ -131,6 +131,10 @@ struct AllocState {
     /// (`-XX:-RegisterFinalizersAtInit`): read from the command line and the option variables
     /// the first time it is asked.
     finalizers_at_allocation: LazyLock<bool>,
+    /// Whether the plan keeps each `new`'s object in a local during its hook (`keep_new` of
+    /// [`bci::AllocHooks`]): set once at start-up when the shim holds JVMTI's
+    /// `can_access_local_variables` ([`keep_new_objects`]).
+    keep_new: AtomicBool,
 }
 
 static STATE: AllocState = AllocState {
@@ -141,7 +145,15 @@ static STATE: AllocState = AllocState {
     shapes: LazyLock::new(IdMap::default),
     published: Mutex::new(None),
     finalizers_at_allocation: LazyLock::new(finalizers_flag),
+    keep_new: AtomicBool::new(false),
 };
+
+/// Says that the shim holds `can_access_local_variables`: from now on the allocation plan
+/// keeps each `new`'s object where `jobjectID2jobject` can find it before its constructor runs
+/// ([`pending_object`]). Called once, before any class is instrumented.
+pub fn keep_new_objects(on: bool) {
+    STATE.keep_new.store(on, SeqCst);
+}
 
 /// This thread's allocation state, in one thread-local (each thread-local of a shared library
 /// costs a `__tls_get_addr` call to reach; the allocation path is the hottest there is), reached
@@ -383,7 +395,10 @@ fn publish_table(jni: &jvm::Jni, tracker: jclass, shape: jclass) -> Result<(), S
 /// The allocation plan while allocations are tracked (the class-file hook applies it together
 /// with the other plans, see `methods::transform`).
 pub fn plan() -> Option<bci::AllocHooks<'static>> {
-    STATE.instrumenting.load(SeqCst).then_some(bci::AllocHooks { tracker: TRACKER })
+    STATE
+        .instrumenting
+        .load(SeqCst)
+        .then(|| bci::AllocHooks { tracker: TRACKER, keep_new: STATE.keep_new.load(Relaxed) })
 }
 
 /// Which path saw the allocation.
@@ -467,7 +482,7 @@ unsafe extern "system" fn on_new_object_shaped(
 ) {
     let sp = stack_mark();
     crate::guard("JvmpiShimTracker.onNewObjectShaped", (), || {
-        reserve_with(env, klass, sp, false, known(klass, tag, id, size, JVMPI_NORMAL_OBJECT));
+        reserve_with(env, klass, sp, false, true, known(klass, tag, id, size, JVMPI_NORMAL_OBJECT));
     })
 }
 
@@ -491,7 +506,7 @@ unsafe extern "system" fn on_init(env: *mut JNIEnv, _tracker: jclass, obj: jobje
 unsafe extern "system" fn on_new_object(env: *mut JNIEnv, _tracker: jclass, klass: jobject, hash: jint) {
     let sp = stack_mark();
     crate::guard("JvmpiShimTracker.onNewObject", (), || {
-        reserve_with(env, klass, sp, false, Hint::Hashed(klass, hash as u32));
+        reserve_with(env, klass, sp, false, true, Hint::Hashed(klass, hash as u32));
     })
 }
 
@@ -733,6 +748,12 @@ struct Pending {
     size: jint,
     /// The native stack pointer at the hook (see [`stack_mark`]).
     sp: usize,
+    /// Made by the hook after a `new` (not for reflection or JNI `NewObject`).
+    from_new: bool,
+    /// The object has its tag already: `jobjectID2jobject` found it in its frame
+    /// ([`pending_object`]). Abandoned, it owes no OBJECT_FREE of its own making: its tag
+    /// brings one when it dies.
+    bound: bool,
 }
 
 /// More reservations than this waiting in one thread: the oldest is taken as abandoned.
@@ -753,7 +774,9 @@ fn stack_mark() -> usize {
 /// of its arguments, threw): as on HotSpot, where that object was garbage, it gets OBJECT_FREE
 /// at the next GC bracket.
 fn abandon(p: Pending) {
-    crate::deaths::on_object_free(p.tag);
+    if !p.bound {
+        crate::deaths::on_object_free(p.tag);
+    }
 }
 
 /// Announces the allocation of an instance of `klass` that is about to be constructed in this
@@ -764,11 +787,19 @@ fn abandon(p: Pending) {
 /// Returns the reserved tag, or None when nothing was announced (the object is then reported
 /// from `Object.<init>`).
 pub fn reserve(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool) -> Option<jlong> {
-    reserve_with(env, klass, sp, checked, Hint::None)
+    reserve_with(env, klass, sp, checked, false, Hint::None)
 }
 
-/// [`reserve`], with what the caller knows of the class (its identity hash, or its shape).
-fn reserve_with(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool, hint: Hint) -> Option<jlong> {
+/// [`reserve`], with what the caller knows of the class (its identity hash, or its shape);
+/// `from_new`: called by the hook after a `new`.
+fn reserve_with(
+    env: *mut JNIEnv,
+    klass: jclass,
+    sp: usize,
+    checked: bool,
+    from_new: bool,
+    hint: Hint,
+) -> Option<jlong> {
     if klass.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() {
         return None;
     }
@@ -807,7 +838,7 @@ fn reserve_with(env: *mut JNIEnv, klass: jclass, sp: usize, checked: bool, hint:
         if p.len() >= PENDING_MAX {
             abandon(p.remove(0));
         }
-        p.push(Pending { tag, ctag, class_id: shape.class_id, size, sp });
+        p.push(Pending { tag, ctag, class_id: shape.class_id, size, sp, from_new, bound: false });
     });
     set_reporting(true);
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
@@ -936,6 +967,49 @@ pub fn jni_constructed(tag: Option<jlong>) {
 
 /// `RequestEvent(OBJECT_ALLOC)` for an ID announced in this thread whose object is still being
 /// constructed (an agent asking from its OBJECT_ALLOC handler): its description, as announced.
+/// The object behind `id` while it waits for its constructor in this thread: a local
+/// reference, found in the frame of its `new` (the local the allocation plan keeps it in while
+/// the hook runs, read with JVMTI `GetLocalObject`), and tagged with its ID there and then.
+/// HotSpot's object existed from its allocation on, so `jobjectID2jobject` answered for it in
+/// the OBJECT_ALLOC handler; this does the same for the object whose OBJECT_ALLOC is being
+/// delivered. None when `id` is no such reservation, when its hook has returned (the local is
+/// cleared), or when the plan does not keep objects (no `can_access_local_variables`).
+pub fn pending_object(id: jobjectID) -> Option<jobject> {
+    let tag = ids::to_tag(id);
+    if !STATE.keep_new.load(Relaxed) || !ids::is_defined(tag) {
+        return None;
+    }
+    let (ctag, bound) =
+        local(|l| l.pending.borrow().iter().rev().find(|e| e.tag == tag && e.from_new).map(|e| (e.ctag, e.bound)))?;
+    let jni = jvm::Jni::current()?;
+    let Some(obj) = jvm::object_in_new_local(TRACKER) else {
+        log::debug!("jobjectID2jobject: {id:p}: no object in the frame of its `new`");
+        return None;
+    };
+    // The object of this reservation: untagged (or tagged by an earlier call), of its class.
+    let t = jvm::get_tag(obj).unwrap_or(-1);
+    let klass = jni.object_class(obj);
+    let same_class = class_tag(&jni, klass, None) == Some(ctag);
+    jni.delete_local_ref(klass);
+    if !same_class || !(t == 0 || (bound && t == tag)) {
+        log::debug!("jobjectID2jobject: {id:p}: the frame of its `new` holds another object (same class {same_class}, tag {t:#x})");
+        jni.delete_local_ref(obj);
+        return None;
+    }
+    if !bound {
+        if !ids::bind(&jni, obj, tag) {
+            jni.delete_local_ref(obj);
+            return None;
+        }
+        local(|l| {
+            if let Some(e) = l.pending.borrow_mut().iter_mut().rev().find(|e| e.tag == tag) {
+                e.bound = true;
+            }
+        });
+    }
+    Some(obj)
+}
+
 pub fn pending_description(id: jobjectID) -> Option<ObjAlloc> {
     let tag = ids::to_tag(id);
     local(|l| {

@@ -7,7 +7,7 @@
 //!   stderr, a name ending in `.json` for JSON); `trace=<file>` (every event and call as JSON
 //!   lines), `trace-events=<family>+<family>…` (keep only these: thread, class, object, gc,
 //!   monitor, method, jni, vm, call) and `trace-max=<lines>` (default 1000000);
-//!   `methods=bci|jvmti`; `owned-monitors=yes|no` (default: yes from JDK 16); `cache=<dir>|off`
+//!   `methods=bci|jvmti`; `owned-monitors=yes|no` and `locals=yes|no` (default: yes from JDK 16); `cache=<dir>|off`
 //!   (the start-up rewrite cache, `vm::rewrites`; default `$XDG_CACHE_HOME/jvmpi-shim` or
 //!   `~/.cache/jvmpi-shim`).
 //! * `agent=` must be the last shim option: everything after it belongs to the legacy agent.
@@ -29,6 +29,10 @@ pub struct Options {
     /// (MONITOR_DUMP then lists monitors owned without contention). `None`: by the JDK, yes
     /// from [`OWNED_MONITORS_FREE_FROM_JDK`] on, where it leaves C2's escape analysis on.
     pub owned_monitors: Option<bool>,
+    /// `locals=yes|no`: whether the shim takes JVMTI's `can_access_local_variables`, with which
+    /// `jobjectID2jobject` answers for an object whose OBJECT_ALLOC is being delivered before its
+    /// constructor runs; None: the default (yes from [`OWNED_MONITORS_FREE_FROM_JDK`] on).
+    pub locals: Option<bool>,
     /// `agent=` value up to the first `:`: a path (contains `/`) or a bare library name.
     pub agent: String,
     /// The legacy agent's own options, byte for byte; `None` (the agent gets `NULL`) when
@@ -58,8 +62,18 @@ pub const TRACE_FAMILIES: [&str; 9] = ["thread", "class", "object", "gc", "monit
 /// unquoted: jcmd's own parser takes `agent=<lib>` (and `log=…`) for a key and value of its own
 /// and passes only the key, the bare word `agent`. The message for that case (None otherwise).
 pub fn unquoted_jcmd_hint(text: &str) -> Option<String> {
-    const KEYS: [&str; 9] =
-        ["agent", "log", "methods", "owned-monitors", "report", "trace", "trace-events", "trace-max", "cache"];
+    const KEYS: [&str; 10] = [
+        "agent",
+        "log",
+        "methods",
+        "owned-monitors",
+        "locals",
+        "report",
+        "trace",
+        "trace-events",
+        "trace-max",
+        "cache",
+    ];
     let word = text.trim();
     if !KEYS.contains(&word) {
         return None;
@@ -79,6 +93,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
     let (mut report, mut trace, mut trace_events, mut trace_max) = (None, None, Vec::new(), 1_000_000u64);
     let mut methods_jvmti = false;
     let mut owned_monitors = None;
+    let mut locals = None;
     let mut cache = None;
     let mut rest = raw;
     loop {
@@ -107,6 +122,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                 log,
                 methods_jvmti,
                 owned_monitors,
+                locals,
                 agent: name.to_string(),
                 agent_options: opts,
                 report,
@@ -144,6 +160,13 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                     _ => return Err(format!("bad `owned-monitors={v}`: use yes or no")),
                 }
             }
+            Some(("locals", v)) => {
+                locals = match v {
+                    "yes" => Some(true),
+                    "no" => Some(false),
+                    _ => return Err(format!("bad `locals={v}`: use yes or no")),
+                }
+            }
             Some(("report", v)) if !v.is_empty() => report = Some(v.to_string()),
             Some(("trace", v)) if !v.is_empty() => trace = Some(v.to_string()),
             Some(("trace-events", v)) => {
@@ -159,7 +182,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
             _ if item.is_empty() => return Err("empty option in the shim's options (two commas in a row?)".into()),
             _ => {
                 return Err(format!(
-                    "unknown shim option `{item}` (known: log=<level>, methods=bci|jvmti, owned-monitors=yes|no, report=<file>, trace=<file>, \
+                    "unknown shim option `{item}` (known: log=<level>, methods=bci|jvmti, owned-monitors=yes|no, locals=yes|no, report=<file>, trace=<file>, \
                      trace-events=<families>, trace-max=<lines>, cache=<dir>|off, agent=<lib>[:<agent options>]; agent= must come last)"
                 ))
             }

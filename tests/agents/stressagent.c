@@ -47,6 +47,16 @@
  *                    (the exiting one too, while it runs the handler) and resume them 300 ms
  *                    later, after JVM_SHUT_DOWN
  *   hot              the sampler never sleeps between rounds (suspensions as often as it can)
+ *   ids=K            every K-th OBJECT_ALLOC handler checks the ID it was just given, as careful
+ *                    tools did: every other time RequestEvent(OBJECT_ALLOC, id) first (the nested
+ *                    requested event must name the same object, class, kind and size), then
+ *                    jobjectID2jobject(id) (a live object: never NULL; of the class the event
+ *                    named), jobject2jobjectID of that reference (the same ID) and of a copy
+ *                    (NewLocalRef); the object is then kept by a global reference and handed to an
+ *                    agent thread (CreateSystemThread), which checks both directions again from
+ *                    outside any handler (the global reference, and the local reference
+ *                    jobjectID2jobject gives it: IsSameObject) and, every other time,
+ *                    RequestEvent(OBJECT_ALLOC) there too
  *   hold-switch      a CreateSystemThread thread, suspended by the sampler while it waits in
  *                    the agent's own code, then calls EnableEvent(MONITOR_CONTENDED_ENTER): it
  *                    stops inside that call, at its first entry into the VM, and the agent
@@ -79,7 +89,7 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t tab = PTHREAD_MUTEX_INITIALIZER;
 
 static int opt_sampler_ms = 2, opt_traces = 8, opt_alloc = 1, opt_bracket_ms, opt_slow_end_us;
-static int opt_reenter, opt_abuse, opt_notify_null, opt_freeze, opt_hot, opt_hold;
+static int opt_reenter, opt_abuse, opt_notify_null, opt_freeze, opt_hot, opt_hold, opt_ids;
 static long freeze;
 /* hold-switch: the holder thread's env and state (0 not started, 1 waiting, 2 suspended). */
 static long holder_env, holder_state;
@@ -112,10 +122,11 @@ static void sleep_us(long us) {
 
 /* ---- violations and counters ------------------------------------------------------------------ */
 enum { V_ENV, V_THREAD_TWICE, V_CLASS_TWICE, V_CLASS, V_METHOD, V_ALLOC_LIVE, V_FREE, V_UNLOAD, V_OUTSIDE,
-       V_BRACKET, V_AFTER, V_TLS, V_N };
+       V_BRACKET, V_AFTER, V_TLS, V_ROUNDTRIP, V_REQUESTED, V_N };
 static const char *const vnames[V_N] = {"env", "thread-start-twice", "class-load-twice", "class-undefined",
                                         "method-undefined", "alloc-live", "free-undefined", "unload-undefined",
-                                        "free-outside-bracket", "bracket", "after-shutdown", "tls"};
+                                        "free-outside-bracket", "bracket", "after-shutdown", "tls",
+                                        "id-roundtrip", "requested-mismatch"};
 static long vcount[V_N];
 /* With notify-null, lost events make undefined IDs expected: counted apart. */
 static long relaxed;
@@ -136,10 +147,12 @@ static void violation(int kind, const char *fmt, ...) {
 }
 
 enum { C_EVENTS, C_ALLOCS, C_FREES, C_CLASSES, C_UNLOADS, C_THREADS, C_ENDS, C_GC, C_REQUESTED, C_TRACES,
-       C_SAMPLES, C_SUSPENDS, C_HASRUN, C_RESOLVED, C_SWAPS, C_REENTER, C_GREFS, C_RAW, C_DUMPS, C_N };
+       C_SAMPLES, C_SUSPENDS, C_HASRUN, C_RESOLVED, C_SWAPS, C_REENTER, C_GREFS, C_RAW, C_DUMPS, C_IDCHECKS,
+       C_IDCHECKS_THREAD, C_IDCHECKS_REFLECTIVE, C_N };
 static const char *const cnames[C_N] = {"events", "allocs", "frees", "classes", "unloads", "threads", "ends",
                                         "gc", "requested", "traces", "samples", "suspends", "hasrun",
-                                        "resolved", "swaps", "reenter", "grefs", "raw", "dumps"};
+                                        "resolved", "swaps", "reenter", "grefs", "raw", "dumps", "idchecks",
+                                        "idchecks_thread", "idchecks_reflective"};
 static long counts[C_N];
 
 /* ---- a hash map of pointer-sized keys (0 is "empty"), linear probing, backward-shift delete --- */
@@ -665,6 +678,164 @@ static void reenter_in_bracket(JNIEnv *env, long gc) {
     if (gc % 5 == 0) jvmpi->RunGC();
 }
 
+
+/* ---- ID round trips (ids=K) --------------------------------------------------------------------- */
+/* What a requested OBJECT_ALLOC must say, per thread: set before RequestEvent, checked by the nested
+ * requested event, which marks it seen. */
+static __thread struct {
+    jobjectID id, class_id;
+    jint is_array, size, seen;
+} want;
+
+/* Handed from the handlers to the checking thread: the object (a global reference) and its ID. */
+#define IDQ 256
+static struct {
+    jobject ref;
+    jobjectID id, class_id;
+    jint is_array, size;
+} idq[IDQ];
+static long idq_head, idq_tail; /* under tab */
+
+/* RequestEvent(OBJECT_ALLOC, id) in this thread, checked against what the agent was told. */
+static void request_and_check(jobjectID id, jobjectID k, jint is_array, jint size, const char *where) {
+    want.id = id;
+    want.class_id = k;
+    want.is_array = is_array;
+    want.size = size;
+    want.seen = 0;
+    inc(&counts[C_REQUESTED]);
+    if (jvmpi->RequestEvent(JVMPI_EVENT_OBJECT_ALLOC, id) != JVMPI_SUCCESS)
+        violation(V_REQUESTED, "%s: RequestEvent(OBJECT_ALLOC, %p) failed for a live object", where, (void *)id);
+    else if (!want.seen)
+        violation(V_REQUESTED, "%s: RequestEvent(OBJECT_ALLOC, %p) succeeded but sent nothing", where, (void *)id);
+    want.id = NULL;
+}
+
+/* The requested OBJECT_ALLOC that request_and_check asked for. */
+static void check_requested(JVMPI_Event *e) {
+    if (!want.id || e->u.obj_alloc.obj_id != want.id) return;
+    want.seen = 1;
+    if (e->u.obj_alloc.class_id != want.class_id || e->u.obj_alloc.is_array != want.is_array ||
+        e->u.obj_alloc.size != want.size)
+        violation(V_REQUESTED, "%p: requested class %p is_array %d size %d, announced class %p is_array %d size %d",
+                  (void *)want.id, (void *)e->u.obj_alloc.class_id, (int)e->u.obj_alloc.is_array,
+                  (int)e->u.obj_alloc.size, (void *)want.class_id, (int)want.is_array, (int)want.size);
+}
+
+/* Both directions for a live object: jobjectID2jobject(id) is an object (the same as `same` when
+ * given, of the class `k` names when `k` is a plain class), and jobject2jobjectID of it and of a
+ * copy is `id`. Returns the local reference (the caller deletes it) or NULL. */
+static jobject roundtrip(JNIEnv *env, jobjectID id, jobjectID k, jint is_array, jobject same, const char *where) {
+    jobject o = jvmpi->jobjectID2jobject(id), copy;
+    jobjectID back;
+    if (!o) {
+        violation(V_ROUNDTRIP, "%s: jobjectID2jobject(%p) is NULL for a live object", where, (void *)id);
+        return NULL;
+    }
+    if ((back = jvmpi->jobject2jobjectID(o)) != id)
+        violation(V_ROUNDTRIP, "%s: jobject2jobjectID(jobjectID2jobject(%p)) = %p", where, (void *)id, (void *)back);
+    copy = (*env)->NewLocalRef(env, o);
+    if ((back = jvmpi->jobject2jobjectID(copy)) != id)
+        violation(V_ROUNDTRIP, "%s: jobject2jobjectID of a copy of %p's reference = %p", where, (void *)id, (void *)back);
+    (*env)->DeleteLocalRef(env, copy);
+    if (same && !(*env)->IsSameObject(env, o, same))
+        violation(V_ROUNDTRIP, "%s: jobjectID2jobject(%p) is another object than the one kept", where, (void *)id);
+    if (k && is_array == JVMPI_NORMAL_OBJECT) {
+        jobject kref = jvmpi->jobjectID2jobject(k);
+        jclass oc = (*env)->GetObjectClass(env, o);
+        if (!kref) violation(V_ROUNDTRIP, "%s: jobjectID2jobject(class %p of %p) is NULL", where, (void *)k, (void *)id);
+        else if (!(*env)->IsSameObject(env, kref, oc))
+            violation(V_ROUNDTRIP, "%s: %p is not of the class %p its OBJECT_ALLOC named", where, (void *)id, (void *)k);
+        if (kref) (*env)->DeleteLocalRef(env, kref);
+        (*env)->DeleteLocalRef(env, oc);
+    }
+    return o;
+}
+
+/* Whether this thread's top frame (the allocating method, in an OBJECT_ALLOC handler) is the JDK's
+ * native reflective constructor call of JDK 11-17, which the shim announces before the VM makes the
+ * object (compat-matrix: jobjectID2jobject is NULL in that handler). */
+static int allocated_by_native_reflection(JNIEnv *env) {
+    JVMPI_CallFrame f[1];
+    JVMPI_CallTrace t;
+    jobjectID k;
+    char cn[256];
+    t.env_id = env;
+    t.frames = f;
+    t.num_frames = 0;
+    jvmpi->GetCallTrace(&t, 1);
+    if (t.num_frames < 1) return 0;
+    k = jvmpi->GetMethodClass(f[0].method_id);
+    return k && strcmp(class_name(k, cn, sizeof cn), "jdk.internal.reflect.NativeConstructorAccessorImpl") == 0;
+}
+
+/* In an OBJECT_ALLOC handler (every ids-th): the checks, then the object to the checking thread. */
+static void check_ids_in_handler(JNIEnv *env, JVMPI_Event *e, long n) {
+    jobjectID id = e->u.obj_alloc.obj_id, k = e->u.obj_alloc.class_id;
+    jint is_array = e->u.obj_alloc.is_array, size = e->u.obj_alloc.size;
+    jobject o, g;
+    if (!env) return;
+    inc(&counts[C_IDCHECKS]);
+    if ((n / opt_ids) % 2) request_and_check(id, k, is_array, size, "handler");
+    if (allocated_by_native_reflection(env)) {
+        inc(&counts[C_IDCHECKS_REFLECTIVE]);
+        return;
+    }
+    o = roundtrip(env, id, k, is_array, NULL, "handler");
+    if (!o) return;
+    g = (*env)->NewGlobalRef(env, o); /* not under tab: JNI_GLOBALREF_ALLOC comes back here */
+    (*env)->DeleteLocalRef(env, o);
+    pthread_mutex_lock(&tab);
+    if (g && idq_head - idq_tail < IDQ) {
+        long i = idq_head++ % IDQ;
+        idq[i].ref = g;
+        idq[i].id = id;
+        idq[i].class_id = k;
+        idq[i].is_array = is_array;
+        idq[i].size = size;
+        g = NULL;
+    }
+    pthread_mutex_unlock(&tab);
+    if (g) (*env)->DeleteGlobalRef(env, g);
+}
+
+/* The checking thread: the same checks outside any handler, on objects kept alive. */
+static void id_checker(void *arg) {
+    JNIEnv *env = NULL;
+    long done = 0;
+    (*the_vm)->GetEnv(the_vm, (void **)&env, JNI_VERSION_1_2);
+    while (!ld(&shut_down)) {
+        int got = 0;
+        jobject ref = NULL, o;
+        jobjectID id = NULL, k = NULL;
+        jint is_array = 0, size = 0;
+        pthread_mutex_lock(&tab);
+        if (idq_tail < idq_head) {
+            long i = idq_tail++ % IDQ;
+            ref = idq[i].ref;
+            id = idq[i].id;
+            k = idq[i].class_id;
+            is_array = idq[i].is_array;
+            size = idq[i].size;
+            got = 1;
+        }
+        pthread_mutex_unlock(&tab);
+        if (!got) {
+            sleep_us(500);
+            continue;
+        }
+        inc(&counts[C_IDCHECKS_THREAD]);
+        if (jvmpi->jobject2jobjectID(ref) != id)
+            violation(V_ROUNDTRIP, "thread: jobject2jobjectID(global reference of %p) = %p", (void *)id,
+                      (void *)jvmpi->jobject2jobjectID(ref));
+        if (++done % 2) request_and_check(id, k, is_array, size, "thread");
+        o = roundtrip(env, id, k, is_array, ref, "thread");
+        if (o) (*env)->DeleteLocalRef(env, o);
+        (*env)->DeleteGlobalRef(env, ref);
+    }
+    logf_("IDCHECK thread stopped checks=%ld", done);
+}
+
 static void notify(JVMPI_Event *e) {
     int requested = (e->event_type & JVMPI_REQUESTED_EVENT) != 0;
     jint type = e->event_type & ~JVMPI_REQUESTED_EVENT;
@@ -681,6 +852,8 @@ static void notify(JVMPI_Event *e) {
         if (strcmp(exit_where, "thread") == 0)
             jvmpi->CreateSystemThread("stress-exiter", JVMPI_NORMAL_PRIORITY, exiter_system_thread);
         if (opt_hold) jvmpi->CreateSystemThread("stress-holder", JVMPI_NORMAL_PRIORITY, holder);
+        if (opt_ids && jvmpi->CreateSystemThread("stress-idcheck", JVMPI_NORMAL_PRIORITY, id_checker) != JNI_OK)
+            logf_("IDCHECK thread not started");
         if (strcmp(exit_where, "pthread") == 0) {
             pthread_t p;
             pthread_create(&p, NULL, exiter_pthread, NULL);
@@ -789,6 +962,7 @@ static void notify(JVMPI_Event *e) {
             inc(&counts[C_REQUESTED]);
             jvmpi->RequestEvent(JVMPI_EVENT_CLASS_LOAD, k);
         }
+        if (requested) check_requested(e);
         was = obj_add((uintptr_t)id, requested ? 2 : 1);
         if (was && !requested) {
             char cn[256];
@@ -816,12 +990,15 @@ static void notify(JVMPI_Event *e) {
             inc(&counts[C_REQUESTED]);
             jvmpi->RequestEvent(JVMPI_EVENT_OBJECT_ALLOC, id);
             o = jvmpi->jobjectID2jobject(id);
+            if (!o && !allocated_by_native_reflection(env))
+                violation(V_ROUNDTRIP, "reenter: jobjectID2jobject(%p) is NULL in its OBJECT_ALLOC", (void *)id);
             if (o && env) {
                 if (jvmpi->jobject2jobjectID(o) != id) violation(V_ALLOC_LIVE, "jobject2jobjectID round trip of %p", (void *)id);
                 (*env)->DeleteLocalRef(env, o);
             }
             jvmpi->GetThreadObject(env);
         }
+        if (opt_ids && !requested && n % opt_ids == 0) check_ids_in_handler(env, e, n);
         if (strcmp(exit_where, "alloc") == 0 && n == exit_n) do_exit("alloc");
         break;
     }
@@ -937,6 +1114,7 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
     opt_freeze = opt(options, "freeze-at-exit", buf, sizeof buf) != NULL;
     opt_hot = opt(options, "hot", buf, sizeof buf) != NULL;
     opt_hold = opt(options, "hold-switch", buf, sizeof buf) != NULL;
+    if (opt(options, "ids", buf, sizeof buf)) opt_ids = atoi(buf);
     if (opt(options, "exit", buf, sizeof buf)) {
         char *c1 = strchr(buf, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
         if (!c2) return JNI_ERR;
@@ -954,8 +1132,8 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
         if (jvmpi->EnableEvent(always[i], NULL) != JVMPI_SUCCESS) logf_("ENABLE failed %d", (int)always[i]);
     for (i = 0; opt_alloc && i < sizeof heap / sizeof heap[0]; i++)
         if (jvmpi->EnableEvent(heap[i], NULL) != JVMPI_SUCCESS) logf_("ENABLE failed %d", (int)heap[i]);
-    logf_("ONLOAD sampler=%d traces=%d alloc=%d bracket=%d exit=%s:%ld:%d reenter=%d abuse=%d", opt_sampler_ms,
-          opt_traces, opt_alloc, opt_bracket_ms, exit_where, exit_n, exit_code, opt_reenter, opt_abuse);
+    logf_("ONLOAD sampler=%d traces=%d alloc=%d bracket=%d exit=%s:%ld:%d reenter=%d abuse=%d ids=%d", opt_sampler_ms,
+          opt_traces, opt_alloc, opt_bracket_ms, exit_where, exit_n, exit_code, opt_reenter, opt_abuse, opt_ids);
     if (opt_abuse) {
         pthread_t p;
         atexit(at_exit);

@@ -12,7 +12,15 @@ use ristretto_classfile::{ConstantPool, Field, FieldAccessFlags, FieldType, Meth
 pub struct AllocHooks<'a> {
     /// Internal name of the tracker class, e.g. `"JvmpiShimTracker"`.
     pub tracker: &'a str,
+    /// Whether each `new` also leaves the uninitialised object in a local of its own while the
+    /// tracker's hook runs ([`NEW_LOCAL`]), where JVMTI `GetLocalObject` can read it (class
+    /// files of version 50 and later).
+    pub keep_new: bool,
 }
+
+/// The name of the local that holds an uninitialised object while its `new`'s hook runs
+/// (`keep_new`), as its LocalVariableTable entry gives it.
+pub const NEW_LOCAL: &str = "jvmpi_shim$new";
 
 impl AllocHooks<'_> {
     /// Whether `name` is one of the tracker's own classes (the tracker and its shape class),
@@ -85,7 +93,12 @@ const LDC_CLASS: u16 = 49;
 /// * after each `new C` (class files of version 49 and later, where `ldc` may load a class),
 ///   `ldc C; invokestatic <tracker>.newObject(Ljava/lang/Object;)V`: the allocation is reported
 ///   before any constructor runs (the uninitialised object itself cannot be passed, its class
-///   can);
+///   can). With `keep_new` (version 50 and later), `dup; astore L` before and
+///   `aconst_null; astore L` after, L a local added to the method (the last one, named
+///   [`NEW_LOCAL`] in its LocalVariableTable when it has one): during the hook the object is in
+///   L, where the shim reads it when the agent asks for it (`jobjectID2jobject` in the
+///   OBJECT_ALLOC handler), and nowhere after (it keeps nothing alive). The verifier lets an
+///   uninitialised object sit in a local; every frame of the original code has L as Top;
 /// * right after each `newarray` / `anewarray` / `multianewarray`,
 ///   `dup; invokestatic <tracker>.newArray(Ljava/lang/Object;)V`;
 /// * right after each call of `jdk.internal.misc.Unsafe.allocateInstance(Class)` (method
@@ -300,6 +313,8 @@ pub fn plan_allocations(
         return Ok(());
     }
     let refs = refs.get_or_insert_with(AllocRefs::default);
+    // The local that holds each `new`'s object during its hook (keep_new), made once.
+    let mut new_local: Option<Option<u16>> = None;
     if object_init {
         let r = refs.get(ce, hooks, OBJECT_INIT)?;
         ed.insert_before(0, &[Instruction::Aload_0, Instruction::Invokestatic(r)])?;
@@ -316,7 +331,45 @@ pub fn plan_allocations(
                     Ok(c) => Instruction::Ldc(c),
                     Err(_) => Instruction::Ldc_w(c),
                 };
-                ed.insert_after(k, &[ldc, Instruction::Invokestatic(r)])?;
+                let keep = if hooks.keep_new && ce.major_version() >= 50 {
+                    match new_local {
+                        Some(l) => l,
+                        None => {
+                            let l = match ce.max_locals(m) {
+                                Some(max) => {
+                                    let name = ce.pool().utf8(NEW_LOCAL)?;
+                                    let descriptor = ce.pool().utf8("Ljava/lang/Object;")?;
+                                    ed.add_local(max, name, descriptor)
+                                }
+                                None => None,
+                            };
+                            new_local = Some(l);
+                            l
+                        }
+                    }
+                } else {
+                    None
+                };
+                match keep {
+                    Some(l) => {
+                        let store = || match u8::try_from(l) {
+                            Ok(b) => Instruction::Astore(b),
+                            Err(_) => Instruction::Astore_w(l),
+                        };
+                        ed.insert_after(
+                            k,
+                            &[
+                                Instruction::Dup,
+                                store(),
+                                ldc,
+                                Instruction::Invokestatic(r),
+                                Instruction::Aconst_null,
+                                store(),
+                            ],
+                        )?;
+                    }
+                    None => ed.insert_after(k, &[ldc, Instruction::Invokestatic(r)])?,
+                }
             }
             Site::AllocateInstance => {
                 let r = refs.get(ce, hooks, MADE)?;

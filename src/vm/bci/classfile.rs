@@ -548,6 +548,11 @@ impl<'a> ClassEditor<'a> {
         MethodEditor::decode(index, &self.raw[code.code.clone()]).map(Some).map_err(|e| self.context(index, e))
     }
 
+    /// The `max_locals` of method `index`'s code (None for a method without code).
+    pub fn max_locals(&self, index: usize) -> Option<u16> {
+        self.methods[index].code.as_ref().map(|c| c.max_locals)
+    }
+
     /// Applies the edits of `editor` and replaces the method's `Code` attribute.
     /// Nothing changes when the editor has no edits.
     pub fn commit(&mut self, editor: MethodEditor) -> Result<(), BciError> {

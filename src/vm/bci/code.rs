@@ -279,6 +279,9 @@ pub struct MethodEditor {
     before: BTreeMap<usize, Vec<Instruction>>,
     after: BTreeMap<usize, Vec<Instruction>>,
     catch_all: Option<Vec<Instruction>>,
+    /// Locals added after the method's own (see [`MethodEditor::add_local`]): the constant-pool
+    /// indices of each one's name and descriptor.
+    new_locals: Vec<(u16, u16)>,
 }
 
 /// Byte offset → instruction index, exactly.
@@ -351,6 +354,7 @@ impl MethodEditor {
             before: BTreeMap::new(),
             after: BTreeMap::new(),
             catch_all: None,
+            new_locals: Vec::new(),
         })
     }
 
@@ -442,6 +446,20 @@ impl MethodEditor {
         self.check(0, code)?;
         self.catch_all = Some(code.to_vec());
         Ok(())
+    }
+
+    /// Adds a local variable after the method's own (`max_locals` is the method's; see
+    /// `ClassEditor::max_locals`) and returns its slot, or None when the slot would not fit a
+    /// `u16`. The new local is Top in every stack map frame of the original code, so inserted
+    /// code may store into it (an uninitialised object included) without touching the frames;
+    /// where the method has a LocalVariableTable, the local gets an entry over the whole code
+    /// with `name` and `descriptor` (constant-pool indices), so that JVMTI's local-variable
+    /// functions, which check a slot against that table, can read it.
+    pub fn add_local(&mut self, max_locals: u16, name: u16, descriptor: u16) -> Option<u16> {
+        let slot = u16::try_from(usize::from(max_locals) + self.new_locals.len()).ok()?;
+        slot.checked_add(1)?;
+        self.new_locals.push((name, descriptor));
+        Some(slot)
     }
 
     /// Inserts `code` to run after instruction `index` completes and falls through.
@@ -1094,6 +1112,9 @@ pub(crate) fn rewrite(
     // The catch-all range begins after the prologue and the code inserted before instruction 0.
     let covered_from = editor.prologue.len() + editor.before.get(&0).map_or(0, Vec::len);
     let catch_all = editor.catch_all;
+    let new_locals = editor.new_locals;
+    let max_locals = u16::try_from(usize::from(rc.max_locals) + new_locals.len())
+        .map_err(|_| BciError::Unsupported("max_locals above 65535".into()))?;
     let entry = editor.prologue.len();
     let edits = Edits { prologue: editor.prologue, before: editor.before, after: editor.after, ..Edits::default() };
     // Each catch-all range gets a handler: its code and an athrow.
@@ -1132,6 +1153,21 @@ pub(crate) fn rewrite(
             }
         }
     }
+    if !new_locals.is_empty() {
+        // The added locals' entries, over the whole code, in each LocalVariableTable (not in a
+        // LocalVariableTypeTable: they have no generic signature).
+        let end = model.insns.len();
+        for a in &mut model.attrs {
+            if let SubAttr::LocalVars(nm, v) = a {
+                if pool.get_utf8(*nm)?.as_bytes() == b"LocalVariableTable" {
+                    for (k, &(name, descriptor)) in new_locals.iter().enumerate() {
+                        let slot = rc.max_locals + k as u16;
+                        v.push(LocalVar { start: 0, end, rest: [name, descriptor, slot] });
+                    }
+                }
+            }
+        }
+    }
     let (model, pos) = widen(model, &initial, ctx, pool)?;
     let cx = SimContext { pool, class_name: &ctx.class_name, insns: &model.insns };
     let max_stack = match max_depth(&model, &cx) {
@@ -1151,7 +1187,7 @@ pub(crate) fn rewrite(
     out.extend_from_slice(&rc.name_index.to_be_bytes());
     out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(&max_stack.to_be_bytes());
-    out.extend_from_slice(&rc.max_locals.to_be_bytes());
+    out.extend_from_slice(&max_locals.to_be_bytes());
     out.extend_from_slice(&(code.len() as u32).to_be_bytes());
     out.extend_from_slice(&code);
     put_u16(&mut out, model.handlers.len())?;

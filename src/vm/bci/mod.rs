@@ -104,7 +104,7 @@ mod sites;
 
 pub use alloc::{
     instrument_allocations, is_tracker_class, shape_class, shape_class_name, tracker_class, tracker_class_counting,
-    AllocHooks, ALLOC_HOOKS, NATIVE_DESCRIPTORS, SHAPED_NATIVES, SHAPES, SHAPE_INIT,
+    AllocHooks, ALLOC_HOOKS, NATIVE_DESCRIPTORS, NEW_LOCAL, SHAPED_NATIVES, SHAPES, SHAPE_INIT,
 };
 pub use classfile::{ClassEditor, MethodInfo, Pool, ACC_STATIC};
 pub use code::{branch_target, encoded_size, is_unconditional, targets, MethodEditor};

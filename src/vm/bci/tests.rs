@@ -123,7 +123,7 @@ fn rewrite_dir(tmp: &TempDir, orig: &Path, name: &str, f: Rewrite<'_>) -> PathBu
 }
 
 fn alloc_rewrite(_file: &str, bytes: &[u8]) -> Option<Vec<u8>> {
-    instrument_allocations(bytes, &AllocHooks { tracker: TRACKER }).expect("instrumentation succeeds")
+    instrument_allocations(bytes, &AllocHooks { tracker: TRACKER, keep_new: false }).expect("instrumentation succeeds")
 }
 
 /// Lines `count <name> <got> <expected>` must agree; everything else must equal `original`.
@@ -782,7 +782,9 @@ fn object_init_is_hooked_first() {
     };
     let mut bytes = Vec::new();
     class.to_bytes(&mut bytes).unwrap();
-    let new = instrument_allocations(&bytes, &AllocHooks { tracker: TRACKER }).unwrap().expect("Object is rewritten");
+    let new = instrument_allocations(&bytes, &AllocHooks { tracker: TRACKER, keep_new: false })
+        .unwrap()
+        .expect("Object is rewritten");
     let mut ce = ClassEditor::parse(&new).unwrap();
     let oi = ce.pool().method_ref(TRACKER, "objectInit", "(Ljava/lang/Object;)V").unwrap();
     let na = ce.pool().method_ref(TRACKER, "newArray", "(Ljava/lang/Object;)V").unwrap();
@@ -816,16 +818,18 @@ fn code_too_large_is_an_error_and_the_tracker_is_left_alone() {
     let tmp = TempDir::new("toolarge");
     let orig = javac(&tmp, &[("TooLarge.java", &src)]);
     let bytes = std::fs::read(orig.join("TooLarge.class")).unwrap();
-    let e = instrument_allocations(&bytes, &AllocHooks { tracker: TRACKER }).expect_err("code too large");
+    let e =
+        instrument_allocations(&bytes, &AllocHooks { tracker: TRACKER, keep_new: false }).expect_err("code too large");
     assert!(matches!(e.kind(), BciError::CodeTooLarge { length } if *length > 65535), "{e}");
     assert!(e.to_string().contains("TooLarge.f()V"), "{e}");
     let tracker = tracker_class(TRACKER);
-    assert_eq!(instrument_allocations(&tracker, &AllocHooks { tracker: TRACKER }).unwrap(), None);
-    let e = instrument_allocations(b"\xca\xfe\xba\xbe\0\0", &AllocHooks { tracker: TRACKER }).expect_err("truncated");
+    assert_eq!(instrument_allocations(&tracker, &AllocHooks { tracker: TRACKER, keep_new: false }).unwrap(), None);
+    let e = instrument_allocations(b"\xca\xfe\xba\xbe\0\0", &AllocHooks { tracker: TRACKER, keep_new: false })
+        .expect_err("truncated");
     assert!(matches!(e.kind(), BciError::Malformed(_)), "{e}");
     // A class without allocations is not rewritten.
     let stub = std::fs::read(orig.join("CountingTracker.class")).unwrap();
-    assert_eq!(instrument_allocations(&stub, &AllocHooks { tracker: "Other" }).unwrap(), None);
+    assert_eq!(instrument_allocations(&stub, &AllocHooks { tracker: "Other", keep_new: false }).unwrap(), None);
 }
 
 #[test]
@@ -1045,7 +1049,7 @@ public class OldMain {
     let ce = ClassEditor::parse(&old).unwrap();
     let g = ce.full_code(ce.find_method("g", "(I)I").unwrap()).unwrap();
     assert_eq!(g.handlers, vec![(4, 12, 1, 0)], "the handler covers the last instruction");
-    let new = instrument_allocations(&old, &AllocHooks { tracker: TRACKER }).unwrap().unwrap();
+    let new = instrument_allocations(&old, &AllocHooks { tracker: TRACKER, keep_new: false }).unwrap().unwrap();
     // The rewriter's shortcuts (a byte walk, `max_stack` by counting slots) on a subroutine
     // and a handler before its code: the same bytes as the full path, in every plan.
     let methods =
@@ -1057,8 +1061,13 @@ public class OldMain {
             n += 1;
             n
         };
-        let all = instrument_class(&old, Some(&AllocHooks { tracker: TRACKER }), Some((&methods, &mut next))).unwrap();
-        let alloc_only = instrument_allocations(&old, &AllocHooks { tracker: TRACKER }).unwrap();
+        let all = instrument_class(
+            &old,
+            Some(&AllocHooks { tracker: TRACKER, keep_new: false }),
+            Some((&methods, &mut next)),
+        )
+        .unwrap();
+        let alloc_only = instrument_allocations(&old, &AllocHooks { tracker: TRACKER, keep_new: false }).unwrap();
         set_shortcuts(true);
         (alloc_only, all)
     };

@@ -11,8 +11,11 @@ use super::*;
 /// these changes how the JVM runs until an event that uses it is enabled, except
 /// `can_get_owned_monitor_info`: before JDK 16 C2 compiles without escape analysis and lock
 /// elimination while any environment has it (JDK-8227745), so it is taken only when
-/// `owned_monitors` says so (the `owned-monitors=` option, by default from JDK 16 on).
-pub fn add_capabilities(owned_monitors: bool) -> std::result::Result<(), String> {
+/// `owned_monitors` says so (the `owned-monitors=` option, by default from JDK 16 on); the same
+/// holds for `can_access_local_variables`, taken when `locals` says so (the `locals=` option,
+/// by default from JDK 16 on; C2 then also keeps every local of a method alive at its
+/// safepoints). Returns whether `can_access_local_variables` was taken.
+pub fn add_capabilities(owned_monitors: bool, locals: bool) -> std::result::Result<bool, String> {
     let j = env().map_err(err_name)?;
     let potential = j.get_potential_capabilities().map_err(err_name)?;
     let mut c = jvmti::jvmtiCapabilities::default();
@@ -45,7 +48,12 @@ pub fn add_capabilities(owned_monitors: bool) -> std::result::Result<(), String>
     if owned_monitors && potential.can_get_owned_monitor_info() {
         c.set_can_get_owned_monitor_info(true);
     }
-    j.add_capabilities(&c).map_err(err_name)
+    let locals = locals && potential.can_access_local_variables();
+    if locals {
+        c.set_can_access_local_variables(true);
+    }
+    j.add_capabilities(&c).map_err(err_name)?;
+    Ok(locals)
 }
 
 pub fn set_callbacks(cb: jvmti::jvmtiEventCallbacks) -> Result<()> {
@@ -206,6 +214,44 @@ pub fn monitor_owner(obj: jobject) -> Result<Option<jthread>> {
 pub fn frame_method(depth: jint) -> Result<jmethodID> {
     // SAFETY: a NULL thread is the current thread.
     unsafe { env()?.get_frame_location(std::ptr::null_mut(), depth) }.map(|(m, _)| m)
+}
+
+/// The object a `new` keeps in its local while the allocation tracker's hook runs (the
+/// allocation plan's `keep_new`): the first frame of the current thread below the tracker's
+/// (`tracker`: the tracker class's internal name) is the method that ran the `new`, and its
+/// last local (the one the plan added) holds the object. A local reference; None when that
+/// frame or its local holds none (JVMTI refuses, or the local is cleared). Needs
+/// `can_access_local_variables`; called only while an agent asks for such an object.
+pub fn object_in_new_local(tracker: &str) -> Option<jobject> {
+    let j = env().ok()?;
+    // SAFETY: a NULL thread is the current thread.
+    let frames = unsafe { j.get_stack_trace(std::ptr::null_mut(), 0, 8) }.ok()?;
+    let sig = format!("L{tracker};");
+    for (depth, f) in frames.iter().enumerate() {
+        let k = method_class(f.method).ok()?;
+        let theirs = class_signature(k).is_ok_and(|s| s == sig);
+        if let Some(jni) = Jni::current() {
+            jni.delete_local_ref(k);
+        }
+        if theirs {
+            continue;
+        }
+        // SAFETY: `f.method` is a method of a frame of this thread, alive while it runs.
+        let max = unsafe { j.get_max_locals(f.method) }.ok()?;
+        // SAFETY: a NULL thread is the current thread; depth and slot were just read from it.
+        let o = unsafe { j.get_local_object(std::ptr::null_mut(), depth as jint, max - 1) };
+        if let Err(e) = o {
+            log::debug!(
+                "GetLocalObject(depth {depth}, slot {}) of {}: {}",
+                max - 1,
+                method_name(f.method).map(|(n, s)| n + &s).unwrap_or_default(),
+                err_name(e)
+            );
+        }
+        let o = o.ok()?;
+        return (!o.is_null()).then_some(o);
+    }
+    None
 }
 
 /// The receiver (`this`) of the method at `depth` in `thread`'s stack; None for a static or

@@ -47,8 +47,9 @@ pub fn each_tagged_object(jni: &Jni, mut f: impl FnMut(jlong, jobject)) -> Resul
         // `ud` is owned by the enclosing call and alive for the iteration.
         // SAFETY: JVMTI passes the tag slot of the object being visited; `ud` is the counter.
         unsafe {
-            *tag = LISTING_MARK;
-            *(ud as *mut jlong) += 1;
+            let n = &mut *(ud as *mut jlong);
+            *tag = listing_mark(*n / LISTING_BATCH);
+            *n += 1;
         }
         0
     }
@@ -61,27 +62,31 @@ pub fn each_tagged_object(jni: &Jni, mut f: impl FnMut(jlong, jobject)) -> Resul
         let mut marked: jlong = 0;
         // SAFETY: the callback touches only the tag slot JVMTI hands it and the counter.
         unsafe { b.iterate_through_heap(0, std::ptr::null_mut(), &cb, &mut marked as *mut jlong as *const c_void)? };
-        // One local reference per object: a frame with room for all of them (objects made
-        // since the iteration are not tagged in the listing environment).
-        let room = i32::try_from(marked.saturating_add(64)).unwrap_or(i32::MAX);
-        jni.framed_with(room, || {
-            let (objs, _) = {
-                let _i = Internal::enter();
-                b.get_objects_with_tags(&[LISTING_MARK])?
-            };
-            let mut n = 0;
-            for o in objs {
-                // SAFETY: `o` is a local reference JVMTI just made in this thread.
-                if let Ok(t) = unsafe { main.get_tag(o) } {
-                    if t != 0 {
-                        f(t, o);
-                        n += 1;
+        // One local reference per object, a batch at a time, each in a frame with room for it:
+        // JNI refuses a frame of more than 65536 references (`-XX:MaxJNILocalCapacity`), and
+        // one of them all would leave them in the caller's frame. Objects made since the
+        // iteration are not tagged in the listing environment.
+        let mut n = 0;
+        for batch in 0..=marked / LISTING_BATCH {
+            jni.framed_with(LISTING_BATCH as i32 + 64, || -> Result<()> {
+                let (objs, _) = {
+                    let _i = Internal::enter();
+                    b.get_objects_with_tags(&[listing_mark(batch)])?
+                };
+                for o in objs {
+                    // SAFETY: `o` is a local reference JVMTI just made in this thread.
+                    if let Ok(t) = unsafe { main.get_tag(o) } {
+                        if t != 0 {
+                            f(t, o);
+                            n += 1;
+                        }
                     }
+                    jni.delete_local_ref(o);
                 }
-                jni.delete_local_ref(o);
-            }
-            Ok(n)
-        })
+                Ok(())
+            })?;
+        }
+        Ok(n)
     })();
     // SAFETY: the environment has no callbacks and no event enabled; nothing else knows it.
     if let Err(e) = unsafe { b.dispose_environment() } {
@@ -147,9 +152,14 @@ fn counting_env() -> Result<&'static Jvmti> {
     }
 }
 
-/// The tag [`each_tagged_object`]'s listing environment gives every object (the main
-/// environment's tags are multiples of 8, so it is never one of them).
-const LISTING_MARK: jlong = 1;
+/// How many objects [`each_tagged_object`] lists at a time (below JNI's largest local frame).
+const LISTING_BATCH: jlong = 60_000;
+
+/// The tag [`each_tagged_object`]'s listing environment gives the objects of batch `batch`: an
+/// odd number (the main environment's tags are multiples of 8, so it is never one of them).
+fn listing_mark(batch: jlong) -> jlong {
+    1 + 2 * batch
+}
 
 // ---- deaths taken by a walk ---------------------------------------------------------------------
 //
@@ -172,8 +182,8 @@ const LISTING_MARK: jlong = 1;
 /// ObjectFree of the shim's other tagging environments: the main environment's callback, minus
 /// the listing environment's own mark.
 unsafe extern "system" fn relay_free(j: *mut jvmti::jvmtiEnv, tag: jlong) {
-    if tag == LISTING_MARK {
-        return;
+    if tag & 1 == 1 {
+        return; // a listing mark
     }
     if let Some(f) = STATE.object_free.get() {
         // The main environment's callback ignores the environment argument.

@@ -839,7 +839,15 @@ impl Jni {
     /// Whether `obj` is a local reference of this thread, a global or a weak global reference.
     /// HotSpot answers `GetObjectRefType` by looking the address up in its handle blocks and
     /// storages (never reading through it), so garbage gives JNIInvalidRefType, no crash.
+    /// A handle whose slot cannot be read, or holds nothing (a deleted local reference, a
+    /// cleared weak one), is refused before JNI is asked: under `-Xcheck:jni` the checked
+    /// `GetObjectRefType` ends the JVM with a fatal error on a deleted reference.
     pub fn is_valid_ref(&self, obj: jobject) -> bool {
+        // A handle's low bits tag its kind (weak, global) on some JDKs; the slot is aligned.
+        let slot = (obj as usize) & !7;
+        if crate::safemem::read(slot as *const usize).is_none_or(|v| v == 0) {
+            return false;
+        }
         let _i = Internal::enter();
         // SAFETY: GetObjectRefType only looks the handle's address up (see above).
         let t = unsafe { self.0.get_object_ref_type(obj) };
