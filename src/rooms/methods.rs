@@ -446,7 +446,9 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
     // the same bytes and plan give the same output (switch keys and native wrappers are not kept
     // there).
     let cacheable = rewrap.is_none() && !wrap_new && plan & INSTRUCTIONS == 0;
-    let cache_plan = u64::from(alloc.is_some()) | u64::from(plan) << 1;
+    // The allocation plan's `keep_new` changes its output: a plan of its own (bit 40).
+    let cache_plan =
+        u64::from(alloc.is_some()) | u64::from(plan) << 1 | u64::from(alloc.is_some_and(|a| a.keep_new)) << 40;
     let probe =
         if cacheable { rewrites::lookup(class_file, cache_plan, &reserve_numbers) } else { rewrites::Probe::Off };
     let mut numbers = u32::MAX..0;
