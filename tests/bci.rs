@@ -92,13 +92,35 @@ fn check_hooked(class: &[u8], tracker: &str) -> Result<usize, String> {
                 let Some(hook) = new_hook else {
                     return Err("no newObject method reference in the constant pool".into());
                 };
-                let ldc_ok = match code.get(k + 1) {
+                // keep_new (version 50 and later): `dup; astore L` before the hook and
+                // `aconst_null; astore L` after it, L the method's last local.
+                let local = |i: Option<&Instruction>| match i {
+                    Some(Instruction::Astore(l)) => Some(u16::from(*l)),
+                    Some(Instruction::Astore_w(l)) => Some(*l),
+                    _ => None,
+                };
+                let kept = code.get(k + 1) == Some(&Instruction::Dup) && local(code.get(k + 2)).is_some();
+                let h = if kept { k + 2 } else { k };
+                let ldc_ok = match code.get(h + 1) {
                     Some(Instruction::Ldc(x)) => u16::from(*x) == *c,
                     Some(Instruction::Ldc_w(x)) => x == c,
                     _ => false,
                 };
-                if !ldc_ok || code.get(k + 2) != Some(&Instruction::Invokestatic(hook)) {
+                if !ldc_ok || code.get(h + 2) != Some(&Instruction::Invokestatic(hook)) {
                     return Err(format!("method #{m}: new at {k} is not hooked"));
+                }
+                if kept {
+                    let l = local(code.get(k + 2));
+                    let last = ce.max_locals(m).map(|n| n - 1);
+                    if ce.major_version() < 50
+                        || l != last
+                        || code.get(h + 3) != Some(&Instruction::Aconst_null)
+                        || local(code.get(h + 4)) != l
+                    {
+                        return Err(format!(
+                            "method #{m}: new at {k} is kept in local {l:?} (last: {last:?}) and not cleared"
+                        ));
+                    }
                 }
             }
         }

@@ -111,7 +111,7 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
         let dead = deaths::take();
         let mut done = Released::new(env);
         for tag in dead.into_tags().filter(|&t| ours(t)) {
-            if !forget_class(tag, |t| classes::forget(t)) {
+            if !forget_class(tag, classes::forget) {
                 objects::forget_requested(tag);
             }
             done.push(tag);

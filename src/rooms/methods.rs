@@ -451,6 +451,8 @@ pub fn transform(class_file: &[u8], redefined: Option<jclass>, boot: bool) -> Op
         u64::from(alloc.is_some()) | u64::from(plan) << 1 | u64::from(alloc.is_some_and(|a| a.keep_new)) << 40;
     let probe =
         if cacheable { rewrites::lookup(class_file, cache_plan, &reserve_numbers) } else { rewrites::Probe::Off };
+    // Empty until a method number is reserved: (lowest, one past the highest) as they come.
+    #[allow(clippy::reversed_empty_ranges)]
     let mut numbers = u32::MAX..0;
     let mut next = |_: &str, _: &str, lookups: &[bci::Lookup]| -> i32 {
         let Some(i) = new_index() else { return -1 };

@@ -118,7 +118,7 @@ const LIVE: usize = 64;
 
 /// The entry of handle `h` in [`MonitorsState::live`].
 fn live_slot(h: usize) -> usize {
-    (h >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize >> (usize::BITS - LIVE.trailing_zeros())
+    (h >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - LIVE.trailing_zeros())
 }
 
 static STATE: MonitorsState = MonitorsState {

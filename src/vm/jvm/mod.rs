@@ -1068,7 +1068,7 @@ mod tests {
                 set_room_here(std::ptr::null_mut());
                 // SAFETY: made by Box::into_raw above, no longer kept anywhere.
                 drop(unsafe { Box::from_raw(mine) });
-                set_room_here(1 as *mut c_void);
+                set_room_here(std::ptr::dangling_mut::<c_void>());
                 tp
             })
             .join()
