@@ -15,7 +15,8 @@
 //!   code as compilers emit it). A constructor frame belongs to the chain when its caller is a
 //!   constructor stopped at a `super(…)`/`this(…)` call (`lines::is_chaining_call`);
 //! * the Java work the shim does itself in a thread of the program ([`own_work`]: linking a
-//!   class it announces, through `Class.getDeclaredFields0`): while it runs, a trace of that
+//!   class it announces, through `Class.getDeclaredFields0`; making the allocation tracker's
+//!   record of a class, a `JvmpiShimTracker$Shape`): while it runs, a trace of that
 //!   thread, taken by any thread, shows the stack as it was when the shim began, e.g.
 //!   `ClassLoader.defineClass1` on top for a class being defined. The work the JVM does for
 //!   that call (verification, and the classes it loads, through the program's loaders too) is
@@ -105,14 +106,13 @@ pub fn own_work<R>(env: *mut JNIEnv, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Where a trace of the thread of `env` begins: 0 (its top), or, inside [`own_work`], minus the
-/// number of frames its stack had when that began.
+/// Inside [`own_work`], how many frames the stack of the thread of `env` had when that began.
 #[inline]
-fn trace_start(env: *mut JNIEnv) -> jint {
+fn own_depth(env: *mut JNIEnv) -> Option<jint> {
     if STATE.owners.load(Acquire) == 0 {
-        return 0;
+        return None;
     }
-    STATE.own.get(&(env as usize)).map_or(0, |d| -*d)
+    STATE.own.get(&(env as usize)).map(|d| *d)
 }
 
 /// Some class has native methods wrapped: traces look for renamed natives and wrappers.
@@ -428,8 +428,12 @@ fn fill_here(
         e => e,
     };
     let mut fetch = depth.saturating_add(more).min(MAX_FETCH);
-    // Inside work of the shim's own, from the frame on top when it began.
-    let mut start = trace_start(trace.env_id);
+    // Inside work of the shim's own, from the frame on top when it began (none: no frame).
+    let mut start = match own_depth(trace.env_id) {
+        Some(0) => return 0,
+        Some(d) => -d,
+        None => 0,
+    };
     // Buffers on the stack for the usual depths, not cleared: only what is written is read.
     let mut small = [const { MaybeUninit::<jvmtiFrameInfo>::uninit() }; ON_STACK];
     let mut large = Vec::new();

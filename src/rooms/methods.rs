@@ -761,7 +761,7 @@ unsafe extern "system" fn init_throw(env: *mut JNIEnv, _k: jclass, index: jint) 
 /// began, e.g. when the method events were switched on) ends the walk: it began without the
 /// hooks of today, as any activation under way at a switch gets no event of the one switched on.
 fn exit_chaining_callers(env: *mut JNIEnv) {
-    if !events::enabled(JVMPI_EVENT_METHOD_EXIT) {
+    if !events::enabled(JVMPI_EVENT_METHOD_EXIT) || here_if_live().is_none() {
         return;
     }
     // Depth 0 is the tracker's native, depth 1 the constructor that is left.

@@ -11,7 +11,9 @@
  *
  * Options (comma-separated, NULL allowed): log=PATH, bad=NAME (a method name, "Class.method",
  * that no sample may hold: every sample holding it is counted and the first few printed; may
- * be given several times), prefix=PREFIX (a class-name prefix that no sample may hold either).
+ * be given several times), prefix=PREFIX (a class-name prefix that no sample may hold either),
+ * busy (METHOD_ENTRY, METHOD_EXIT and OBJECT_ALLOC enabled too, and ignored: the program runs
+ * the shim's trackers all the time).
  *
  * At JVM_SHUT_DOWN, once the sampler thread has stopped:
  *   TOP <n> <class.method>          the ten most frequent top frames
@@ -38,6 +40,7 @@ static volatile int stopping, stopped;
 static char bad_names[8][128];
 static int nbad;
 static char bad_prefix[128];
+static int busy;
 
 #define MAXT 4096
 static JNIEnv *threads[MAXT];
@@ -244,6 +247,8 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *jvm, char *options, void *reserved) {
             out = fopen(o + 4, "w");
         } else if (strncmp(o, "bad=", 4) == 0 && nbad < 8) {
             snprintf(bad_names[nbad++], sizeof bad_names[0], "%s", o + 4);
+        } else if (strcmp(o, "busy") == 0) {
+            busy = 1;
         } else if (strncmp(o, "prefix=", 7) == 0) {
             snprintf(bad_prefix, sizeof bad_prefix, "%s", o + 7);
         }
@@ -252,6 +257,9 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *jvm, char *options, void *reserved) {
     jvmpi->NotifyEvent = notify;
     if (!enable(JVMPI_EVENT_CLASS_LOAD) || !enable(JVMPI_EVENT_THREAD_START) || !enable(JVMPI_EVENT_THREAD_END) ||
         !enable(JVMPI_EVENT_JVM_INIT_DONE) || !enable(JVMPI_EVENT_JVM_SHUT_DOWN))
+        return JNI_ERR;
+    if (busy && (!enable(JVMPI_EVENT_METHOD_ENTRY) || !enable(JVMPI_EVENT_METHOD_EXIT) ||
+                 !enable(JVMPI_EVENT_OBJECT_ALLOC)))
         return JNI_ERR;
     return JNI_OK;
 }
