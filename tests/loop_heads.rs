@@ -2,7 +2,10 @@
 //! starts the method: `while`, `for (;;)`, `do`, a `try` or `synchronized` block, a `switch`),
 //! with the shadow-stack agent of tests/agents/shadowstack.c: every entry exactly once per call,
 //! every exit matching the top of the agent's own stack. The program is tests/java/LoopHeads.java,
-//! then a real one: `javac` compiling a few hundred generated source files.
+//! then a real one: `javac` compiling a few hundred generated source files. And every frame
+//! exited by an exception: constructors whose `super(…)`/`this(…)` call throws
+//! (tests/java/CtorThrows.java, `new FileInputStream(<missing>)` among them) and methods that
+//! throw from every depth.
 
 mod harness;
 
@@ -75,6 +78,48 @@ fn loop_at_offset_zero_enters_once_entry2() {
 #[test]
 fn loop_at_offset_zero_enters_once_entry_only() {
     for_each_jdk(|jdk| check_loop_heads(jdk, "entryonly"));
+}
+
+/// CtorThrows under the shadow-stack agent, with `-Xverify:all` (the JDK's own classes, which
+/// the shim retransforms, are verified too): no mismatch, no underflow, the main thread's stack
+/// empty at JVM_SHUT_DOWN, entries − exits = the frames still open (other threads'), and the
+/// constructors entered as often as the program called them.
+fn check_ctor_throws(jdk: &Jdk, mode: &str) {
+    let rounds = 300;
+    let opts = format!("agent={}:log={{log}},count=CtorThrows,open{mode}", shadow());
+    let r = run(jdk, &opts, "CtorThrows", &[&rounds.to_string()], &["-Xverify:all"]);
+    r.assert_ok();
+    // The same as without an agent (each round catches 51 exceptions and makes 2 objects).
+    assert!(r.stdout.contains(&format!("RESULT caught={} made={}", 51 * rounds + 2, 2 * rounds)), "{}", r.describe());
+    let t = totals(&r);
+    assert_eq!(t["mismatches"], 0, "{}", r.describe());
+    assert_eq!(t["underflows"], 0, "{}", r.describe());
+    assert_eq!(t["here"], 0, "the main thread's stack is empty at JVM_SHUT_DOWN\n{}", r.describe());
+    assert_eq!(t["entries"] - t["exits"], t["open"], "entries - exits = frames still open\n{}", r.describe());
+    let count = |m: &str| -> i64 {
+        r.lines_with("COUNT ")
+            .iter()
+            .find_map(|l| l.strip_prefix(&format!("COUNT CtorThrows{m} "))?.parse().ok())
+            .unwrap_or_else(|| panic!("no COUNT of CtorThrows{m}\n{}", r.describe()))
+    };
+    // Per round: C(-1), C(1); B(-2); D("x"), D("-3"), D("4"): A three times more; E(int) three
+    // times, E(int, int) through them; the FileInputStream subclass once.
+    assert_eq!(count("$C.<init>(I)V"), 2 * rounds);
+    assert_eq!(count("$B.<init>(I)V"), 3 * rounds);
+    assert_eq!(count("$D.<init>(Ljava/lang/String;)V"), 3 * rounds);
+    assert_eq!(count("$A.<init>(I)V"), 5 * rounds);
+    assert_eq!(count("$E.<init>(I)V"), 3 * rounds);
+    assert_eq!(count("$Opener.<init>(Ljava/lang/String;)V"), rounds);
+}
+
+#[test]
+fn constructors_that_throw_are_exited() {
+    for_each_jdk(|jdk| check_ctor_throws(jdk, ""));
+}
+
+#[test]
+fn constructors_that_throw_are_exited_entry2() {
+    for_each_jdk(|jdk| check_ctor_throws(jdk, ",entry2"));
 }
 
 /// `n` source files with the shapes javac itself is full of: loops at the start of methods,

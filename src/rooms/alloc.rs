@@ -1220,8 +1220,12 @@ fn offer(jni: &jvm::Jni, klass: jclass, hash: u32, ctag: jlong, s: Shape) -> boo
         jvalue { i: hash as jint },
     ];
     // The shape class is initialised (`publish_table`) and its constructor calls only
-    // WeakReference's: no class loads, and no event (the call is the shim's own).
-    let Some(o) = jni.new_object(p.class as jclass, p.ctor as jmethodID, &args) else { return true };
+    // WeakReference's: no class loads, and no event (the call is the shim's own); no trace
+    // shows its frames.
+    let Some(o) = calltrace::own_work(jni.raw(), || jni.new_object(p.class as jclass, p.ctor as jmethodID, &args))
+    else {
+        return true;
+    };
     let w = jni.new_weak(klass);
     if !w.is_null() && jni.set_array_element(p.table as jobject, i as jint, o) {
         if old != 0 {

@@ -13,7 +13,14 @@
 //!   HotSpot posted the event at the allocating bytecode, so the trace begins at the method
 //!   that ran `new` (at the line of its constructor call, which is the line of the `new` in
 //!   code as compilers emit it). A constructor frame belongs to the chain when its caller is a
-//!   constructor stopped at a `super(…)`/`this(…)` call (`lines::is_chaining_call`).
+//!   constructor stopped at a `super(…)`/`this(…)` call (`lines::is_chaining_call`);
+//! * the Java work the shim does itself in a thread of the program ([`own_work`]: linking a
+//!   class it announces, through `Class.getDeclaredFields0`; making the allocation tracker's
+//!   record of a class, a `JvmpiShimTracker$Shape`): while it runs, a trace of that
+//!   thread, taken by any thread, shows the stack as it was when the shim began, e.g.
+//!   `ClassLoader.defineClass1` on top for a class being defined. The work the JVM does for
+//!   that call (verification, and the classes it loads, through the program's loaders too) is
+//!   the definition's, not a frame of its own.
 
 use crate::abi::{JVMPI_CallFrame, JVMPI_CallTrace, JVMPI_EVENT_CLASS_LOAD, LINE_NATIVE};
 use crate::idhash::{IdMap, IdSet};
@@ -59,6 +66,11 @@ struct CalltraceState {
     /// Changes of what traces hide (methods hidden, natives wrapped), counted by [`hide`] and
     /// [`natives_wrapped`]: part of [`generation`].
     hiding: AtomicU32,
+    /// Threads inside Java work of the shim's own ([`own_work`]), by JNIEnv: how many frames
+    /// their stack had when it began (their traces begin there). Written by [`own_work`].
+    own: LazyLock<IdMap<usize, jint>>,
+    /// How many threads are in `own` (read first: 0 costs traces nothing more).
+    owners: AtomicUsize,
 }
 
 static STATE: CalltraceState = CalltraceState {
@@ -68,7 +80,40 @@ static STATE: CalltraceState = CalltraceState {
     wrapping: AtomicBool::new(false),
     kinds: LazyLock::new(IdMap::default),
     hiding: AtomicU32::new(0),
+    own: LazyLock::new(IdMap::default),
+    owners: AtomicUsize::new(0),
 };
+
+/// Runs `f`, Java work of the shim's own in the current thread (`env`), hidden from traces:
+/// while it runs, a trace of this thread shows its stack as it was before (see the module's
+/// documentation). Nested calls count as the outermost one. Costs one JVMTI `GetFrameCount`.
+pub fn own_work<R>(env: *mut JNIEnv, f: impl FnOnce() -> R) -> R {
+    let key = env as usize;
+    if STATE.owners.load(Acquire) != 0 && STATE.own.contains_key(&key) {
+        return f();
+    }
+    let Ok(depth) = jvm::frame_count(std::ptr::null_mut()) else { return f() };
+    struct Done(usize);
+    impl Drop for Done {
+        fn drop(&mut self) {
+            STATE.own.remove(&self.0);
+            STATE.owners.fetch_sub(1, Release);
+        }
+    }
+    STATE.own.insert(key, depth);
+    STATE.owners.fetch_add(1, Release);
+    let _done = Done(key);
+    f()
+}
+
+/// Inside [`own_work`], how many frames the stack of the thread of `env` had when that began.
+#[inline]
+fn own_depth(env: *mut JNIEnv) -> Option<jint> {
+    if STATE.owners.load(Acquire) == 0 {
+        return None;
+    }
+    STATE.own.get(&(env as usize)).map(|d| *d)
+}
 
 /// Some class has native methods wrapped: traces look for renamed natives and wrappers.
 pub fn natives_wrapped() {
@@ -324,7 +369,11 @@ pub const QUICK: usize = ON_STACK;
 /// little of the shim's code and data in the processor's caches, so each line of either costs.
 #[inline]
 pub fn quick(frames: &mut [MaybeUninit<JVMPI_CallFrame>]) -> Option<usize> {
-    if frames.len() > QUICK || STATE.hiding.load(Relaxed) != 0 || STATE.init_hook.load(Relaxed) != 0 {
+    if frames.len() > QUICK
+        || STATE.hiding.load(Relaxed) != 0
+        || STATE.init_hook.load(Relaxed) != 0
+        || STATE.owners.load(Relaxed) != 0
+    {
         return None;
     }
     HERE.with(|here| {
@@ -379,6 +428,12 @@ fn fill_here(
         e => e,
     };
     let mut fetch = depth.saturating_add(more).min(MAX_FETCH);
+    // Inside work of the shim's own, from the frame on top when it began (none: no frame).
+    let mut start = match own_depth(trace.env_id) {
+        Some(0) => return 0,
+        Some(d) => -d,
+        None => 0,
+    };
     // Buffers on the stack for the usual depths, not cleared: only what is written is read.
     let mut small = [const { MaybeUninit::<jvmtiFrameInfo>::uninit() }; ON_STACK];
     let mut large = Vec::new();
@@ -391,8 +446,13 @@ fn fill_here(
             large.resize(fetch, MaybeUninit::uninit());
             &mut large[..]
         };
-        let buf = match jvm::stack_trace_into(thread, buf) {
+        let buf = match jvm::stack_trace_from(thread, start, buf) {
             Ok(b) => b,
+            Err(jvmti_bindings::sys::jvmti::jvmtiError::ILLEGAL_ARGUMENT) if start != 0 => {
+                // The shim's work ended meanwhile and the stack is shallower now: from the top.
+                start = 0;
+                continue;
+            }
             Err(e) => {
                 let quiet = e == jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE;
                 let level = if quiet { log::Level::Debug } else { crate::events::edge_level(Some(e)) };

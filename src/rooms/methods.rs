@@ -8,7 +8,9 @@
 //!
 //! * at entry, `enterThis(this, index)` for instance methods while METHOD_ENTRY2 is on, else
 //!   `enter(index)` (static methods, constructors, and all methods while only METHOD_ENTRY is);
-//! * before every return instruction, and in a catch-all handler that rethrows, `exit(index)`;
+//! * before every return instruction, and in a catch-all handler that rethrows, `exit(index)`
+//!   (`initThrow(index)` in a constructor's catch-all, which also ends the callers the
+//!   exception leaves at their `super(…)`/`this(…)` call: [`exit_chaining_callers`]);
 //! * each only while its events are on: the entry hook while METHOD_ENTRY or METHOD_ENTRY2 is,
 //!   the exit hooks while METHOD_EXIT is (an agent that wants only entries, as coverage tools
 //!   did, pays one native call per Java call, not two; switching the other one on
@@ -26,8 +28,11 @@
 //!
 //! What instrumentation does not reach, and what happens there:
 //! * constructors: METHOD_ENTRY2 carries a NULL receiver (the object cannot be passed to a
-//!   method before `super(…)` has run); an exception thrown by the `super(…)`/`this(…)` call
-//!   itself leaves the constructor without METHOD_EXIT (no handler may cover that call);
+//!   method before `super(…)` has run); no handler may cover the `super(…)`/`this(…)` call, so
+//!   an exception that leaves a constructor through it gets its METHOD_EXIT from the callee's
+//!   exit hook ([`exit_chaining_callers`]), or none when the callee has no hooks (a class that
+//!   cannot be rewritten) or the JVM throws at the call itself (a `StackOverflowError` or a
+//!   linkage error before the callee runs);
 //! * native methods have no code: those of a class defined while an entry/exit event is on, by
 //!   any loader but the boot loader, are wrapped when it is defined (see [`transform`]); the
 //!   others — the boot loader's, those of classes defined while the events were off — and the
@@ -60,7 +65,7 @@
 
 use crate::abi::*;
 use crate::idhash::IdMap;
-use crate::{alloc, bci, calltrace, classes, events, ids, jvm, rewrites};
+use crate::{alloc, bci, calltrace, classes, events, ids, jvm, lines, rewrites};
 use jvmti_bindings::sys::jni::{jclass, jint, jmethodID, jobject, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;
@@ -373,6 +378,7 @@ fn define_tracker() -> Result<(), String> {
         jvm::Native { name: c"enter", signature: c"(I)V", f: enter as *mut c_void },
         jvm::Native { name: c"enterThis", signature: c"(Ljava/lang/Object;I)V", f: enter_this as *mut c_void },
         jvm::Native { name: c"exit", signature: c"(I)V", f: exit as *mut c_void },
+        jvm::Native { name: c"initThrow", signature: c"(I)V", f: init_throw as *mut c_void },
         jvm::Native { name: c"insn", signature: c"(II)V", f: insn as *mut c_void },
         jvm::Native { name: c"ifInt", signature: c"(IIII)V", f: if_int as *mut c_void },
         jvm::Native { name: c"ifCmp", signature: c"(IIIII)V", f: if_cmp as *mut c_void },
@@ -736,6 +742,53 @@ fn exit_general(env: *mut JNIEnv, index: jint) {
             send_exit(h, env, m)
         }
     })
+}
+
+/// The exit hook of a constructor's catch-all handler: METHOD_EXIT for the constructor, then
+/// for each caller that the exception leaves too without running any code of its own (see
+/// [`exit_chaining_callers`]).
+unsafe extern "system" fn init_throw(env: *mut JNIEnv, _k: jclass, index: jint) {
+    if !fast(env, JVMPI_EVENT_METHOD_EXIT, index) {
+        exit_general(env, index)
+    }
+    crate::guard("JvmpiShimMethods.initThrow", (), || exit_chaining_callers(env))
+}
+
+/// METHOD_EXIT for the callers of a constructor that an exception is leaving, innermost first,
+/// as long as each is a constructor stopped at its `super(…)`/`this(…)` call: no handler covers
+/// that call (the JVM's verifier accepts none there, see `bci::code::rewrite`), so the
+/// exception leaves such a caller as soon as it leaves its callee. `FileInputStream(String)`
+/// is `this(new File(name))`: a missing file throws from `FileInputStream(File)`, and this is
+/// what ends `FileInputStream(String)`. Only on the exceptional exit of a constructor: one
+/// `GetStackTrace` and, per constructor frame, its chaining calls (read once per method, see
+/// `lines::is_chaining_call`). An obsolete frame (its class was retransformed since the frame
+/// began, e.g. when the method events were switched on) ends the walk: it began without the
+/// hooks of today, as any activation under way at a switch gets no event of the one switched on.
+fn exit_chaining_callers(env: *mut JNIEnv) {
+    if !events::enabled(JVMPI_EVENT_METHOD_EXIT) || here_if_live().is_none() {
+        return;
+    }
+    // Depth 0 is the tracker's native, depth 1 the constructor that is left.
+    let mut exited = 2;
+    let mut want = 8;
+    loop {
+        let Ok(frames) = jvm::stack_trace(std::ptr::null_mut(), (exited + want) as jint) else { return };
+        for &(m, location) in frames.iter().skip(exited) {
+            if jvm::is_obsolete(m).unwrap_or(true) || !lines::is_chaining_call(m, location) {
+                return;
+            }
+            let Some(h) = here_if_live() else { return };
+            exited += 1;
+            if h & jvm::UNSENT != 0 && held_back_exit() {
+                continue;
+            }
+            send_exit(h, env, m);
+        }
+        if frames.len() < exited + want {
+            return;
+        }
+        want *= 4;
+    }
 }
 
 fn send_insn(env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) {

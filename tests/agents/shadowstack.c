@@ -9,16 +9,20 @@
  *
  * At METHOD_EXIT the exiting method must be on top of the thread's stack: otherwise it counts a
  * mismatch (hprof printed "method on stack top != method exiting" there), logs the first few,
- * and pops down to the method if it is deeper in the stack.
+ * and pops down to the method if it is deeper in the stack; an exit met by an empty stack is
+ * also counted as an underflow.
  *
  * Options (comma-separated, NULL allowed): log=PATH, entry2 (METHOD_ENTRY2 instead of
  * METHOD_ENTRY), entryonly (no METHOD_EXIT: count entries only, as coverage tools did),
  * count=PREFIX (print "COUNT <class>.<method> <n>" at JVM_SHUT_DOWN for the methods of classes
  * whose name starts with PREFIX).
  *
- * At JVM_SHUT_DOWN: "TOTAL entries=E exits=X mismatches=M open=O unannounced=U threads=T",
- * where O is the number of frames still on the stacks of all threads (ended ones included) and
- * U the events of threads that had no THREAD_START.
+ * At JVM_SHUT_DOWN: "TOTAL entries=E exits=X mismatches=M open=O unannounced=U threads=T
+ * underflows=F here=H", where O is the number of frames still on the stacks of all threads
+ * (ended ones included), U the events of threads that had no THREAD_START, F the exits met by
+ * an empty stack and H the depth of the thread that delivers JVM_SHUT_DOWN (-1: unknown); with
+ * "open" in the options, one "OPEN <thread depth>: <frames, top first>" line per thread whose
+ * stack is not empty.
  */
 #include <jni.h>
 #include <jvmpi.h>
@@ -33,13 +37,13 @@ static JVMPI_Interface *jvmpi;
 static FILE *out;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char count_prefix[128];
-static int opt_entry2, opt_entryonly;
+static int opt_entry2, opt_entryonly, opt_open;
 
 struct tstate {
     JNIEnv *env;
     jmethodID *stack;
     int depth, cap;
-    long entries, exits, mismatches;
+    long entries, exits, mismatches, underflows;
     int ended;
     struct tstate *next;
 };
@@ -150,6 +154,7 @@ static void exited(JNIEnv *env, jmethodID m) {
         return;
     }
     t->mismatches++;
+    if (t->depth == 0) t->underflows++;
     if (t->mismatches <= 5) {
         line("MISMATCH exiting %s, on top %s, depth %d", name_of(m),
              t->depth > 0 ? name_of(t->stack[t->depth - 1]) : "(empty)", t->depth);
@@ -162,24 +167,36 @@ static void exited(JNIEnv *env, jmethodID m) {
     }
 }
 
-static void shutdown_report(void) {
-    long e = 0, x = 0, mm = 0, open = 0, n = 0;
+static void shutdown_report(JNIEnv *env) {
+    long e = 0, x = 0, mm = 0, uf = 0, open = 0, n = 0;
+    struct tstate *here = jvmpi->GetThreadLocalStorage(env);
     pthread_mutex_lock(&lock);
     for (struct tstate *t = threads; t; t = t->next) {
         e += t->entries;
         x += t->exits;
         mm += t->mismatches;
+        uf += t->underflows;
         open += t->depth;
         n++;
     }
     pthread_mutex_unlock(&lock);
+    if (opt_open) {
+        for (struct tstate *t = threads; t; t = t->next) {
+            if (t->depth == 0) continue;
+            char buf[4096];
+            size_t at = 0;
+            for (int d = t->depth - 1; d >= 0 && at < sizeof buf - 256; d--)
+                at += snprintf(buf + at, sizeof buf - at, " %s", name_of(t->stack[d]));
+            line("OPEN %d:%s", t->depth, buf);
+        }
+    }
     if (count_prefix[0]) {
         for (unsigned i = 0; i < SLOTS; i++) {
             if (table[i].id && table[i].counted) line("COUNT %s %ld", table[i].name, table[i].count);
         }
     }
-    line("TOTAL entries=%ld exits=%ld mismatches=%ld open=%ld unannounced=%ld threads=%ld", e, x, mm, open,
-         unannounced, n);
+    line("TOTAL entries=%ld exits=%ld mismatches=%ld open=%ld unannounced=%ld threads=%ld underflows=%ld here=%d", e,
+         x, mm, open, unannounced, n, uf, here ? here->depth : -1);
 }
 
 static void notify(JVMPI_Event *e) {
@@ -205,7 +222,7 @@ static void notify(JVMPI_Event *e) {
         exited(e->env_id, e->u.method.method_id);
         break;
     case JVMPI_EVENT_JVM_SHUT_DOWN:
-        if (!shut_down++) shutdown_report();
+        if (!shut_down++) shutdown_report(e->env_id);
         break;
     default:
         break;
@@ -230,6 +247,8 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
             out = fopen(o + 4, "w");
         } else if (strcmp(o, "entry2") == 0) {
             opt_entry2 = 1;
+        } else if (strcmp(o, "open") == 0) {
+            opt_open = 1;
         } else if (strcmp(o, "entryonly") == 0) {
             opt_entryonly = 1;
         } else if (strncmp(o, "count=", 6) == 0) {

@@ -435,10 +435,11 @@ impl MethodEditor {
     /// exception table (the method's own handlers are tried first) and is placed after the last
     /// instruction: `code` runs with the exception on the stack (it must be straight-line and
     /// leave the stack as it found it), then `athrow` rethrows it. Its stack map frame (class
-    /// files of version 50 and later) has no locals and `java/lang/Throwable` on the stack:
-    /// such a frame is accepted over every instruction, even where `this` is still
-    /// uninitialised in a constructor (the handler ends in `athrow`, which the verifier
-    /// requires of a handler covering a `super(…)` call). Replaces an earlier catch-all.
+    /// files of version 50 and later) has no locals and `java/lang/Throwable` on the stack. In
+    /// a constructor the range is split around the `super(…)`/`this(…)` call, which stays
+    /// uncovered: before it a second handler whose frame has `uninitializedThis` in local 0
+    /// (HotSpot's verifier wants the handler's frame to have `flagThisUninit` wherever the
+    /// code's has it), after it the first. Replaces an earlier catch-all.
     pub fn catch_all(&mut self, code: &[Instruction]) -> Result<(), BciError> {
         if self.insns.is_empty() {
             return Err(BciError::InvalidEdit("no code to cover".into()));
@@ -1129,9 +1130,13 @@ pub(crate) fn rewrite(
                 + edits.after.range(..j).map(|(_, v)| v.len()).sum::<usize>()
         };
         let throwable = || vec![frames::VType::object(b"java/lang/Throwable")];
-        // In a constructor, no handler may cover the `super(…)`/`this(…)` call (the verifier
-        // cannot give it a frame both before and after `this` is initialised): one handler
-        // covers the code before it, with `this` uninitialised, one the code after it.
+        // In a constructor, no handler may cover the `super(…)`/`this(…)` call: HotSpot's
+        // verifier (JDK 11 to 25) checks a handler there against the frame before the call and
+        // against the frame after it, with `flagThisUninit` in both, and only a local holding
+        // `uninitializedThis` gives a stack map frame that flag, which the frame after the call
+        // cannot match. One handler covers the code before it, with `this` uninitialised, one
+        // the code after it; an exception the call throws is the callee's, whose exit hook ends
+        // this frame too (`initThrow`, see the method plan).
         let mut ranges = Vec::new();
         if let Some(chain) = chain {
             let chain =

@@ -33,11 +33,14 @@ pub struct MethodHooks<'a> {
     pub instructions: bool,
 }
 
-/// The tracker's methods: (name, descriptor). All `public static native`.
-pub const TRACKER_METHODS: [(&str, &str); 10] = [
+/// The tracker's methods: (name, descriptor). All `public static native`. `initThrow` is the
+/// exit hook of a constructor's catch-all handler: the shim also ends there the callers that
+/// are constructors stopped at their `super(…)`/`this(…)` call, which no handler can cover.
+pub const TRACKER_METHODS: [(&str, &str); 11] = [
     ("enter", "(I)V"),
     ("enterThis", "(Ljava/lang/Object;I)V"),
     ("exit", "(I)V"),
+    ("initThrow", "(I)V"),
     ("insn", "(II)V"),
     ("ifInt", "(IIII)V"),
     ("ifCmp", "(IIIII)V"),
@@ -219,7 +222,11 @@ fn plan_method_with(
         }
     }
     if hooks.exit && !only_returns {
-        ed.catch_all(&[idx, I::Invokestatic(r(pool, "exit")?)])?;
+        // A constructor's exceptional exit also ends its callers stopped at their chaining
+        // call (the JVM's verifier lets no handler cover a `super(…)`/`this(…)` call of an
+        // uninitialised `this` whose frame could be given: see `code::rewrite`).
+        let hook = if is_init { "initThrow" } else { "exit" };
+        ed.catch_all(&[idx, I::Invokestatic(r(pool, hook)?)])?;
     }
     Ok(())
 }

@@ -1150,6 +1150,7 @@ public final class MTracker {
     public static void enter(int m) { add("enter " + m); }
     public static void enterThis(Object o, int m) { add("enter " + m + " this=" + (o == null ? "null" : o.getClass().getName())); }
     public static void exit(int m) { add("exit " + m); }
+    public static void initThrow(int m) { add("exit " + m); }
     public static void insn(int m, int off) { add("insn " + m + " " + off); }
     public static void ifInt(int v, int m, int off, int op) { add("if " + m + " " + off + " op=" + op + " " + v); }
     public static void ifCmp(int a, int b, int m, int off, int op) { add("if " + m + " " + off + " op=" + op + " " + a + " " + b); }
