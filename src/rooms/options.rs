@@ -1,6 +1,8 @@
 //! The shim's option string: what follows `-agentpath:…/libjvmpi_shim.so=`.
 //!
-//! Syntax: `[log=<level>,]agent=<path-or-name>[:<agent options>]`
+//! Syntax: `[log=<level>,]agent=<path-or-name>[:<agent options>]`, or the shim options alone
+//! (none at all: `-agentpath:…/libjvmpi_shim.so`): no legacy agent, the shim only serves
+//! `GetEnv(JVMPI_VERSION_1…)` to the JNI libraries that ask for it at run time.
 //!
 //! * Shim options come first, comma-separated `key=value`: `log=` (`off`, `error`, `warn`
 //!   (default), `info`, `debug`); `report=<file>` (the migration report at exit: `-` for
@@ -29,8 +31,9 @@ pub struct Options {
     /// (MONITOR_DUMP then lists monitors owned without contention). `None`: by the JDK, yes
     /// from [`OWNED_MONITORS_FREE_FROM_JDK`] on, where it leaves C2's escape analysis on.
     pub owned_monitors: Option<bool>,
-    /// `agent=` value up to the first `:`: a path (contains `/`) or a bare library name.
-    pub agent: String,
+    /// `agent=` value up to the first `:`: a path (contains `/`) or a bare library name; `None`
+    /// without `agent=` (the shim serves JVMPI to the libraries that ask, no agent is loaded).
+    pub agent: Option<String>,
     /// The legacy agent's own options, byte for byte; `None` (the agent gets `NULL`) when
     /// `agent=` has no `:`.
     pub agent_options: Option<Vec<u8>>,
@@ -83,9 +86,21 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
     let mut rest = raw;
     loop {
         if rest.is_empty() {
-            return Err("no legacy agent named: add `agent=<path-or-name>` to the shim's options, \
-                        e.g. -agentpath:/path/libjvmpi_shim.so=agent=/path/libprof.so:opt1,opt2"
-                .into());
+            if raw.last() == Some(&b',') {
+                return Err("empty option at the end of the shim's options (a trailing comma?)".into());
+            }
+            return Ok(Options {
+                log,
+                methods_jvmti,
+                owned_monitors,
+                agent: None,
+                agent_options: None,
+                report,
+                trace,
+                trace_events,
+                trace_max,
+                cache,
+            });
         }
         if let Some(after) = rest.strip_prefix(b"agent=") {
             let (name, opts) = match after.iter().position(|&b| b == b':') {
@@ -107,7 +122,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                 log,
                 methods_jvmti,
                 owned_monitors,
-                agent: name.to_string(),
+                agent: Some(name.to_string()),
                 agent_options: opts,
                 report,
                 trace,
@@ -188,7 +203,7 @@ mod tests {
     #[test]
     fn agent_options_survive_byte_for_byte() {
         let o = ok("agent=/x/libold.so:heap=sites,depth=4,file=out.txt:x=y");
-        assert_eq!(o.agent, "/x/libold.so");
+        assert_eq!(o.agent.as_deref(), Some("/x/libold.so"));
         assert_eq!(o.agent_options.as_deref(), Some(&b"heap=sites,depth=4,file=out.txt:x=y"[..]));
         assert_eq!(o.log, LevelFilter::Warn);
     }
@@ -197,8 +212,8 @@ mod tests {
     fn shim_options_before_agent() {
         let o = ok("log=debug,agent=hprof:cpu=samples");
         assert_eq!(
-            (o.log, o.agent.as_str(), o.agent_options.as_deref()),
-            (LevelFilter::Debug, "hprof", Some(&b"cpu=samples"[..]))
+            (o.log, o.agent.as_deref(), o.agent_options.as_deref()),
+            (LevelFilter::Debug, Some("hprof"), Some(&b"cpu=samples"[..]))
         );
         // -Xrun<name> without options passed NULL; with a trailing ':' an empty string.
         assert_eq!(ok("agent=hprof").agent_options, None);
@@ -223,13 +238,20 @@ mod tests {
     }
 
     #[test]
-    fn rejects_ambiguous_or_missing() {
-        for bad in
-            ["", "log=debug", "agent=", "agent=:x", "agent=a,b=c", "foo=1,agent=x", "log=loud,agent=x", ",agent=x"]
+    fn rejects_ambiguous() {
+        for bad in ["agent=", "agent=:x", "agent=a,b=c", "foo=1,agent=x", "log=loud,agent=x", ",agent=x", "log=debug,"]
         {
             assert!(parse(Some(bad.as_bytes())).is_err(), "{bad:?} accepted");
         }
-        assert!(parse(None).is_err());
+    }
+
+    #[test]
+    fn no_agent_serves_libraries() {
+        for none in [None, Some(&b""[..]), Some(&b"log=debug"[..]), Some(&b"report=-,log=info"[..])] {
+            let o = parse(none).unwrap();
+            assert_eq!((o.agent, o.agent_options), (None, None), "{none:?}");
+        }
+        assert_eq!(ok("log=info").log, LevelFilter::Info);
     }
 
     #[test]

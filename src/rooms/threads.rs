@@ -138,7 +138,11 @@ static STATE: ThreadsState = ThreadsState {
 fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
     let r = STATE.threads.get(&(env as usize)).map(|r| r.clone());
     if r.is_none() {
-        if STATE.ended.contains_key(&(env as usize)) || events::is_dead() {
+        if env.is_null() {
+            // The owner of a monitor nobody owns, as a MONITOR_DUMP writes it (NULL): tools
+            // pass it on as they found it (a dump's reader suspending "each owner").
+            log::debug!("{what}(NULL): no thread");
+        } else if STATE.ended.contains_key(&(env as usize)) || events::is_dead() {
             // A thread that has just ended, or the VM is going away: HotSpot answered quietly.
             log::debug!("{what}({env:p}): the thread has ended");
         } else {

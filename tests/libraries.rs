@@ -1,0 +1,137 @@
+//! JVMPI for JNI libraries that ask for it at run time, as HotSpot 1.2–1.5 answered any caller
+//! of `GetEnv(JVMPI_VERSION_1…)`: a library without `JVM_OnLoad` (the shim loaded with no
+//! `agent=`, or next to a named agent), DisableGC/EnableGC called from Java, an agent library
+//! that is also loaded by `System.loadLibrary`. Every test runs on JDK 11, 17, 21 and 25.
+
+mod harness;
+
+use harness::*;
+
+/// `System.load` warns from JDK 22 on unless native access is enabled.
+fn native_access(jdk: &Jdk) -> &'static [&'static str] {
+    if jdk.feature >= 22 {
+        &["--enable-native-access=ALL-UNNAMED"]
+    } else {
+        &[]
+    }
+}
+
+/// What the thread-dump library wrote, and the program's run.
+struct Dump {
+    run: Run,
+    lines: Vec<String>,
+}
+
+fn thread_dump(jdk: &Jdk, shim_opts: &str) -> Dump {
+    let lib = agent("threaddump").display().to_string();
+    let out = fresh_log_path(&format!("threaddump-{}", jdk.feature));
+    let out_s = out.display().to_string();
+    let r = run(jdk, shim_opts, "ThreadDumpDemo", &[&lib, &out_s], native_access(jdk));
+    let lines = std::fs::read_to_string(&out).unwrap_or_default().lines().map(str::to_string).collect();
+    Dump { run: r, lines }
+}
+
+/// The deadlock demo's report: lock1 owned by `holder`, six threads waiting to enter it (HotSpot
+/// 1.5's "entry count": the threads waiting to enter or to be notified), lock2 with no owner and `holder` waiting to be notified (not listed from JDK 23 on:
+/// see compat-matrix.md, MONITOR_DUMP); every name and `file:line` frame of the demo's own
+/// methods as `Thread.getStackTrace()` gave them; every thread released after the dump.
+#[track_caller]
+fn check_report(jdk: &Jdk, d: &Dump) {
+    let r = &d.run;
+    let all = || format!("{}\n--- library ---\n{}", r.describe(), d.lines.join("\n"));
+    r.assert_ok();
+    assert!(r.stdout.contains("released=7 alive=0"), "{}", all());
+    let done = d.lines.iter().find(|l| l.starts_with("DONE ")).unwrap_or_else(|| panic!("no DONE\n{}", all()));
+    assert!(done.ends_with("version=0x10000001"), "{}", all());
+    assert!(!d.lines.iter().any(|l| l.starts_with("UNEXPECTED") || l.starts_with("BAD")), "{}", all());
+    let mon = |label: &str| {
+        d.lines.iter().filter(|l| l.starts_with(&format!("MONITOR {label} "))).cloned().collect::<Vec<_>>()
+    };
+    let lock1 = mon("lock1");
+    assert_eq!(
+        lock1,
+        ["MONITOR lock1 class=java.lang.Object owner=holder entries=6 enter=6 notify=0 idok=1"],
+        "{}",
+        all()
+    );
+    let mut enter: Vec<&str> = d.lines.iter().filter_map(|l| l.strip_prefix("ENTER lock1 ")).collect();
+    enter.sort();
+    assert_eq!(enter, (0..6).map(|i| format!("blocked-{i}")).collect::<Vec<_>>(), "{}", all());
+    let lock2 = mon("lock2");
+    if jdk.feature < 23 {
+        assert_eq!(
+            lock2,
+            ["MONITOR lock2 class=java.lang.Object owner=NULL entries=1 enter=0 notify=1 idok=1"],
+            "{}",
+            all()
+        );
+        assert!(d.lines.iter().any(|l| l == "NOTIFY lock2 holder"), "{}", all());
+        // The NULL owner passed on to GetThreadStatus, SuspendThread, GetCallTrace, ResumeThread.
+        assert!(d.lines.iter().any(|l| l.starts_with("NULLOWNER lock2 ") && l.ends_with(" frames=0")), "{}", all());
+    } else {
+        assert!(lock2.is_empty(), "{}", all());
+    }
+    // Frames of the demo's own methods, thread by thread, as Java saw them.
+    let java: Vec<&str> = r.stdout.lines().filter_map(|l| l.strip_prefix("JAVA ")).collect();
+    assert!(java.len() >= 7, "{}", all());
+    for name in std::iter::once("holder".to_string()).chain((0..6).map(|i| format!("blocked-{i}"))) {
+        let want: Vec<String> =
+            java.iter().filter_map(|l| l.strip_prefix(&format!("{name} "))).map(str::to_string).collect();
+        let got: Vec<String> = d
+            .lines
+            .iter()
+            .filter_map(|l| l.strip_prefix("FRAME lock1 "))
+            .filter_map(|l| l.strip_prefix(&format!("{name} ")))
+            .filter(|f| f.starts_with("ThreadDumpDemo") && !f.contains("$$"))
+            .map(str::to_string)
+            .collect();
+        assert!(!want.is_empty(), "{name}: no Java frames\n{}", all());
+        assert_eq!(got, want, "{name}'s frames\n{}", all());
+    }
+}
+
+/// The shim loaded with no agent: it serves JVMPI to the library that asks at run time.
+#[test]
+fn jvmpi_for_a_library_without_an_agent() {
+    for_each_jdk(|jdk| {
+        let d = thread_dump(jdk, "");
+        check_report(jdk, &d);
+        assert!(d.run.significant_stderr().is_empty(), "{}", d.run.describe());
+    });
+}
+
+/// Next to a named agent, the library gets the agent's interface: HotSpot 1.5 had one
+/// `JVMPI_Interface`, and its `GetEnv` re-initialised it for every caller (every event disabled,
+/// `NotifyEvent` left to whoever sets it next). So the agent's events stop at the library's
+/// `GetEnv` (said once on stderr), the library's handler gets only what it asks for, and the
+/// agent's own `GetEnv` from inside its handlers (the recorder's at JVM_INIT_DONE) changes nothing.
+#[test]
+fn jvmpi_for_a_library_next_to_an_agent() {
+    let rec = agent("recorder").display().to_string();
+    for_each_jdk(|jdk| {
+        let d = thread_dump(jdk, &format!("agent={rec}:log={{log}},enable=init+thread_start+shutdown"));
+        check_report(jdk, &d);
+        let r = &d.run;
+        let warned: Vec<&str> = r.significant_stderr();
+        assert_eq!(warned.len(), 1, "{}", r.describe());
+        assert!(warned[0].contains("re-initialised") && warned[0].contains("the 3 events"), "{}", r.describe());
+        assert!(
+            r.log_lines.iter().any(|l| l.starts_with("INIT_DONE ") && l.ends_with("same_iface=1")),
+            "{}",
+            r.describe()
+        );
+        for name in ["holder", "blocked-5"] {
+            assert!(
+                r.log_lines.iter().any(|l| l.starts_with(&format!("THREAD_START name={name} "))),
+                "{}",
+                r.describe()
+            );
+        }
+        assert_eq!(r.count("SHUT_DOWN"), 0, "the agent's events went on after the library's GetEnv\n{}", r.describe());
+        assert_eq!(r.count("VIOLATION"), 0, "{}", r.describe());
+        // A do-nothing agent (the way users ran such a library before): nothing to disable.
+        let d = thread_dump(jdk, &format!("agent={rec}:log={{log}}"));
+        check_report(jdk, &d);
+        assert!(d.run.significant_stderr().is_empty(), "{}", d.run.describe());
+    });
+}
