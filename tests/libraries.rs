@@ -135,3 +135,28 @@ fn jvmpi_for_a_library_next_to_an_agent() {
         assert!(d.run.significant_stderr().is_empty(), "{}", d.run.describe());
     });
 }
+
+/// An agent whose library the application loads again (`System.loadLibrary`): one instance, so
+/// its JNI_OnLoad and its natives see what its JVM_OnLoad kept; it sets no NotifyEvent and
+/// enables nothing, and starts; GetCurrentThreadCpuTime through the kept interface, from a
+/// native called by ordinary Java code, agrees with ThreadMXBean on a busy loop.
+#[test]
+fn the_agent_library_loaded_again_is_the_same_instance() {
+    let lib = agent("selfload");
+    let dir = lib.parent().unwrap().display().to_string();
+    for_each_jdk(|jdk| {
+        let mut args = vec![format!("-Djava.library.path={dir}")];
+        args.extend(native_access(jdk).iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = run(jdk, &format!("agent={}:selftest", lib.display()), "SelfLoad", &[], &args);
+        r.assert_ok();
+        assert!(r.significant_stderr().is_empty(), "{}", r.describe());
+        assert!(r.stdout.contains("onload=1 jni_onload=1"), "{}", r.describe());
+        let cpu = r.stdout.lines().find_map(|l| l.strip_prefix("cpu ")).unwrap_or_else(|| panic!("{}", r.describe()));
+        let val =
+            |k: &str| -> f64 { cpu.split(' ').find_map(|w| w.strip_prefix(k)).and_then(|v| v.parse().ok()).unwrap() };
+        let (j, m) = (val("jvmpi="), val("mxbean="));
+        assert!(m > 20e6, "the loop took {m} ns of CPU\n{}", r.describe());
+        assert!((j - m).abs() <= 0.15 * m + 5e6, "JVMPI {j} ns against ThreadMXBean {m} ns\n{}", r.describe());
+    });
+}
