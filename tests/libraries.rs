@@ -160,3 +160,62 @@ fn the_agent_library_loaded_again_is_the_same_instance() {
         assert!((j - m).abs() <= 0.15 * m + 5e6, "JVMPI {j} ns against ThreadMXBean {m} ns\n{}", r.describe());
     });
 }
+
+/// GcLockDemo under `collector`: (the run, held, after, left).
+fn gc_lock(jdk: &Jdk, collector: &str, mode: &str, mb: &str, max: &str) -> (Run, Vec<i64>) {
+    let lib = agent("gclock").display().to_string();
+    let mut args = vec![collector, "-Xms64m", "-Xmx512m"];
+    args.extend(native_access(jdk));
+    let r = run(jdk, &format!("disable-gc-max={max}"), "GcLockDemo", &[&lib, mode, mb], &args);
+    let nums = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("held="))
+        .map(|l| l.split(' ').filter_map(|w| w.split_once('=')).filter_map(|(_, v)| v.parse().ok()).collect())
+        .unwrap_or_default();
+    (r, nums)
+}
+
+/// DisableGC from Java holds collections off, as HotSpot 1.5's GC locker did, where the collector
+/// honours a JNI critical section held for the agent (Serial on every JDK, G1 up to JDK 21): an
+/// allocating thread gets no collection for 1.5 s (the heap grows, or it waits), and once another
+/// thread calls EnableGC collections resume. Where nothing can hold them (Shenandoah, G1 from
+/// JDK 22), collections go on and the shim says so once.
+#[test]
+fn disable_gc_holds_collections_off() {
+    for_each_jdk(|jdk| {
+        for (gc, holds) in
+            [("-XX:+UseSerialGC", true), ("-XX:+UseG1GC", jdk.feature < 22), ("-XX:+UseShenandoahGC", false)]
+        {
+            let (r, n) = gc_lock(jdk, gc, "hold", "256", "30");
+            r.assert_ok();
+            assert_eq!(n.len(), 3, "{gc}\n{}", r.describe());
+            let (held, after) = (n[0], n[1]);
+            let said: Vec<&str> = r.stderr.lines().filter(|l| l.contains("DisableGC cannot hold")).collect();
+            if holds {
+                assert_eq!(held, 0, "{gc}: collections while disabled\n{}", r.describe());
+                assert!(said.is_empty(), "{gc}\n{}", r.describe());
+            } else {
+                assert!(held > 0, "{gc}: no collection while disabled, without a lever?\n{}", r.describe());
+                assert_eq!(said.len(), 1, "{gc}\n{}", r.describe());
+            }
+            assert!(after > 0, "{gc}: no collection after EnableGC\n{}", r.describe());
+            assert_eq!(r.significant_stderr().len(), said.len(), "{gc}\n{}", r.describe());
+        }
+    });
+}
+
+/// A thread that allocates more than the heap holds while it has collections disabled would wait
+/// for ever for its own EnableGC (HotSpot's locker did): the shim gives the lock up at
+/// `disable-gc-max=`, says so once, and the program ends.
+#[test]
+fn disable_gc_never_hangs_the_jvm() {
+    for_each_jdk(|jdk| {
+        let (r, _) = gc_lock(jdk, "-XX:+UseSerialGC", "stall", "1024", "1");
+        r.assert_ok();
+        assert!(r.stdout.contains("stall-done"), "{}", r.describe());
+        let said: Vec<&str> = r.stderr.lines().filter(|l| l.contains("without EnableGC: given up")).collect();
+        assert_eq!(said.len(), 1, "{}", r.describe());
+        assert!(r.elapsed < std::time::Duration::from_secs(20), "{}", r.describe());
+    });
+}

@@ -107,6 +107,9 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     jvm::add_capabilities(owned_monitors).map_err(|e| format!("JVMTI capabilities: {e}"))?;
     crate::methods::set_up(opts.methods_jvmti)?;
     crate::rewrites::configure(opts.cache.as_deref());
+    if let Some(d) = opts.disable_gc_max {
+        crate::gc::set_disable_max(d);
+    }
     if jvm::phase().ok() == Some(jvmti::JVMTI_PHASE_ONLOAD) {
         crate::rewrites::prefetch();
     }
@@ -142,9 +145,10 @@ fn add_agent(opts: &options::Options) -> Result<(), String> {
         || opts.methods_jvmti
         || opts.owned_monitors.is_some()
         || opts.cache.is_some()
+        || opts.disable_gc_max.is_some()
     {
         return Err(format!(
-            "agent={agent}: report=, trace=, methods=, owned-monitors= and cache= apply to every agent of the JVM: give them in the first \
+            "agent={agent}: report=, trace=, methods=, owned-monitors=, cache= and disable-gc-max= apply to every agent of the JVM: give them in the first \
              -agentpath:…/libjvmpi_shim.so=…"
         ));
     }

@@ -47,6 +47,8 @@ pub struct Options {
     pub trace_max: u64,
     /// `cache=`: the start-up rewrite cache's directory, or `off`; `None`: the default one.
     pub cache: Option<String>,
+    /// `disable-gc-max=<seconds>`: how long DisableGC may hold collections off (default 10).
+    pub disable_gc_max: Option<std::time::Duration>,
 }
 
 /// The first JDK whose C2 keeps escape analysis on while an environment possesses
@@ -61,8 +63,18 @@ pub const TRACE_FAMILIES: [&str; 9] = ["thread", "class", "object", "gc", "monit
 /// unquoted: jcmd's own parser takes `agent=<lib>` (and `log=…`) for a key and value of its own
 /// and passes only the key, the bare word `agent`. The message for that case (None otherwise).
 pub fn unquoted_jcmd_hint(text: &str) -> Option<String> {
-    const KEYS: [&str; 9] =
-        ["agent", "log", "methods", "owned-monitors", "report", "trace", "trace-events", "trace-max", "cache"];
+    const KEYS: [&str; 10] = [
+        "agent",
+        "log",
+        "methods",
+        "owned-monitors",
+        "report",
+        "trace",
+        "trace-events",
+        "trace-max",
+        "cache",
+        "disable-gc-max",
+    ];
     let word = text.trim();
     if !KEYS.contains(&word) {
         return None;
@@ -83,6 +95,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
     let mut methods_jvmti = false;
     let mut owned_monitors = None;
     let mut cache = None;
+    let mut disable_gc_max = None;
     let mut rest = raw;
     loop {
         if rest.is_empty() {
@@ -100,6 +113,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                 trace_events,
                 trace_max,
                 cache,
+                disable_gc_max,
             });
         }
         if let Some(after) = rest.strip_prefix(b"agent=") {
@@ -129,6 +143,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                 trace_events,
                 trace_max,
                 cache,
+                disable_gc_max,
             });
         }
         let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
@@ -168,6 +183,12 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                 }
             }
             Some(("cache", v)) if !v.is_empty() => cache = Some(v.to_string()),
+            Some(("disable-gc-max", v)) => {
+                let secs: f64 = v.parse().ok().filter(|s: &f64| s.is_finite() && *s > 0.0).ok_or_else(|| {
+                    format!("bad `disable-gc-max={v}`: a number of seconds greater than 0")
+                })?;
+                disable_gc_max = Some(std::time::Duration::from_secs_f64(secs));
+            }
             Some(("trace-max", v)) => {
                 trace_max = v.parse().map_err(|_| format!("bad `trace-max={v}`: a number of lines"))?;
             }
@@ -175,7 +196,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
             _ => {
                 return Err(format!(
                     "unknown shim option `{item}` (known: log=<level>, methods=bci|jvmti, owned-monitors=yes|no, report=<file>, trace=<file>, \
-                     trace-events=<families>, trace-max=<lines>, cache=<dir>|off, agent=<lib>[:<agent options>]; agent= must come last)"
+                     trace-events=<families>, trace-max=<lines>, cache=<dir>|off, disable-gc-max=<seconds>, agent=<lib>[:<agent options>]; agent= must come last)"
                 ))
             }
         }
