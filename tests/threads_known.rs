@@ -65,3 +65,45 @@ fn dumps_name_only_known_live_threads() {
         assert!(r.count("HDUMP ") == 1, "{}", r.describe());
     });
 }
+
+/// The launcher's `DestroyJavaVM` thread: announced once, with its name (not the empty name of
+/// its half-built `Thread` on JDK 19+, where the group is set first), and still the agent's
+/// known thread when JVM_SHUT_DOWN, which comes from it, is the last event (HotSpot 1.5 sent its
+/// THREAD_END just before; agents that look the thread up then, as HPROF did, find it). With
+/// and without method events (which make the attaching thread send events while its
+/// constructor runs).
+#[test]
+fn destroy_java_vm_is_announced_once_with_its_name() {
+    let rec = agent("recorder").display().to_string();
+    for_each_jdk(|jdk| {
+        for extra in ["", "+method_entry+method_exit"] {
+            let r = run(
+                jdk,
+                &format!("agent={rec}:log={{log}},enable=thread_start+thread_end+shutdown{extra}"),
+                "Hello",
+                &[],
+                &[],
+            );
+            r.assert_ok();
+            let starts = r.lines_with("THREAD_START ");
+            assert_eq!(
+                starts.iter().filter(|l| l.starts_with("THREAD_START name=DestroyJavaVM ")).count(),
+                1,
+                "{extra}\n{}",
+                r.describe()
+            );
+            assert!(!starts.iter().any(|l| l.starts_with("THREAD_START name= ")), "an empty name\n{}", r.describe());
+            let ends = r.lines_with("THREAD_END ");
+            assert_eq!(ends.iter().filter(|l| l.ends_with(" name=DestroyJavaVM")).count(), 0, "{}", r.describe());
+            assert_eq!(r.log_lines.last().map(String::as_str), Some("SHUT_DOWN"), "{}", r.describe());
+            assert_eq!(r.count("VIOLATION"), 0, "{}", r.describe());
+            // Every thread is announced once.
+            let mut envs: Vec<&str> =
+                starts.iter().filter_map(|l| l.split(" tenv=").nth(1)?.split(' ').next()).collect();
+            let all = envs.len();
+            envs.sort();
+            envs.dedup();
+            assert!(envs.len() >= all - 1, "a JNIEnv announced twice beyond main's reuse\n{}", r.describe());
+        }
+    });
+}

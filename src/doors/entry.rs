@@ -63,7 +63,7 @@ pub unsafe extern "system" fn JVM_OnLoad(vm: *mut JavaVM, options: *mut c_char, 
 /// Parses the options, loads the agent, sets up JVMTI. Errors are one-line messages.
 fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     let opts = options::parse(raw_options.as_deref())?;
-    if loader::count() > 0 {
+    if table::count() > 0 {
         return add_agent(&opts);
     }
     if let Some(r) = &opts.report {
@@ -86,8 +86,14 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     jvm::set_jni_hooks(jni_hooks::install);
     logger::init(opts.log);
     jvm::connect(vm)?;
-    let leg = loader::load(&opts)?;
-    log::info!("legacy agent {} loaded", leg.path);
+    if opts.agent.is_some() {
+        let leg = loader::load(&opts)?;
+        log::info!("legacy agent {} loaded", leg.path);
+    } else {
+        // HotSpot 1.2-1.5 answered GetEnv(JVMPI_VERSION_1…) for any library at any time: with no
+        // agent named, the shim serves the one interface (agent 0's) to the libraries that ask.
+        log::info!("no legacy agent named: JVMPI is served to the JNI libraries that ask GetEnv for it");
+    }
     let owned_monitors = opts
         .owned_monitors
         .unwrap_or_else(|| jvm::jdk_feature().is_some_and(|f| f >= options::OWNED_MONITORS_FREE_FROM_JDK));
@@ -111,6 +117,9 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     crate::alloc::keep_new_objects(locals);
     crate::methods::set_up(opts.methods_jvmti)?;
     crate::rewrites::configure(opts.cache.as_deref());
+    if let Some(d) = opts.disable_gc_max {
+        crate::gc::set_disable_max(d);
+    }
     if jvm::phase().ok() == Some(jvmti::JVMTI_PHASE_ONLOAD) {
         crate::rewrites::prefetch();
     }
@@ -136,22 +145,26 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
 /// on the emulation the first one set up. Its `JVM_OnLoad` runs at VMInit after the earlier
 /// agents'.
 fn add_agent(opts: &options::Options) -> Result<(), String> {
+    let Some(agent) = &opts.agent else {
+        return Err("jvmpi-shim is loaded already; a further -agentpath:…/libjvmpi_shim.so must name an agent \
+                    (agent=<path-or-name>)"
+            .into());
+    };
     if opts.report.is_some()
         || opts.trace.is_some()
         || opts.methods_jvmti
         || opts.owned_monitors.is_some()
         || opts.cache.is_some()
+        || opts.disable_gc_max.is_some()
     {
         return Err(format!(
-            "agent={}: report=, trace=, methods=, owned-monitors= and cache= apply to every agent of the JVM: give them in the first \
-             -agentpath:…/libjvmpi_shim.so=…",
-            opts.agent
+            "agent={agent}: report=, trace=, methods=, owned-monitors=, cache= and disable-gc-max= apply to every agent of the JVM: give them in the first \
+             -agentpath:…/libjvmpi_shim.so=…"
         ));
     }
     if lifecycle::init_ran() {
         return Err(format!(
-            "agent={}: the JVM is running already; one more legacy agent can only be added at start-up",
-            opts.agent
+            "agent={agent}: the JVM is running already; one more legacy agent can only be added at start-up"
         ));
     }
     if opts.log > log::max_level() {
@@ -277,6 +290,10 @@ fn double_agent(vm: *mut JavaVM, raw_options: Option<Vec<u8>>, reserved: *mut c_
             }
         };
         logger::init(opts.log);
+        if opts.agent.is_none() {
+            log::info!("no JVMTI in this JVM and no legacy agent named: the JVM's own JVMPI serves the libraries");
+            return JNI_OK;
+        }
         let leg = match loader::load(&opts) {
             Ok(l) => l,
             Err(msg) => {

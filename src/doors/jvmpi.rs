@@ -35,6 +35,17 @@ pub(crate) unsafe extern "system" fn get_env(
         if penv.is_null() {
             return JNI_ERR;
         }
+        let a = crate::table::current();
+        if events::is_ready() && !events::in_agent_call() && !called_from_an_agent() {
+            // A JNI library asking at run time: HotSpot's one interface, re-initialised for it.
+            let n = control::reinitialise(a);
+            if n > 0 {
+                log::warn!(
+                    "GetEnv(JVMPI version {version:#x}) from a JNI library at run time: as HotSpot 1.5 did, the one JVMPI \
+                     interface is re-initialised for it, and the {n} events enabled so far are disabled"
+                );
+            }
+        }
         // SAFETY: `penv` is the caller's out-pointer.
         unsafe { *penv = crate::table::for_version(version) };
         log::info!("GetEnv(JVMPI version {version:#x}): the shim's JVMPI interface");
@@ -42,6 +53,18 @@ pub(crate) unsafe extern "system" fn get_env(
     }
     // SAFETY: the caller's JavaVM and out-pointer, passed on.
     unsafe { jvm::startup::real_get_env(vm, penv, version) }
+}
+
+/// Whether the code that called `GetEnv` lies in a legacy agent's library (the agent asking
+/// again, at any time, keeps its events; see [`get_env`]). Read from the return address two
+/// frames up (this function's caller is the door, whose caller is the library).
+#[inline(never)]
+fn called_from_an_agent() -> bool {
+    let mut frames = [std::ptr::null_mut::<c_void>(); 3];
+    // SAFETY: glibc's backtrace writes at most `frames.len()` return addresses into the array.
+    let n = unsafe { libc::backtrace(frames.as_mut_ptr(), frames.len() as i32) };
+    let Some(&caller) = frames.get(2).filter(|_| n >= 3) else { return true };
+    crate::loader::lies_in_an_agent(caller)
 }
 
 /// Agent `a`'s table of doors, installed once in `face::table` (the memory the agent is handed).

@@ -25,7 +25,7 @@ use crate::jvm;
 use jvmti_bindings::sys::jni::{jint, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::cell::Cell;
-use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
+use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -65,6 +65,9 @@ struct Gate {
     holder: OnceLock<fn() -> bool>,
     /// Set while [`close`] waits for the handlers in flight (see [`draining`]).
     draining: AtomicBool,
+    /// The agents (bit a = agent a) told once in the log that an event they enabled found no
+    /// `NotifyEvent` in their interface (set by [`no_handler`]).
+    unhandled_said: AtomicU32,
 }
 
 static GATE: Gate = Gate {
@@ -81,6 +84,7 @@ static GATE: Gate = Gate {
     announcer: OnceLock::new(),
     holder: OnceLock::new(),
     draining: AtomicBool::new(false),
+    unhandled_said: AtomicU32::new(0),
 };
 
 /// This thread's side of the gate. (The hot path's counter is apart, in [`OWNER`]: it has a
@@ -382,6 +386,7 @@ fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
             }
             true
         }
+        (true, None) => no_handler(a, ev.event_type),
         _ => false,
     };
     HERE.with(|h| h.in_flight.set(h.in_flight.get() - 1));
@@ -457,10 +462,26 @@ pub fn send_here(ev: &mut JVMPI_Event) -> bool {
             }
             true
         }
+        (true, None) => no_handler(a, ev.event_type),
         _ => false,
     };
     GATE.in_flight.fetch_sub(1, SeqCst);
     sent
+}
+
+/// An event agent `a` enabled (or requested) while its interface has no `NotifyEvent`: it is
+/// not delivered, and the first such event of each agent is logged (HotSpot 1.5 would have
+/// called through the NULL pointer). Returns false (nothing was sent).
+#[cold]
+fn no_handler(a: usize, event_type: jint) -> bool {
+    if GATE.unhandled_said.fetch_or(1 << a, Relaxed) & (1 << a) == 0 {
+        log::warn!(
+            "{} not delivered: the agent enabled or requested it but its JVMPI interface has no NotifyEvent; \
+             no event reaches it until it sets one (this is said once)",
+            name(event_type & !JVMPI_REQUESTED_EVENT)
+        );
+    }
+    false
 }
 
 /// The hottest path, for method events: [`fast`] said yes for the event (one agent listens, the
@@ -489,7 +510,7 @@ pub fn send_fast(ev: &mut JVMPI_Event, counter: &AtomicUsize) -> bool {
         unsafe { f(ev) };
         true
     } else {
-        false
+        no_handler(0, ev.event_type)
     };
     counter.store(n, Release);
     sent

@@ -160,6 +160,18 @@ pub fn disable(a: usize, event: jint, _arg: *mut c_void) -> jint {
     }
 }
 
+/// `GetEnv(JVMPI_VERSION_1…)` from a JNI library at run time (not from an agent library): as
+/// HotSpot 1.5's `jvmpi::GetInterface_1` re-initialised its one interface for every caller,
+/// every event agent `a` has enabled is disabled (its `NotifyEvent`, which the library is about
+/// to set, is left alone, as there). Returns how many were.
+pub fn reinitialise(a: usize) -> usize {
+    let on: Vec<jint> = event_table::ROWS.iter().map(|r| r.event).filter(|&ev| events::enabled_for(a, ev)).collect();
+    for &ev in &on {
+        disable(a, ev, std::ptr::null_mut());
+    }
+    on.len()
+}
+
 /// What switching an event on or off does beyond JVMTI events (its row's [`Switch`]).
 fn switch(event: jint, on: bool) -> Result<(), String> {
     let Some(row) = event_table::get(event) else { return Ok(()) };

@@ -19,8 +19,17 @@
 //! Between brackets the same thread announces classes that were loaded and that nothing links
 //! (see `classes::flush_pending`).
 //!
-//! `DisableGC`/`EnableGC` nest and change nothing: object IDs are tags, which a collection
-//! neither moves nor invalidates while the object lives.
+//! `DisableGC`/`EnableGC` nest. HotSpot 1.5 held its GC locker between them: no collection
+//! started until EnableGC, and a thread that needed one waited (or the heap grew). The shim does
+//! it with the lever a JVMTI agent has: one of its own threads ("JVMPI GC locker") holds a JNI
+//! critical section on a small array from the first DisableGC to the matching EnableGC (from any
+//! thread), which the collectors with a GC locker honour (see compat-matrix.md, DisableGC, for
+//! which collector on which JDK). As with HotSpot's locker, a thread that needs a collection
+//! meanwhile waits; if that thread is the one that would call EnableGC, it would wait for ever, so
+//! the critical section is given up after `disable-gc-max=` seconds (10 by default), said once;
+//! the EnableGC that follows only balances the count. Where the collector ignores critical
+//! sections (G1 from JDK 22, ZGC, Shenandoah: they pin the array instead) nothing can hold the
+//! collections off: said once in the log and in the migration report.
 
 use crate::abi::*;
 use crate::{alloc, classes, deaths, events, ids, jvm, objects, threads};
@@ -29,7 +38,7 @@ use jvmti_bindings::sys::jvmti;
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::*};
-use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::Duration;
 
 /// The GC room's state, shared by every thread.
@@ -47,8 +56,21 @@ struct GcState {
     /// The delivery thread (set by itself as it starts), woken with `unpark` (a futex wake:
     /// never blocks the GC).
     wake: OnceLock<std::thread::Thread>,
-    /// `DisableGC` calls not matched by `EnableGC` yet (the agent's; changes nothing but a warning).
+    /// `DisableGC` calls not matched by `EnableGC` yet.
     gc_disabled: AtomicI32,
+    /// The GC locker: what DisableGC/EnableGC ask of its thread, and what it does (see [`Locker`]).
+    locker: Mutex<Locker>,
+    /// Signalled when `locker` changes.
+    locker_cv: Condvar,
+    /// How long the locker may hold collections off (`disable-gc-max=`, in ms).
+    locker_max_ms: AtomicU64,
+    /// What the migration report says of this run's DisableGC when it could not do what
+    /// HotSpot's did (the collector ignores the lever, the time limit was reached), set once each.
+    locker_note: Mutex<Option<String>>,
+    /// Said once: the collector ignores the lever ([`say_if_unheld`]); the time limit was
+    /// reached (the locker thread).
+    said_unheld: AtomicBool,
+    said_gave_up: AtomicBool,
     /// One bracket at a time: the GC thread's, or the last one at VM death.
     bracket: Mutex<()>,
     /// The thread inside the bracket under way is leaving the JVM from a handler (ProfilerExit,
@@ -63,6 +85,12 @@ static STATE: GcState = GcState {
     stop: AtomicBool::new(false),
     wake: OnceLock::new(),
     gc_disabled: AtomicI32::new(0),
+    locker: Mutex::new(Locker { want: false, held: false, started: false, failed: false, gave_up: false }),
+    locker_cv: Condvar::new(),
+    locker_max_ms: AtomicU64::new(10_000),
+    locker_note: Mutex::new(None),
+    said_unheld: AtomicBool::new(false),
+    said_gave_up: AtomicBool::new(false),
     bracket: Mutex::new(()),
     abandoned: AtomicBool::new(false),
 };
@@ -439,15 +467,255 @@ pub fn run_gc() {
     }
 }
 
+/// The GC locker's state (under `GcState::locker`).
+struct Locker {
+    /// DisableGC is in force: the locker thread should hold its critical section.
+    want: bool,
+    /// The locker thread holds its critical section now.
+    held: bool,
+    /// The locker thread has been started.
+    started: bool,
+    /// The locker thread could not be started or refused (nothing holds collections off).
+    failed: bool,
+    /// The critical section was given up at `disable-gc-max=` while DisableGC was still in
+    /// force: it is not taken again until EnableGC.
+    gave_up: bool,
+}
+
+fn set_note(msg: String) {
+    let mut n = crate::lock(&STATE.locker_note);
+    *n = Some(match n.take() {
+        Some(old) if !old.contains(&msg) => format!("{old} {msg}"),
+        _ => msg,
+    });
+}
+
+/// The report's note on DisableGC for this run (None: it did what HotSpot's did).
+pub fn locker_note() -> Option<String> {
+    crate::lock(&STATE.locker_note).clone()
+}
+
+/// `disable-gc-max=<seconds>`: how long DisableGC may hold collections off.
+pub fn set_disable_max(d: Duration) {
+    STATE.locker_max_ms.store(d.as_millis().max(1) as u64, SeqCst);
+}
+
+/// How long DisableGC and EnableGC wait for the locker thread to take or give up its critical
+/// section (a collection under way finishes first).
+const LOCKER_WAIT: Duration = Duration::from_secs(5);
+
+fn locker() -> MutexGuard<'static, Locker> {
+    crate::lock(&STATE.locker)
+}
+
 pub fn disable_gc() {
-    STATE.gc_disabled.fetch_add(1, SeqCst);
+    if STATE.gc_disabled.fetch_add(1, SeqCst) > 0 {
+        return; // nested: the locker holds already
+    }
+    if events::shutting_down() {
+        return;
+    }
+    say_if_unheld();
+    let mut l = locker();
+    l.want = true;
+    l.gave_up = false;
+    if !l.started && !l.failed {
+        l.started = true;
+        drop(l);
+        if let Err(e) = start_locker() {
+            log::warn!("DisableGC: the GC locker thread cannot start ({e}); collections are not held off");
+            locker().failed = true;
+            set_note("the GC locker thread could not start: collections went on".into());
+            return;
+        }
+        l = locker();
+    }
+    STATE.locker_cv.notify_all();
+    // HotSpot's DisableGC returned with the locker held: so does this one, once the locker
+    // thread is inside its critical section (a collection under way finishes first).
+    let (l, timeout) = STATE
+        .locker_cv
+        .wait_timeout_while(l, LOCKER_WAIT, |l| l.want && !l.held && !l.failed && !l.gave_up)
+        .unwrap_or_else(|e| e.into_inner());
+    if timeout.timed_out() && !l.held {
+        log::warn!(
+            "DisableGC: the GC locker did not get hold within {} s; collections may still run",
+            LOCKER_WAIT.as_secs()
+        );
+    }
 }
 
 pub fn enable_gc() {
-    if STATE.gc_disabled.fetch_sub(1, SeqCst) <= 0 {
+    let was = STATE.gc_disabled.fetch_sub(1, SeqCst);
+    if was <= 0 {
         STATE.gc_disabled.fetch_add(1, SeqCst);
         log::warn!("EnableGC without a matching DisableGC; ignored");
+        return;
     }
+    if was > 1 {
+        return; // still disabled by an outer DisableGC
+    }
+    let mut l = locker();
+    l.want = false;
+    l.gave_up = false;
+    STATE.locker_cv.notify_all();
+    // Collections may run once EnableGC has returned: wait for the critical section's end.
+    let _ = STATE.locker_cv.wait_timeout_while(l, LOCKER_WAIT, |l| l.held).unwrap_or_else(|e| e.into_inner());
+}
+
+/// Which collector this JVM runs, from its command line (the JVM's own options and those of
+/// `JAVA_TOOL_OPTIONS`, `JDK_JAVA_OPTIONS`, `_JAVA_OPTIONS`), else HotSpot's default choice
+/// (G1 on a machine with 2 CPUs and 1792 MB or more, Serial below).
+fn collector() -> &'static str {
+    static GC: OnceLock<&'static str> = OnceLock::new();
+    GC.get_or_init(|| {
+        let mut words: Vec<String> = std::fs::read("/proc/self/cmdline")
+            .map(|b| b.split(|&c| c == 0).map(|w| String::from_utf8_lossy(w).into_owned()).collect())
+            .unwrap_or_default();
+        for v in ["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS"] {
+            if let Ok(s) = std::env::var(v) {
+                words.extend(s.split_whitespace().map(str::to_string));
+            }
+        }
+        let mut gc = None;
+        for w in &words {
+            gc = match w.as_str() {
+                "-XX:+UseSerialGC" => Some("Serial"),
+                "-XX:+UseParallelGC" | "-XX:+UseParallelOldGC" => Some("Parallel"),
+                "-XX:+UseG1GC" => Some("G1"),
+                "-XX:+UseZGC" => Some("ZGC"),
+                "-XX:+UseShenandoahGC" => Some("Shenandoah"),
+                "-XX:+UseEpsilonGC" => Some("Epsilon"),
+                _ => gc,
+            };
+        }
+        gc.unwrap_or_else(|| {
+            // SAFETY: sysconf only reads system figures.
+            let (cpus, pages, page) = unsafe {
+                (
+                    libc::sysconf(libc::_SC_NPROCESSORS_ONLN),
+                    libc::sysconf(libc::_SC_PHYS_PAGES),
+                    libc::sysconf(libc::_SC_PAGESIZE),
+                )
+            };
+            if cpus >= 2 && pages.saturating_mul(page) >= 1792 << 20 {
+                "G1"
+            } else {
+                "Serial"
+            }
+        })
+    })
+}
+
+/// Whether this JVM's collector holds collections off while a JNI critical section is held
+/// (measured: compat-matrix.md, DisableGC): Serial, Parallel and ZGC on JDK 11-25, G1 up to
+/// JDK 21 (from JDK 22 it pins the array's region instead); Shenandoah never (it pins);
+/// Epsilon never collects.
+fn critical_holds_gc() -> bool {
+    match collector() {
+        "G1" => jvm::jdk_feature().is_some_and(|f| f < 22),
+        "Shenandoah" => false,
+        _ => true,
+    }
+}
+
+/// Said once: the collector of this JVM does not honour the lever, so DisableGC cannot hold
+/// collections off.
+fn say_if_unheld() {
+    if critical_holds_gc() || STATE.said_unheld.swap(true, SeqCst) {
+        return;
+    }
+    let jdk = jvm::jdk_feature().map_or_else(|| "?".into(), |f| f.to_string());
+    let msg = format!(
+        "DisableGC cannot hold collections off with the {} collector on JDK {jdk}: it ignores JNI critical sections \
+         (the only lever a JVMTI agent has); collections go on between DisableGC and EnableGC (Serial, Parallel and ZGC hold them)",
+        collector()
+    );
+    log::warn!("{msg}");
+    set_note(msg.clone());
+}
+
+fn start_locker() -> Result<(), String> {
+    let go = || -> Result<(), String> {
+        let jni = jvm::Jni::current().ok_or("no JNIEnv")?;
+        let t = jni.new_thread("JVMPI GC locker").ok_or("cannot make its thread")?;
+        threads::mark_own(t);
+        let r = jvm::run_agent_thread(t, locker_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);
+        jni.delete_local_ref(t);
+        r.map_err(jvm::err_name)
+    };
+    if jvm::current_jni().is_some() {
+        go()
+    } else {
+        jvm::attached(go).unwrap_or_else(|| Err("the calling thread cannot be attached".into()))
+    }
+}
+
+/// The GC locker thread: holds a JNI critical section while DisableGC is in force.
+unsafe extern "system" fn locker_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut JNIEnv, _arg: *mut c_void) {
+    threads::own_thread_here();
+    crate::guard("GC locker thread", (), || {
+        let jni = jvm::Jni::of(env);
+        let Some(array) = jni.new_int_array_global(1) else {
+            log::warn!("DisableGC: the GC locker has no array to hold; collections are not held off");
+            locker().failed = true;
+            STATE.locker_cv.notify_all();
+            return;
+        };
+        loop {
+            let l = locker();
+            let l = STATE
+                .locker_cv
+                .wait_while(l, |l| !(l.want && !l.gave_up) && !STATE.stop.load(SeqCst))
+                .unwrap_or_else(|e| e.into_inner());
+            if STATE.stop.load(SeqCst) {
+                return;
+            }
+            drop(l);
+            // Inside the critical section no JNI or JVMTI call is made: only this room's lock,
+            // its condition variable and the clock.
+            let held = jni.with_critical(array, || {
+                let mut l = locker();
+                l.held = true;
+                STATE.locker_cv.notify_all();
+                let max = Duration::from_millis(STATE.locker_max_ms.load(SeqCst));
+                let (mut l, t) = STATE
+                    .locker_cv
+                    .wait_timeout_while(l, max, |l| l.want && !STATE.stop.load(SeqCst))
+                    .unwrap_or_else(|e| e.into_inner());
+                if t.timed_out() && l.want {
+                    l.gave_up = true;
+                }
+                let gave_up = l.gave_up;
+                l.held = false;
+                gave_up
+            });
+            STATE.locker_cv.notify_all();
+            match held {
+                Some(true) => {
+                    if !STATE.said_gave_up.swap(true, SeqCst) {
+                        let msg = format!(
+                            "DisableGC held collections off for {} ms without EnableGC: given up, so that a thread \
+                             waiting for memory (perhaps the one that would call EnableGC) cannot wait for ever \
+                             (disable-gc-max=; said once)",
+                            STATE.locker_max_ms.load(SeqCst)
+                        );
+                        log::warn!("{msg}");
+                        set_note(msg.clone());
+                    }
+                }
+                Some(false) => {}
+                None => {
+                    log::warn!(
+                        "DisableGC: the JVM refused the GC locker's critical section; collections are not held off"
+                    );
+                    locker().failed = true;
+                    STATE.locker_cv.notify_all();
+                    return;
+                }
+            }
+        }
+    })
 }
 
 #[cfg(test)]

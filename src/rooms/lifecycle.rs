@@ -81,11 +81,13 @@ pub(crate) fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), Strin
             return Err(format!("legacy agent {}: JVM_OnLoad returned {rc} (JNI_ERR)", leg.path));
         }
         if table::notify_event(a).is_none() {
-            return Err(format!(
-                "legacy agent {}: JVM_OnLoad returned without setting NotifyEvent in its JVMPI interface \
-                 (did it call GetEnv with JVMPI_VERSION_1?)",
+            // HotSpot started such an agent (one that only uses the interface's functions, such
+            // as GetCurrentThreadCpuTime from its JNI natives): so does the shim. An event it
+            // enables finds no handler and is not delivered (logged once, `events::send`).
+            log::info!(
+                "legacy agent {}: JVM_OnLoad returned without setting NotifyEvent; it gets no events until it sets one",
                 leg.path
-            ));
+            );
         }
     }
     if let Err(e) = gc::start(env) {
@@ -107,13 +109,19 @@ pub(crate) fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), Strin
 /// (`System.exit`, `Runtime.halt`, `DestroyJavaVM`), just before VM death: then the GC room
 /// starts no more heap walks (see [`gc::quiesce_for_exit`]) before the thread ends for the agent.
 pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
-    if takes_the_jvm_down(thread) {
+    let exiting = takes_the_jvm_down(thread);
+    if exiting {
         let _ = STATE.halt_at.set(std::time::Instant::now());
         gc::quiesce_for_exit();
     }
     alloc::on_thread_end(env);
     crate::javamonitors::on_thread_end(env);
-    threads::on_thread_end(env, thread);
+    if exiting && events::is_ready() {
+        // Its THREAD_END comes at VM death, just before JVM_SHUT_DOWN, as in HotSpot 1.5.
+        threads::hold_end(env, thread);
+    } else {
+        threads::on_thread_end(env, thread);
+    }
 }
 
 /// A thread that ends with Java frames on its stack is in `Shutdown.halt0` (a normal end comes
@@ -141,18 +149,18 @@ pub fn vm_death(env: *mut JNIEnv) {
     // From now on the shim's waits for its JVMTI event switch are bounded (a thread an agent
     // suspended inside a JVMTI call made under it may be resumed only after JVM_SHUT_DOWN).
     jvm::set_exiting();
-    // The dying thread has had its THREAD_END already (JDK 11+ posts ThreadEnd first); it sends
-    // what follows (classes owed, the last bracket, JVM_SHUT_DOWN), so it is announced again
-    // while the gate is open, and the agent finds its thread and thread-local storage.
-    if events::is_ready() {
-        threads::announce_for_shutdown(env);
-    }
+    // The dying thread's THREAD_END is held back (see `on_thread_end`): it sends what follows
+    // (classes owed, the last bracket, JVM_SHUT_DOWN) as the thread the agent knows, announced
+    // once. HotSpot 1.5's `before_exit` sent that thread's THREAD_END just before JVM_SHUT_DOWN;
+    // agents look the JVM_SHUT_DOWN thread up (HPROF's thread table), so here it never ends
+    // for the agent: its end is only recorded once the gate has closed.
     gc::stop();
     classes::flush_pending(env, std::time::Duration::ZERO);
     gc::last_bracket(env, &mut patience);
     if events::close(&mut patience) && events::enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
         events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, threads::event_env(env)));
     }
+    threads::end_exiting();
     events::finish();
     threads::release_all();
     reset::disarm();

@@ -123,7 +123,7 @@ fn jdk_library_dirs() -> Vec<PathBuf> {
 /// one-line messages.
 pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
     let _g = crate::lock(&STATE.loading);
-    let name = &opts.agent;
+    let Some(name) = &opts.agent else { return Err("no legacy agent named (agent=<path-or-name>)".into()) };
     if count() == MAX_AGENTS {
         return Err(format!("agent={name}: at most {MAX_AGENTS} legacy agents can run in one JVM"));
     }
@@ -224,6 +224,21 @@ fn in_the_shim(p: *const c_void) -> bool {
     };
     let own = base(in_the_shim as *const c_void);
     own.is_some() && base(p) == own
+}
+
+/// Whether address `p` lies in the library of a loaded legacy agent.
+pub fn lies_in_an_agent(p: *const c_void) -> bool {
+    let base = file_base(p);
+    base.is_some() && legacies().iter().any(|l| file_base(l.onload as *const c_void) == base)
+}
+
+/// The load address of the shared object `p` lies in.
+fn file_base(a: *const c_void) -> Option<usize> {
+    // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-pointer.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let found = unsafe { libc::dladdr(a, &mut info) } != 0;
+    found.then_some(info.dli_fbase as usize)
 }
 
 /// Calls the legacy `JVM_OnLoad(vm, options, NULL)` and returns its result.

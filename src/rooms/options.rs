@@ -1,6 +1,8 @@
 //! The shim's option string: what follows `-agentpath:…/libjvmpi_shim.so=`.
 //!
-//! Syntax: `[log=<level>,]agent=<path-or-name>[:<agent options>]`
+//! Syntax: `[log=<level>,]agent=<path-or-name>[:<agent options>]`, or the shim options alone
+//! (none at all: `-agentpath:…/libjvmpi_shim.so`): no legacy agent, the shim only serves
+//! `GetEnv(JVMPI_VERSION_1…)` to the JNI libraries that ask for it at run time.
 //!
 //! * Shim options come first, comma-separated `key=value`: `log=` (`off`, `error`, `warn`
 //!   (default), `info`, `debug`); `report=<file>` (the migration report at exit: `-` for
@@ -33,8 +35,9 @@ pub struct Options {
     /// `jobjectID2jobject` answers for an object whose OBJECT_ALLOC is being delivered before its
     /// constructor runs; None: the default (yes from [`OWNED_MONITORS_FREE_FROM_JDK`] on).
     pub locals: Option<bool>,
-    /// `agent=` value up to the first `:`: a path (contains `/`) or a bare library name.
-    pub agent: String,
+    /// `agent=` value up to the first `:`: a path (contains `/`) or a bare library name; `None`
+    /// without `agent=` (the shim serves JVMPI to the libraries that ask, no agent is loaded).
+    pub agent: Option<String>,
     /// The legacy agent's own options, byte for byte; `None` (the agent gets `NULL`) when
     /// `agent=` has no `:`.
     pub agent_options: Option<Vec<u8>>,
@@ -48,6 +51,8 @@ pub struct Options {
     pub trace_max: u64,
     /// `cache=`: the start-up rewrite cache's directory, or `off`; `None`: the default one.
     pub cache: Option<String>,
+    /// `disable-gc-max=<seconds>`: how long DisableGC may hold collections off (default 10).
+    pub disable_gc_max: Option<std::time::Duration>,
 }
 
 /// The first JDK whose C2 keeps escape analysis on while an environment possesses
@@ -62,7 +67,7 @@ pub const TRACE_FAMILIES: [&str; 9] = ["thread", "class", "object", "gc", "monit
 /// unquoted: jcmd's own parser takes `agent=<lib>` (and `log=…`) for a key and value of its own
 /// and passes only the key, the bare word `agent`. The message for that case (None otherwise).
 pub fn unquoted_jcmd_hint(text: &str) -> Option<String> {
-    const KEYS: [&str; 10] = [
+    const KEYS: [&str; 11] = [
         "agent",
         "log",
         "methods",
@@ -73,6 +78,7 @@ pub fn unquoted_jcmd_hint(text: &str) -> Option<String> {
         "trace-events",
         "trace-max",
         "cache",
+        "disable-gc-max",
     ];
     let word = text.trim();
     if !KEYS.contains(&word) {
@@ -95,12 +101,27 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
     let mut owned_monitors = None;
     let mut locals = None;
     let mut cache = None;
+    let mut disable_gc_max = None;
     let mut rest = raw;
     loop {
         if rest.is_empty() {
-            return Err("no legacy agent named: add `agent=<path-or-name>` to the shim's options, \
-                        e.g. -agentpath:/path/libjvmpi_shim.so=agent=/path/libprof.so:opt1,opt2"
-                .into());
+            if raw.last() == Some(&b',') {
+                return Err("empty option at the end of the shim's options (a trailing comma?)".into());
+            }
+            return Ok(Options {
+                log,
+                methods_jvmti,
+                owned_monitors,
+                locals,
+                agent: None,
+                agent_options: None,
+                report,
+                trace,
+                trace_events,
+                trace_max,
+                cache,
+                disable_gc_max,
+            });
         }
         if let Some(after) = rest.strip_prefix(b"agent=") {
             let (name, opts) = match after.iter().position(|&b| b == b':') {
@@ -123,13 +144,14 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                 methods_jvmti,
                 owned_monitors,
                 locals,
-                agent: name.to_string(),
+                agent: Some(name.to_string()),
                 agent_options: opts,
                 report,
                 trace,
                 trace_events,
                 trace_max,
                 cache,
+                disable_gc_max,
             });
         }
         let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
@@ -176,6 +198,12 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                 }
             }
             Some(("cache", v)) if !v.is_empty() => cache = Some(v.to_string()),
+            Some(("disable-gc-max", v)) => {
+                let secs: f64 = v.parse().ok().filter(|s: &f64| s.is_finite() && *s > 0.0).ok_or_else(|| {
+                    format!("bad `disable-gc-max={v}`: a number of seconds greater than 0")
+                })?;
+                disable_gc_max = Some(std::time::Duration::from_secs_f64(secs));
+            }
             Some(("trace-max", v)) => {
                 trace_max = v.parse().map_err(|_| format!("bad `trace-max={v}`: a number of lines"))?;
             }
@@ -183,7 +211,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
             _ => {
                 return Err(format!(
                     "unknown shim option `{item}` (known: log=<level>, methods=bci|jvmti, owned-monitors=yes|no, locals=yes|no, report=<file>, trace=<file>, \
-                     trace-events=<families>, trace-max=<lines>, cache=<dir>|off, agent=<lib>[:<agent options>]; agent= must come last)"
+                     trace-events=<families>, trace-max=<lines>, cache=<dir>|off, disable-gc-max=<seconds>, agent=<lib>[:<agent options>]; agent= must come last)"
                 ))
             }
         }
@@ -211,7 +239,7 @@ mod tests {
     #[test]
     fn agent_options_survive_byte_for_byte() {
         let o = ok("agent=/x/libold.so:heap=sites,depth=4,file=out.txt:x=y");
-        assert_eq!(o.agent, "/x/libold.so");
+        assert_eq!(o.agent.as_deref(), Some("/x/libold.so"));
         assert_eq!(o.agent_options.as_deref(), Some(&b"heap=sites,depth=4,file=out.txt:x=y"[..]));
         assert_eq!(o.log, LevelFilter::Warn);
     }
@@ -220,8 +248,8 @@ mod tests {
     fn shim_options_before_agent() {
         let o = ok("log=debug,agent=hprof:cpu=samples");
         assert_eq!(
-            (o.log, o.agent.as_str(), o.agent_options.as_deref()),
-            (LevelFilter::Debug, "hprof", Some(&b"cpu=samples"[..]))
+            (o.log, o.agent.as_deref(), o.agent_options.as_deref()),
+            (LevelFilter::Debug, Some("hprof"), Some(&b"cpu=samples"[..]))
         );
         // -Xrun<name> without options passed NULL; with a trailing ':' an empty string.
         assert_eq!(ok("agent=hprof").agent_options, None);
@@ -246,13 +274,20 @@ mod tests {
     }
 
     #[test]
-    fn rejects_ambiguous_or_missing() {
-        for bad in
-            ["", "log=debug", "agent=", "agent=:x", "agent=a,b=c", "foo=1,agent=x", "log=loud,agent=x", ",agent=x"]
+    fn rejects_ambiguous() {
+        for bad in ["agent=", "agent=:x", "agent=a,b=c", "foo=1,agent=x", "log=loud,agent=x", ",agent=x", "log=debug,"]
         {
             assert!(parse(Some(bad.as_bytes())).is_err(), "{bad:?} accepted");
         }
-        assert!(parse(None).is_err());
+    }
+
+    #[test]
+    fn no_agent_serves_libraries() {
+        for none in [None, Some(&b""[..]), Some(&b"log=debug"[..]), Some(&b"report=-,log=info"[..])] {
+            let o = parse(none).unwrap();
+            assert_eq!((o.agent, o.agent_options), (None, None), "{none:?}");
+        }
+        assert_eq!(ok("log=info").log, LevelFilter::Info);
     }
 
     #[test]

@@ -118,6 +118,9 @@ struct ThreadsState {
     /// Offset of the JNIEnv inside HotSpot's JavaThread, measured once on a known thread (the
     /// first catch-up of threads that were there before the shim).
     env_offset: OnceLock<Option<jlong>>,
+    /// The thread taking the JVM down, whose THREAD_END waits for VM death (its JNIEnv and a
+    /// global reference to its `java.lang.Thread`): set by [`hold_end`], taken by [`end_exiting`].
+    exiting: Mutex<Option<(usize, usize)>>,
 }
 
 static STATE: ThreadsState = ThreadsState {
@@ -133,12 +136,17 @@ static STATE: ThreadsState = ThreadsState {
     closed: AtomicBool::new(false),
     stop_resumer: AtomicBool::new(false),
     env_offset: OnceLock::new(),
+    exiting: Mutex::new(None),
 };
 
 fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
     let r = STATE.threads.get(&(env as usize)).map(|r| r.clone());
     if r.is_none() {
-        if STATE.ended.contains_key(&(env as usize)) || events::is_dead() {
+        if env.is_null() {
+            // The owner of a monitor nobody owns, as a MONITOR_DUMP writes it (NULL): tools
+            // pass it on as they found it (a dump's reader suspending "each owner").
+            log::debug!("{what}(NULL): no thread");
+        } else if STATE.ended.contains_key(&(env as usize)) || events::is_dead() {
             // A thread that has just ended, or the VM is going away: HotSpot answered quietly.
             log::debug!("{what}({env:p}): the thread has ended");
         } else {
@@ -196,15 +204,16 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
 
 /// Sends THREAD_START for `rec` once to each agent that wants it (or every time to the
 /// requesting agent, when requested).
-fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool) -> Result<(), String> {
+fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool, started: bool) -> Result<(), String> {
     let want = events::listeners(JVMPI_EVENT_THREAD_START);
     if !requested && want & !rec.announced.load(SeqCst) == 0 {
         return Ok(());
     }
     let (name, group, parent) = jvm::thread_names(rec.jthread()).map_err(jvm::err_name)?;
-    if !requested && name.is_empty() && group.is_empty() {
-        // A thread attaching itself (DestroyJavaVM) is still running its Thread's constructor:
-        // it is announced with its name once that is done (its JVMTI ThreadStart, or a later event).
+    if !requested && name.is_empty() && (group.is_empty() || !started) {
+        // A thread attaching itself (DestroyJavaVM) is still running its Thread's constructor,
+        // which sets the group before the name since JDK 19: it is announced with its name once
+        // that is done (its JVMTI ThreadStart, after which an empty name is the thread's own).
         return Err(UNNAMED.into());
     }
     let to = if requested { 0 } else { want & !rec.announced.fetch_or(want, SeqCst) };
@@ -248,7 +257,7 @@ pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
         }
         jvm::set_announced_here(true);
         if events::enabled(JVMPI_EVENT_THREAD_START) {
-            if let Err(e) = announce(&rec, env, false) {
+            if let Err(e) = announce(&rec, env, false, true) {
                 log::debug!("THREAD_START: {e}");
             }
         }
@@ -646,14 +655,29 @@ pub fn event_env(env: *mut JNIEnv) -> *mut JNIEnv {
     PINS.with(|s| s.stand_in.borrow().as_ref().map_or(std::ptr::null_mut(), |p| p.env()))
 }
 
-/// [`ensure_current_announced`] for JVM_SHUT_DOWN: VM death comes in the `DestroyJavaVM` thread
-/// right after its own THREAD_END (JDK 11+ posts ThreadEnd first), and the agent must find that
-/// thread and its storage, so it is announced again. HotSpot 1.5 sent JVM_SHUT_DOWN before that
-/// thread's end.
-pub fn announce_for_shutdown(env: *mut JNIEnv) {
-    if !OWN.with(|o| o.get()) {
-        ensure_announced(env, true);
+/// The thread taking the JVM down (`DestroyJavaVM`, or the one in `System.exit`) has had its
+/// JVMTI ThreadEnd before VM death (JDK 11+), but what VM death sends (classes owed, the last GC
+/// bracket, JVM_SHUT_DOWN) comes from it: its THREAD_END is held back ([`end_exiting`]), so it
+/// is announced once and stays the agent's known thread to the end. Kept here: its JNIEnv and a
+/// global reference to its `java.lang.Thread`.
+pub fn hold_end(env: *mut JNIEnv, thread: jthread) {
+    let jni = jvm::Jni::of(env);
+    let g = jni.new_global_ref(thread);
+    if g.is_null() {
+        on_thread_end(env, thread);
+        return;
     }
+    if let Some((e, old)) = crate::lock(&STATE.exiting).replace((env as usize, g as usize)) {
+        // Two threads taking the JVM down: the first one's end is sent now.
+        on_thread_end(e as *mut JNIEnv, old as jthread);
+    }
+}
+
+/// VM death, after JVM_SHUT_DOWN (the gate closed, so no THREAD_END reaches the agent): the end
+/// of the thread taking the JVM down ([`hold_end`]) is recorded.
+pub fn end_exiting() {
+    let Some((e, t)) = crate::lock(&STATE.exiting).take() else { return };
+    on_thread_end(e as *mut JNIEnv, t as jthread);
 }
 
 /// Announces the current thread if it has not been; false if it may send no event (it is
@@ -695,7 +719,7 @@ fn ensure_announced(env: *mut JNIEnv, even_after_end: bool) -> bool {
             // Live again for the agent (before its THREAD_START goes out, which checks this).
             STATE.ended.remove(&(env as usize));
         }
-        if events::enabled(JVMPI_EVENT_THREAD_START) && announce(&rec, env, false).is_err_and(|e| e == UNNAMED) {
+        if events::enabled(JVMPI_EVENT_THREAD_START) && announce(&rec, env, false, false).is_err_and(|e| e == UNNAMED) {
             // Not announced yet, so its events are not sent (HotSpot announced an attaching
             // thread once its Thread object existed).
             return false;
@@ -759,7 +783,7 @@ pub fn announce_all() {
                 // Pinned while it is announced from this thread: its THREAD_END, if it is ending
                 // now, comes after this THREAD_START; one whose end has begun is not announced.
                 if let Some(_pin) = pin_live(&rec) {
-                    let _ = announce(&rec, env, false);
+                    let _ = announce(&rec, env, false, true);
                 }
             }
             None => log::info!("a running thread's JNIEnv could not be found; it is announced when it sends an event"),
@@ -801,7 +825,7 @@ pub fn request(id: jobjectID) -> Result<(), String> {
             rec.ok_or_else(|| format!("{id:p} is not a running thread"))?
         }
     };
-    announce(&rec, env, true)
+    announce(&rec, env, true, true)
 }
 
 // ---- JVMPI functions ---------------------------------------------------------------------------

@@ -906,6 +906,29 @@ impl Jni {
         self.clear_exception();
         v
     }
+    /// A new `int[n]` as a global reference (the shim's own, never reported); None if refused.
+    pub fn new_int_array_global(&self, n: i32) -> Option<jobject> {
+        let _i = Internal::enter();
+        let a = self.0.new_int_array(n)?;
+        let g = self.new_global_ref(a);
+        self.delete_local_ref(a);
+        self.clear_exception();
+        (!g.is_null()).then_some(g)
+    }
+    /// Runs `f` inside a JNI critical section on the primitive array `array`
+    /// (`GetPrimitiveArrayCritical` … `ReleasePrimitiveArrayCritical`): while it runs, the
+    /// collectors that honour JNI critical sections with a GC locker (HotSpot's `GCLocker`) start
+    /// no collection. `f` must make no JNI or JVMTI call and must not wait for a Java thread.
+    /// None if the JVM refused the array.
+    pub fn with_critical<R>(&self, array: jobject, f: impl FnOnce() -> R) -> Option<R> {
+        // SAFETY: `array` is a live primitive array (the caller's global reference); the guard
+        // is released exactly once, when it drops at the end of this block, and `f` obeys the
+        // critical section's rules (the caller's contract).
+        let held = unsafe { self.0.get_primitive_array_critical(array as jni::jarray) }?;
+        let r = f();
+        drop(held);
+        Some(r)
+    }
     /// `Runtime.getRuntime().totalMemory()`.
     pub fn total_memory(&self) -> Option<jlong> {
         let _i = Internal::enter();
