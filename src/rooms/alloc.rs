@@ -1222,8 +1222,9 @@ fn offer(jni: &jvm::Jni, klass: jclass, hash: u32, ctag: jlong, s: Shape) -> boo
     // The shape class is initialised (`publish_table`) and its constructor calls only
     // WeakReference's: no class loads, and no event (the call is the shim's own); no trace
     // shows its frames.
-    let Some(o) = calltrace::own_work(jni.raw(), || jni.new_object(p.class as jclass, p.ctor as jmethodID, &args))
-    else {
+    let Some(o) = calltrace::own_work(jni.raw(), p.ctor as jmethodID, || {
+        jni.new_object(p.class as jclass, p.ctor as jmethodID, &args)
+    }) else {
         return true;
     };
     let w = jni.new_weak(klass);

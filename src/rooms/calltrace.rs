@@ -17,7 +17,7 @@
 //! * the Java work the shim does itself in a thread of the program ([`own_work`]: linking a
 //!   class it announces, through `Class.getDeclaredFields0`; making the allocation tracker's
 //!   record of a class, a `JvmpiShimTracker$Shape`): while it runs, a trace of that
-//!   thread, taken by any thread, shows the stack as it was when the shim began, e.g.
+//!   thread, taken by any thread, shows the stack below the shim's outermost call, e.g.
 //!   `ClassLoader.defineClass1` on top for a class being defined. The work the JVM does for
 //!   that call (verification, and the classes it loads, through the program's loaders too) is
 //!   the definition's, not a frame of its own.
@@ -26,7 +26,7 @@ use crate::abi::{JVMPI_CallFrame, JVMPI_CallTrace, JVMPI_EVENT_CLASS_LOAD, LINE_
 use crate::idhash::{IdMap, IdSet};
 use crate::{bci, jvm};
 use crate::{classes, lines, threads};
-use jvmti_bindings::sys::jni::{jint, jlong, jmethodID, JNIEnv};
+use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, JNIEnv};
 use jvmti_bindings::sys::jvmti::jvmtiFrameInfo;
 use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
@@ -66,11 +66,16 @@ struct CalltraceState {
     /// Changes of what traces hide (methods hidden, natives wrapped), counted by [`hide`] and
     /// [`natives_wrapped`]: part of [`generation`].
     hiding: AtomicU32,
-    /// Threads inside Java work of the shim's own ([`own_work`]), by JNIEnv: how many frames
-    /// their stack had when it began (their traces begin there). Written by [`own_work`].
-    own: LazyLock<IdMap<usize, jint>>,
+    /// Threads inside Java work of the shim's own ([`own_work`]), by JNIEnv: the method the
+    /// shim called (the work's first frame) and how many of its frames the work has put on the
+    /// thread's stack (nested calls), so that traces begin below the outermost. Written by
+    /// [`own_work`].
+    own: LazyLock<IdMap<usize, (usize, u32)>>,
     /// How many threads are in `own` (read first: 0 costs traces nothing more).
     owners: AtomicUsize,
+    /// The method `jvm::Jni::link_class` calls (`Class.getDeclaredFields0`), found by the first
+    /// [`link_unseen`] (0: not yet).
+    linker: AtomicUsize,
 }
 
 static STATE: CalltraceState = CalltraceState {
@@ -82,17 +87,34 @@ static STATE: CalltraceState = CalltraceState {
     hiding: AtomicU32::new(0),
     own: LazyLock::new(IdMap::default),
     owners: AtomicUsize::new(0),
+    linker: AtomicUsize::new(0),
 };
 
-/// Runs `f`, Java work of the shim's own in the current thread (`env`), hidden from traces:
-/// while it runs, a trace of this thread shows its stack as it was before (see the module's
-/// documentation). Nested calls count as the outermost one. Costs one JVMTI `GetFrameCount`.
-pub fn own_work<R>(env: *mut JNIEnv, f: impl FnOnce() -> R) -> R {
+/// Runs `f`, Java work of the shim's own in the current thread (`env`) that begins with a call
+/// of `first` (a method only the shim calls on the program's threads while this runs, or whose
+/// calls nest in it), hidden from traces: while it runs, a trace of this thread shows its stack
+/// as it was before, from below the outermost frame of `first` that this work put there (see
+/// the module's documentation). No JVM call: only the traces taken meanwhile pay.
+pub fn own_work<R>(env: *mut JNIEnv, first: jmethodID, f: impl FnOnce() -> R) -> R {
     let key = env as usize;
-    if STATE.owners.load(Acquire) != 0 && STATE.own.contains_key(&key) {
-        return f();
+    let nested = STATE.owners.load(Acquire) != 0 && STATE.own.contains_key(&key);
+    if nested {
+        // Only nested calls of the same method count (the work of another is not cut apart).
+        let same = STATE.own.get_mut(&key).map(|mut e| {
+            let same = e.0 == first as usize;
+            if same {
+                e.1 += 1;
+            }
+            same
+        });
+        let r = f();
+        if same == Some(true) {
+            if let Some(mut e) = STATE.own.get_mut(&key) {
+                e.1 -= 1;
+            }
+        }
+        return r;
     }
-    let Ok(depth) = jvm::frame_count(std::ptr::null_mut()) else { return f() };
     struct Done(usize);
     impl Drop for Done {
         fn drop(&mut self) {
@@ -100,19 +122,37 @@ pub fn own_work<R>(env: *mut JNIEnv, f: impl FnOnce() -> R) -> R {
             STATE.owners.fetch_sub(1, Release);
         }
     }
-    STATE.own.insert(key, depth);
+    STATE.own.insert(key, (first as usize, 1));
     STATE.owners.fetch_add(1, Release);
     let _done = Done(key);
     f()
 }
 
-/// Inside [`own_work`], how many frames the stack of the thread of `env` had when that began.
+/// Links `k` (JNI `Class.getDeclaredFields0`, see `jvm::Jni::link_class`) as work of the shim's
+/// own, unseen by traces ([`own_work`]).
+pub fn link_unseen(jni: &jvm::Jni, k: jclass) {
+    let mut m = STATE.linker.load(Relaxed);
+    if m == 0 {
+        m = jni
+            .method_id("java/lang/Class", "getDeclaredFields0", "(Z)[Ljava/lang/reflect/Field;", false)
+            .or_else(|| jni.method_id("java/lang/Class", "getDeclaredFields", "()[Ljava/lang/reflect/Field;", false))
+            .map_or(0, |m| m as usize);
+        STATE.linker.store(m, Relaxed);
+    }
+    if m == 0 {
+        return jni.link_class(k);
+    }
+    own_work(jni.raw(), m as jmethodID, || jni.link_class(k))
+}
+
+/// Inside [`own_work`], its first method and how many frames of it the work has put on the
+/// stack of the thread of `env`.
 #[inline]
-fn own_depth(env: *mut JNIEnv) -> Option<jint> {
+fn own_of(env: *mut JNIEnv) -> Option<(usize, u32)> {
     if STATE.owners.load(Acquire) == 0 {
         return None;
     }
-    STATE.own.get(&(env as usize)).map(|d| *d)
+    STATE.own.get(&(env as usize)).map(|e| *e)
 }
 
 /// Some class has native methods wrapped: traces look for renamed natives and wrappers.
@@ -428,12 +468,8 @@ fn fill_here(
         e => e,
     };
     let mut fetch = depth.saturating_add(more).min(MAX_FETCH);
-    // Inside work of the shim's own, from the frame on top when it began (none: no frame).
-    let mut start = match own_depth(trace.env_id) {
-        Some(0) => return 0,
-        Some(d) => -d,
-        None => 0,
-    };
+    // Inside work of the shim's own: the trace begins below its outermost frame.
+    let own = own_of(trace.env_id);
     // Buffers on the stack for the usual depths, not cleared: only what is written is read.
     let mut small = [const { MaybeUninit::<jvmtiFrameInfo>::uninit() }; ON_STACK];
     let mut large = Vec::new();
@@ -446,13 +482,8 @@ fn fill_here(
             large.resize(fetch, MaybeUninit::uninit());
             &mut large[..]
         };
-        let buf = match jvm::stack_trace_from(thread, start, buf) {
+        let buf = match jvm::stack_trace_into(thread, buf) {
             Ok(b) => b,
-            Err(jvmti_bindings::sys::jvmti::jvmtiError::ILLEGAL_ARGUMENT) if start != 0 => {
-                // The shim's work ended meanwhile and the stack is shallower now: from the top.
-                start = 0;
-                continue;
-            }
             Err(e) => {
                 let quiet = e == jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE;
                 let level = if quiet { log::Level::Debug } else { crate::events::edge_level(Some(e)) };
@@ -462,6 +493,26 @@ fn fill_here(
         };
         let got = buf.len();
         let complete = got < fetch;
+        // The frames of the shim's own work, from the top down to its outermost call of its
+        // first method: left out. Not all fetched yet: fetch more (all of them were, once the
+        // stack is complete: the work may have ended meanwhile).
+        let skip = match own {
+            None => 0,
+            Some((first, n)) => {
+                let mut seen = 0;
+                match buf.iter().position(|f| {
+                    seen += u32::from(f.method as usize == first);
+                    seen == n
+                }) {
+                    Some(c) => c + 1,
+                    None if !complete && fetch < MAX_FETCH => {
+                        fetch = fetch.saturating_mul(2).min(MAX_FETCH);
+                        continue;
+                    }
+                    None => 0,
+                }
+            }
+        };
         let init = STATE.object_init.load(Relaxed);
         let hook = STATE.init_hook.load(Relaxed);
         let inside_init = at_object_init || (hook != 0 && buf[..got].iter().take(3).any(|f| f.method as usize == hook));
@@ -473,7 +524,7 @@ fn fill_here(
         }
         let out = if got <= ON_STACK { &mut small_out[..] } else { &mut large_out[..] };
         let mut shown = 0;
-        for i in 0..got {
+        for i in skip..got {
             let v = buf[i];
             if let Some((method_id, lineno)) = spot(here, v.method, v.location, generation) {
                 buf[shown] = v;

@@ -315,7 +315,7 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
         // Named before it was linked (the element class of a new array): link it — without
         // initialising it — so its methods and fields can be listed. Linking posts ClassPrepare,
         // which announces the class; the claim below then finds it announced.
-        calltrace::own_work(env, || jvm::Jni::of(env).link_class(k));
+        calltrace::link_unseen(&jvm::Jni::of(env), k);
         if !requested && all_told(tag) {
             return Ok(ids::to_id(tag));
         }

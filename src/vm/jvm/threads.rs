@@ -91,30 +91,13 @@ pub fn stack_trace_into(
     t: jthread,
     buf: &mut [std::mem::MaybeUninit<jvmti::jvmtiFrameInfo>],
 ) -> Result<&mut [jvmti::jvmtiFrameInfo]> {
-    stack_trace_from(t, 0, buf)
-}
-
-/// The number of frames on a thread's stack (the current thread: NULL).
-pub fn frame_count(t: jthread) -> Result<jint> {
-    // SAFETY: facade contract.
-    unsafe { env()?.get_frame_count(t) }
-}
-
-/// [`stack_trace_into`] from depth `start` (JVMTI's `start_depth`: negative counts from the
-/// bottom of the stack, so `-n` begins at the frame that was on top when the stack had `n`
-/// frames).
-pub fn stack_trace_from(
-    t: jthread,
-    start: jint,
-    buf: &mut [std::mem::MaybeUninit<jvmti::jvmtiFrameInfo>],
-) -> Result<&mut [jvmti::jvmtiFrameInfo]> {
     let raw = env()?.raw();
     // SAFETY: `raw` is the shim's live environment; its function table is the JVM's.
     let f = unsafe { (*(*raw).functions).GetStackTrace }.ok_or(jvmtiError::NOT_AVAILABLE)?;
     let mut n: jint = 0;
     let max = buf.len().min(i32::MAX as usize) as jint;
     // SAFETY: facade contract; `buf` holds `max` frames and the JVM writes at most that many.
-    let e = unsafe { f(raw, t, start, max, buf.as_mut_ptr() as *mut jvmti::jvmtiFrameInfo, &mut n) };
+    let e = unsafe { f(raw, t, 0, max, buf.as_mut_ptr() as *mut jvmti::jvmtiFrameInfo, &mut n) };
     if e != jvmtiError::NONE {
         return Err(e);
     }
