@@ -222,7 +222,14 @@ fn attach(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> jint {
         }
         _ if text.contains("agent=") => {
             if running || lifecycle::init_ran() {
-                log::error!("jcmd agent=…: a legacy agent already runs in this JVM (one per shim; see README)");
+                if loader::count() == 0 {
+                    log::error!(
+                        "jcmd agent=…: the shim runs in this JVM without an agent (serving JVMPI to JNI libraries); \
+                         a legacy agent can only be named at start-up then"
+                    );
+                } else {
+                    log::error!("jcmd agent=…: a legacy agent already runs in this JVM (one per shim; see README)");
+                }
                 return JNI_ERR;
             }
             log::info!("attaching a legacy agent to the running JVM");

@@ -42,7 +42,9 @@ pub(crate) unsafe extern "system" fn get_env(
             if n > 0 {
                 log::warn!(
                     "GetEnv(JVMPI version {version:#x}) from a JNI library at run time: as HotSpot 1.5 did, the one JVMPI \
-                     interface is re-initialised for it, and the {n} events enabled so far are disabled"
+                     interface is re-initialised for it, and the {n} event{} enabled so far {} disabled",
+                    if n == 1 { "" } else { "s" },
+                    if n == 1 { "is" } else { "are" }
                 );
             }
         }

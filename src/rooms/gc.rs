@@ -28,7 +28,7 @@
 //! meanwhile waits; if that thread is the one that would call EnableGC, it would wait for ever, so
 //! the critical section is given up after `disable-gc-max=` seconds (10 by default), said once;
 //! the EnableGC that follows only balances the count. Where the collector ignores critical
-//! sections (G1 from JDK 22, ZGC, Shenandoah: they pin the array instead) nothing can hold the
+//! sections (G1 from JDK 22, Shenandoah: they pin the array instead) nothing can hold the
 //! collections off: said once in the log and in the migration report.
 
 use crate::abi::*;
@@ -449,6 +449,10 @@ pub fn stop() {
     if let Some(t) = STATE.wake.get() {
         t.unpark();
     }
+    // The GC locker thread gives up its critical section, if it holds one, and returns (taking
+    // the lock orders the store above before its next look at `stop`).
+    drop(locker());
+    STATE.locker_cv.notify_all();
 }
 
 /// `RunGC`: a full collection, now. Its events follow from the delivery thread. Not once VM
@@ -512,8 +516,8 @@ pub fn disable_gc() {
     if STATE.gc_disabled.fetch_add(1, SeqCst) > 0 {
         return; // nested: the locker holds already
     }
-    if events::shutting_down() {
-        return;
+    if events::shutting_down() || STATE.stop.load(SeqCst) {
+        return; // the JVM is going down: no collection is coming that would need holding off
     }
     say_if_unheld();
     let mut l = locker();
@@ -666,7 +670,7 @@ unsafe extern "system" fn locker_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut JN
             let l = locker();
             let l = STATE
                 .locker_cv
-                .wait_while(l, |l| !(l.want && !l.gave_up) && !STATE.stop.load(SeqCst))
+                .wait_while(l, |l| (!l.want || l.gave_up) && !STATE.stop.load(SeqCst))
                 .unwrap_or_else(|e| e.into_inner());
             if STATE.stop.load(SeqCst) {
                 return;

@@ -76,7 +76,7 @@ fn jvmti_instead(name: &str) -> (&'static str, &'static str) {
         "ThreadHasRun" => ("", "no equivalent: compare GetThreadCpuTime between samples"),
         "CreateSystemThread" => ("RunAgentThread", "the caller makes the java.lang.Thread"),
         "SetThreadLocalStorage" | "GetThreadLocalStorage" => ("the JVMTI function of the same name", "keyed by jthread"),
-        "DisableGC" | "EnableGC" => ("", "no equivalent: a JNI critical section (GetPrimitiveArrayCritical) held for the agent holds collections off where the collector has a GC locker (Serial, Parallel; G1 before JDK 22)"),
+        "DisableGC" | "EnableGC" => ("", "no equivalent: a JNI critical section (GetPrimitiveArrayCritical) held for the agent holds collections off where the collector honours it (Serial, Parallel, ZGC; G1 before JDK 22)"),
         "RunGC" => ("ForceGarbageCollection", ""),
         "GetThreadObject" | "jobjectID2jobject" | "jobject2jobjectID" => ("", "no equivalent, not needed: JVMTI uses jobject, and tags (SetTag) for identity"),
         "GetMethodClass" => ("GetMethodDeclaringClass", ""),
@@ -88,7 +88,8 @@ fn matrix(name: &str) -> (String, String) {
     let (how, mut differs) = STATE.rows.get(name).cloned().unwrap_or_default();
     // What this run's DisableGC could not do (its collector, the time limit), said here too.
     if let Some(note) = gc::locker_note().filter(|_| name == "DisableGC") {
-        differs = if differs.is_empty() { note } else { format!("{differs} In this run: {note}") };
+        differs =
+            if differs.is_empty() { note } else { format!("{}. In this run: {note}", differs.trim_end_matches('.')) };
     }
     (how, differs)
 }

@@ -667,17 +667,19 @@ pub fn hold_end(env: *mut JNIEnv, thread: jthread) {
         on_thread_end(env, thread);
         return;
     }
-    if let Some((e, old)) = crate::lock(&STATE.exiting).replace((env as usize, g as usize)) {
-        // Two threads taking the JVM down: the first one's end is sent now.
-        on_thread_end(e as *mut JNIEnv, old as jthread);
-    }
+    // Two threads taking the JVM down: the later one is kept (VM death comes in it); the earlier
+    // one's end stays unrecorded (its JNIEnv is another thread's: no JNI call through it here).
+    let _ = crate::lock(&STATE.exiting).replace((env as usize, g as usize));
 }
 
 /// VM death, after JVM_SHUT_DOWN (the gate closed, so no THREAD_END reaches the agent): the end
 /// of the thread taking the JVM down ([`hold_end`]) is recorded.
 pub fn end_exiting() {
     let Some((e, t)) = crate::lock(&STATE.exiting).take() else { return };
-    on_thread_end(e as *mut JNIEnv, t as jthread);
+    // Only in that thread itself (VM death comes in it): its JNIEnv is used for JNI calls.
+    if jvm::current_jni() == Some(e as *mut JNIEnv) {
+        on_thread_end(e as *mut JNIEnv, t as jthread);
+    }
 }
 
 /// Announces the current thread if it has not been; false if it may send no event (it is

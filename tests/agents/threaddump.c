@@ -17,8 +17,12 @@
  *   FRAME <label> <thread> <class>.<method>:<source>:<line>
  *   NULLOWNER <label> status=<n> frames=<n>
  *   UNEXPECTED <event type>            (an event this library did not ask for)
- *   DONE rc=<RequestEvent's result> monitors=<n> version=<interface version>
+ *   PATHS getjavavm=<0|1> created=<0|1> onload=<0|1>   (GetEnv(JVMPI_VERSION_1, 1_1, 1_2) through
+ *         the JavaVM of GetJavaVM, of JNI_GetCreatedJavaVMs and of JNI_OnLoad: 1 when each gave
+ *         the same working interface)
+ *   DONE monitors=<n> version=<interface version>
  */
+#include <dlfcn.h>
 #include <jni.h>
 #include <jvmpi.h>
 #include <stdint.h>
@@ -33,6 +37,22 @@ static jobjectArray named;
 static int monitors;
 
 /* What the current request is for, and where its answer goes (as ThreadDump's callForEvent). */
+static JavaVM *onload_vm;
+
+JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
+    (void)reserved;
+    onload_vm = vm;
+    return JNI_VERSION_1_2;
+}
+
+/* GetEnv for JVMPI_VERSION_1_1 and 1_2 through `vm` gives `want` (the interface the dump uses). */
+static int same_interface(JavaVM *vm, JVMPI_Interface *want) {
+    JVMPI_Interface *p = NULL, *q = NULL;
+    if (!vm || (*vm)->GetEnv(vm, (void **)&p, JVMPI_VERSION_1_1) != JNI_OK) return 0;
+    if ((*vm)->GetEnv(vm, (void **)&q, JVMPI_VERSION_1_2) != JNI_OK) return 0;
+    return p == want && q == want && p->GetCurrentThreadCpuTime() > 0;
+}
+
 static jint wanted;
 static void (*delegate)(JVMPI_Event *, void *);
 static void *delegate_arg;
@@ -203,6 +223,14 @@ JNIEXPORT jint JNICALL Java_ThreadDumpDemo_dump(JNIEnv *env, jclass k, jstring p
     named = objs;
     monitors = 0;
     call_for_event(monitor_dump, JVMPI_EVENT_MONITOR_DUMP, NULL, NULL);
+    {
+        jint (*created)(JavaVM **, jsize, jsize *) = (jint(*)(JavaVM **, jsize, jsize *))dlsym(RTLD_DEFAULT, "JNI_GetCreatedJavaVMs");
+        JavaVM *vms[1] = {NULL};
+        jsize n = 0;
+        int by_created = created && created(vms, 1, &n) == JNI_OK && n == 1 && same_interface(vms[0], jvmpi);
+        fprintf(out, "PATHS getjavavm=%d created=%d onload=%d\n", same_interface(vm, jvmpi), by_created,
+                same_interface(onload_vm, jvmpi));
+    }
     fprintf(out, "DONE monitors=%d version=%#x\n", monitors, (unsigned)jvmpi->version);
     fclose(out);
     out = NULL;

@@ -4,7 +4,7 @@ import java.lang.management.ThreadMXBean;
 /**
  * The application side of tests/agents/selfload.c: loads the agent's library again with
  * System.loadLibrary("selfload") (java.library.path names its directory) and calls its natives
- * from ordinary Java code. Prints "onload=<n> jni_onload=<n>" and "cpu jvmpi=<ns> mxbean=<ns>"
+ * from ordinary Java code. Prints "onload=<n> jni_onload=<n> again=<n>" and "cpu jvmpi=<ns> mxbean=<ns>"
  * for the same busy loop.
  */
 public class SelfLoad {
@@ -14,11 +14,13 @@ public class SelfLoad {
 
     static native long cpuTime();
 
+    static native int getEnvAgain();
+
     static volatile long sink;
 
     public static void main(String[] args) {
         System.loadLibrary("selfload");
-        System.out.println("onload=" + onloadRan() + " jni_onload=" + jniOnloadSawIt());
+        System.out.println("onload=" + onloadRan() + " jni_onload=" + jniOnloadSawIt() + " again=" + getEnvAgain());
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
         long j0 = cpuTime(), m0 = mx.getCurrentThreadCpuTime();
         long x = 0;
