@@ -631,6 +631,22 @@ pub const ANNOUNCED: u8 = 2;
 /// (kept by the methods room).
 pub const UNSENT: u8 = 4;
 
+/// The thread (a carrier) is inside a virtual thread's mount or unmount transition (JDK 19+;
+/// set and cleared by the marks the method plan puts into the JDK's `java.lang.VirtualThread`,
+/// see `bci::is_transition_code`): no event is sent and no JVMTI call is made on its behalf,
+/// as inside the shim's own JNI calls. On JDK 21 a JVMTI function that waits for transitions
+/// to end (GetFrameLocation, GetStackTrace, SuspendThread, …), called from inside one, never
+/// returns, and every other thread that makes one waits with it.
+pub const TRANSIT: u8 = 8;
+/// [`INTERNAL`] or [`TRANSIT`]: the thread sends no event now.
+pub const QUIET: u8 = INTERNAL | TRANSIT;
+
+/// Sets or clears [`TRANSIT`] for the current thread.
+#[inline]
+pub fn set_transit_here(on: bool) {
+    HERE.with(|h| h.flags.set(if on { h.flags.get() | TRANSIT } else { h.flags.get() & !TRANSIT }));
+}
+
 /// Sets or clears [`UNSENT`] for the current thread.
 pub fn set_unsent_here(on: bool) {
     HERE.with(|h| h.flags.set(if on { h.flags.get() | UNSENT } else { h.flags.get() & !UNSENT }));
@@ -681,9 +697,10 @@ pub fn as_agent<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// Whether the current thread is inside a JNI call the shim makes for itself.
+/// Whether the current thread is inside a JNI call the shim makes for itself, or inside a
+/// virtual thread's mount or unmount transition ([`TRANSIT`]): no event is sent from it now.
 pub fn shim_internal() -> bool {
-    here() & INTERNAL != 0
+    here() & QUIET != 0
 }
 
 /// JNI calls made by the shim in the current thread. Built from the current thread's JNIEnv;
