@@ -45,10 +45,14 @@ fn plain_output(jdk: &Jdk, args: &[&str]) -> String {
     r.stdout
 }
 
+/// The virtual threads VtTasks starts: its tasks and its named threads.
+const VIRTUAL: i64 = 20_000 + 4;
+
 /// One run of the hang case: method entry and exit, allocations, GetCallTrace from the
-/// handlers and a sampler thread, over 20 000 virtual-thread tasks. Returns the run.
+/// handlers and a sampler thread, JNI calls with each thread's env_id, over 20 000
+/// virtual-thread tasks. Returns the run.
 fn hang_case(jdk: &Jdk) -> Run {
-    let opts = format!("agent={}:log={{log}},trace,alloc,sample", shadow());
+    let opts = format!("agent={}:log={{log}},trace,alloc,sample,jni", shadow());
     let r = run(jdk, &opts, "VtTasks", &["20000"], &[]);
     r.assert_ok();
     r
@@ -71,6 +75,52 @@ fn many_virtual_threads_do_not_hang_the_jvm() {
         assert!(t["traces"] > 0 && t["samples"] > 0, "traces were taken\n{}", r.describe());
         assert_eq!(t["badtraces"], 0, "every traced method resolves\n{}", r.describe());
         assert!(r.significant_stderr().is_empty(), "no error line\n{}", r.describe());
+        assert_balanced(&r, &t);
+        assert_eq!(t["jnibad"], 0, "JNI calls made with a thread's env_id work\n{}", r.describe());
+        assert!(t["jniok"] >= VIRTUAL, "each virtual thread's THREAD_START made its JNI calls\n{}", r.describe());
+    }
+}
+
+/// Every shadow stack balanced, and one THREAD_START and one THREAD_END per virtual thread.
+fn assert_balanced(r: &Run, t: &HashMap<String, i64>) {
+    assert_eq!(t["mismatches"], 0, "no exit but the top frame's\n{}", r.describe());
+    assert_eq!(t["underflows"], 0, "no exit on an empty stack\n{}", r.describe());
+    assert_eq!(t["entries"] - t["exits"], t["open"], "entries - exits = frames still open\n{}", r.describe());
+    assert_eq!(t["unannounced"], 0, "no event from a thread without THREAD_START\n{}", r.describe());
+    assert_eq!(t["vstarts"], VIRTUAL, "a THREAD_START (group VirtualThreads) per virtual thread\n{}", r.describe());
+    assert_eq!(t["vends"], VIRTUAL, "a THREAD_END per virtual thread\n{}", r.describe());
+    assert_eq!(t["vnamed"], 4, "the named virtual threads are announced with their names\n{}", r.describe());
+}
+
+/// Each virtual thread is a JVMPI thread of its own: its own env_id for its whole life,
+/// whichever carrier runs it, carried by every event it causes; its frames balanced in the
+/// agent's stack kept under that env_id; one THREAD_START and THREAD_END each.
+#[test]
+fn virtual_threads_are_jvmpi_threads_with_balanced_stacks() {
+    for jdk in &vt_jdks() {
+        eprintln!("jdk {}", jdk.feature);
+        let plain = plain_output(jdk, &["20000"]);
+        let r = run(jdk, &format!("agent={}:log={{log}}", shadow()), "VtTasks", &["20000"], &[]);
+        r.assert_ok();
+        assert_eq!(r.stdout, plain, "the program's output is the same as with no agent\n{}", r.describe());
+        let t = totals(&r);
+        assert_balanced(&r, &t);
+        // The carriers and the JVM's platform threads are few: not one per task.
+        assert!(t["threads"] - VIRTUAL < 40, "platform threads\n{}", r.describe());
+    }
+}
+
+/// `vthreads=carrier`: the events of virtual threads carry their carriers' env_id, as before;
+/// no virtual thread is announced.
+#[test]
+fn carrier_option_keeps_virtual_threads_on_their_carriers() {
+    for jdk in &vt_jdks() {
+        eprintln!("jdk {}", jdk.feature);
+        let r = run(jdk, &format!("vthreads=carrier,agent={}:log={{log}}", shadow()), "VtTasks", &["2000"], &[]);
+        r.assert_ok();
+        let t = totals(&r);
+        assert_eq!(t["vstarts"], 0, "{}", r.describe());
+        assert!(t["threads"] < 40, "only platform threads\n{}", r.describe());
     }
 }
 

@@ -98,7 +98,7 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
             options::OWNED_MONITORS_FREE_FROM_JDK
         );
     }
-    jvm::add_capabilities(owned_monitors).map_err(|e| format!("JVMTI capabilities: {e}"))?;
+    jvm::add_capabilities(owned_monitors, !opts.vthreads_carrier).map_err(|e| format!("JVMTI capabilities: {e}"))?;
     crate::methods::set_up(opts.methods_jvmti)?;
     crate::rewrites::configure(opts.cache.as_deref());
     if jvm::phase().ok() == Some(jvmti::JVMTI_PHASE_ONLOAD) {
@@ -114,6 +114,11 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
         jvmti::JVMTI_EVENT_THREAD_END,
     ] {
         jvm::want(ev).map_err(|e| format!("JVMTI event {ev}: {}", jvm::err_name(e)))?;
+    }
+    // JDK 21+: each virtual thread a JVMPI thread of its own (`vthreads=carrier`: not).
+    if !opts.vthreads_carrier && jvm::enable_virtual_thread_events(callbacks::vthread_mount, callbacks::vthread_unmount)
+    {
+        crate::threads::virtual_threads_on();
     }
     lifecycle::keep_vm(vm);
     // SAFETY: `vm` is the JavaVM the JVM passed to Agent_OnLoad.

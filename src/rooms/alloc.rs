@@ -1235,7 +1235,9 @@ pub fn test_shape(ctag: jlong, keep: bool) -> bool {
 /// events do: no listener mask, no agent switch, the thread's own in-flight counter).
 fn send(ev: &mut JVMPI_Event) {
     if events::fast(JVMPI_EVENT_OBJECT_ALLOC) {
-        let (h, counter) = jvm::here_and_counter();
+        // A mounted virtual thread's allocation carries its own env_id.
+        let (h, counter, env) = jvm::here_counter_env(ev.env_id);
+        ev.env_id = env;
         if h & (jvm::QUIET | jvm::ANNOUNCED | jvm::UNSENT) == jvm::ANNOUNCED {
             // A thread's first event here gives it its in-flight counter.
             if let Some(counter) = counter.or_else(events::take_counter) {

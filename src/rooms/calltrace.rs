@@ -357,7 +357,8 @@ fn fill_here(
 ) -> jint {
     // The current thread is named NULL: inside a virtual thread that is the virtual thread,
     // whose frames are the ones running (its carrier's JNIEnv is the env_id).
-    let current = env == trace.env_id;
+    // A mounted virtual thread's own env_id names the current thread too.
+    let current = env == trace.env_id || (!env.is_null() && jvm::event_env_here(env) == trace.env_id);
     let thread = if current {
         std::ptr::null_mut()
     } else {

@@ -522,6 +522,8 @@ fn live() -> bool {
 /// of a thread goes the full way (the thread is announced first).
 #[inline]
 fn post(here: u8, ev: &mut JVMPI_Event) {
+    // A mounted virtual thread's events carry its own env_id.
+    ev.env_id = jvm::event_env_here(ev.env_id);
     if here & jvm::ANNOUNCED != 0 {
         if events::fast(ev.event_type) && jvm::here_and_counter().1.is_none() {
             // The next events of this thread take the hot path ([`fast`]).
@@ -638,7 +640,8 @@ fn fast_with(env: *mut JNIEnv, event: jint, index: jint, fill: impl FnOnce(&mut 
 /// [`fast_with`] once the caller has found `event` in [`events::fast_events`].
 #[inline(always)]
 fn fast_known(env: *mut JNIEnv, event: jint, index: jint, fill: impl FnOnce(&mut JVMPI_Event, jmethodID)) -> bool {
-    let (h, counter) = jvm::here_and_counter();
+    // A mounted virtual thread's events carry its own env_id.
+    let (h, counter, env) = jvm::here_counter_env(env);
     if h & (jvm::QUIET | jvm::ANNOUNCED | jvm::UNSENT) != jvm::ANNOUNCED {
         return false;
     }

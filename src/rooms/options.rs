@@ -9,7 +9,8 @@
 //!   monitor, method, jni, vm, call) and `trace-max=<lines>` (default 1000000);
 //!   `methods=bci|jvmti`; `owned-monitors=yes|no` (default: yes from JDK 16); `cache=<dir>|off`
 //!   (the start-up rewrite cache, `vm::rewrites`; default `$XDG_CACHE_HOME/jvmpi-shim` or
-//!   `~/.cache/jvmpi-shim`).
+//!   `~/.cache/jvmpi-shim`); `vthreads=own|carrier` (JDK 21+: each virtual thread a JVMPI
+//!   thread of its own, the default, or its events carried by its carrier's `env_id`).
 //! * `agent=` must be the last shim option: everything after it belongs to the legacy agent.
 //!   The library is named up to the first `:`; everything after that `:` is handed to the
 //!   agent's `JVM_OnLoad` byte for byte, exactly as `-Xrun<name>:<options>` did — commas, `=`
@@ -44,6 +45,9 @@ pub struct Options {
     pub trace_max: u64,
     /// `cache=`: the start-up rewrite cache's directory, or `off`; `None`: the default one.
     pub cache: Option<String>,
+    /// `vthreads=own|carrier`: on JDK 21+, each virtual thread is a JVMPI thread of its own
+    /// (`own`, the default), or its events carry its carrier's `env_id` as before (`carrier`).
+    pub vthreads_carrier: bool,
 }
 
 /// The first JDK whose C2 keeps escape analysis on while an environment possesses
@@ -58,8 +62,18 @@ pub const TRACE_FAMILIES: [&str; 9] = ["thread", "class", "object", "gc", "monit
 /// unquoted: jcmd's own parser takes `agent=<lib>` (and `log=…`) for a key and value of its own
 /// and passes only the key, the bare word `agent`. The message for that case (None otherwise).
 pub fn unquoted_jcmd_hint(text: &str) -> Option<String> {
-    const KEYS: [&str; 9] =
-        ["agent", "log", "methods", "owned-monitors", "report", "trace", "trace-events", "trace-max", "cache"];
+    const KEYS: [&str; 10] = [
+        "agent",
+        "log",
+        "methods",
+        "owned-monitors",
+        "report",
+        "trace",
+        "trace-events",
+        "trace-max",
+        "cache",
+        "vthreads",
+    ];
     let word = text.trim();
     if !KEYS.contains(&word) {
         return None;
@@ -80,6 +94,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
     let mut methods_jvmti = false;
     let mut owned_monitors = None;
     let mut cache = None;
+    let mut vthreads_carrier = false;
     let mut rest = raw;
     loop {
         if rest.is_empty() {
@@ -114,6 +129,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                 trace_events,
                 trace_max,
                 cache,
+                vthreads_carrier,
             });
         }
         let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
@@ -135,6 +151,13 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                     "bci" => false,
                     "jvmti" => true,
                     _ => return Err(format!("bad `methods={v}`: use bci (the default) or jvmti")),
+                }
+            }
+            Some(("vthreads", v)) => {
+                vthreads_carrier = match v {
+                    "own" => false,
+                    "carrier" => true,
+                    _ => return Err(format!("bad `vthreads={v}`: use own (the default) or carrier")),
                 }
             }
             Some(("owned-monitors", v)) => {

@@ -18,14 +18,19 @@
  * 64th METHOD_ENTRY and at every OBJECT_ALLOC, as tracers that record where they are did),
  * alloc (enable OBJECT_ALLOC too), sample (a sampler thread made with CreateSystemThread that,
  * every millisecond, suspends each live thread it knows, takes its depth-4 trace and resumes
- * it, as HPROF cpu=samples did).
+ * it, as HPROF cpu=samples did; and asks GetThreadObject of each), jni (at each THREAD_START a thread
+ * sends about itself, JNI calls made with its env_id: GetVersion, NewStringUTF,
+ * GetStringUTFLength, FindClass, GetStaticMethodID and the variadic CallStaticIntMethod).
  *
  * At JVM_SHUT_DOWN: "TOTAL entries=E exits=X mismatches=M open=O unannounced=U threads=T
- * underflows=F starts=S ends=N vstarts=VS vends=VN traces=C badtraces=B samples=P",
+ * underflows=F starts=S ends=N vstarts=VS vends=VN traces=C badtraces=B samples=P vnamed=VM jniok=J
+ * jnibad=JB noobject=NO",
  * where O is the number of frames still on the stacks of all threads (ended ones included), U
  * the events of threads that had no THREAD_START, F the exits met with an empty stack (counted
  * in M too), VS/VN the THREAD_START/END of threads in the group "VirtualThreads", B the traces
- * (own or sampled) whose frames name a method the agent could not resolve.
+ * (own or sampled) whose frames name a method the agent could not resolve, VM the virtual
+ * threads announced with a name starting "named-vt-", NO the sampled threads GetThreadObject
+ * did not know.
  */
 #include <jni.h>
 #include <jvmpi.h>
@@ -41,7 +46,7 @@ static JVMPI_Interface *jvmpi;
 static FILE *out;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char count_prefix[128];
-static int opt_entry2, opt_entryonly, opt_trace, opt_alloc, opt_sample;
+static int opt_entry2, opt_entryonly, opt_trace, opt_alloc, opt_sample, opt_jni;
 
 struct tstate {
     JNIEnv *env;
@@ -52,7 +57,8 @@ struct tstate {
     struct tstate *next;
 };
 static struct tstate *threads; /* every thread ever seen (under lock) */
-static long unannounced, shut_down, starts, ends, vstarts, vends, traces, badtraces, samples;
+static long unannounced, shut_down, starts, ends, vstarts, vends, traces, badtraces, samples, vnamed, jniok, jnibad,
+    noobject;
 
 #define SLOTS (1 << 20)
 struct meth { jmethodID id; char *name; int counted; long count; };
@@ -112,6 +118,23 @@ static struct meth *method(jmethodID id) {
 static const char *name_of(jmethodID id) {
     struct meth *m = method(id);
     return m ? m->name : "?";
+}
+
+/* JNI calls made with a thread's env_id, in that thread (option `jni`). */
+static void jni_calls(JNIEnv *env) {
+    int ok = (*env)->GetVersion(env) >= JNI_VERSION_1_2;
+    jstring s = (*env)->NewStringUTF(env, "jvmpi");
+    ok = ok && s && (*env)->GetStringUTFLength(env, s) == 5;
+    if (s) (*env)->DeleteLocalRef(env, s);
+    jclass math = (*env)->FindClass(env, "java/lang/Math");
+    jmethodID abs = math ? (*env)->GetStaticMethodID(env, math, "abs", "(I)I") : NULL;
+    ok = ok && abs && (*env)->CallStaticIntMethod(env, math, abs, (jint)-42) == 42;
+    if ((*env)->ExceptionCheck(env)) {
+        (*env)->ExceptionClear(env);
+        ok = 0;
+    }
+    if (math) (*env)->DeleteLocalRef(env, math);
+    __sync_fetch_and_add(ok ? &jniok : &jnibad, 1);
 }
 
 static struct tstate *new_thread(JNIEnv *env) {
@@ -209,8 +232,10 @@ static void shutdown_report(void) {
         }
     }
     line("TOTAL entries=%ld exits=%ld mismatches=%ld open=%ld unannounced=%ld threads=%ld underflows=%ld starts=%ld "
-         "ends=%ld vstarts=%ld vends=%ld traces=%ld badtraces=%ld samples=%ld",
-         e, x, mm, open, unannounced, n, uf, starts, ends, vstarts, vends, traces, badtraces, samples);
+         "ends=%ld vstarts=%ld vends=%ld traces=%ld badtraces=%ld samples=%ld vnamed=%ld jniok=%ld jnibad=%ld "
+         "noobject=%ld",
+         e, x, mm, open, unannounced, n, uf, starts, ends, vstarts, vends, traces, badtraces, samples, vnamed, jniok,
+         jnibad, noobject);
 }
 
 /* The sampler thread (option `sample`): every millisecond, each live thread it knows is
@@ -233,6 +258,7 @@ static void sampler(void *arg) {
             jvmpi->SuspendThread(envs[i]);
             jvmpi->GetCallTrace(&ct, 4);
             jvmpi->ResumeThread(envs[i]);
+            if (!jvmpi->GetThreadObject(envs[i])) __sync_fetch_and_add(&noobject, 1);
             __sync_fetch_and_add(&samples, 1);
             check_trace(&ct);
         }
@@ -254,7 +280,10 @@ static void notify(JVMPI_Event *e) {
             if (e->u.thread_start.group_name && strcmp(e->u.thread_start.group_name, "VirtualThreads") == 0) {
                 t->virtual = 1;
                 __sync_fetch_and_add(&vstarts, 1);
+                if (e->u.thread_start.thread_name && strncmp(e->u.thread_start.thread_name, "named-vt-", 9) == 0)
+                    __sync_fetch_and_add(&vnamed, 1);
             }
+            if (opt_jni && e->env_id == e->u.thread_start.thread_env_id) jni_calls(e->env_id);
         }
         break;
     }
@@ -317,6 +346,8 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
             opt_alloc = 1;
         } else if (strcmp(o, "sample") == 0) {
             opt_sample = 1;
+        } else if (strcmp(o, "jni") == 0) {
+            opt_jni = 1;
         } else if (strncmp(o, "count=", 6) == 0) {
             snprintf(count_prefix, sizeof count_prefix, "%s", o + 6);
         }

@@ -12,7 +12,7 @@ use super::*;
 /// `can_get_owned_monitor_info`: before JDK 16 C2 compiles without escape analysis and lock
 /// elimination while any environment has it (JDK-8227745), so it is taken only when
 /// `owned_monitors` says so (the `owned-monitors=` option, by default from JDK 16 on).
-pub fn add_capabilities(owned_monitors: bool) -> std::result::Result<(), String> {
+pub fn add_capabilities(owned_monitors: bool, virtual_threads: bool) -> std::result::Result<(), String> {
     let j = env().map_err(err_name)?;
     let potential = j.get_potential_capabilities().map_err(err_name)?;
     let mut c = jvmti::jvmtiCapabilities::default();
@@ -45,7 +45,44 @@ pub fn add_capabilities(owned_monitors: bool) -> std::result::Result<(), String>
     if owned_monitors && potential.can_get_owned_monitor_info() {
         c.set_can_get_owned_monitor_info(true);
     }
+    if virtual_threads && potential.can_support_virtual_threads() && vt_envs_supported() {
+        c.set_can_support_virtual_threads(true);
+    }
     j.add_capabilities(&c).map_err(err_name)
+}
+
+/// The JVMTI callbacks of a mounted virtual thread's events (JDK 21+): (JNIEnv, the virtual
+/// thread). HotSpot calls its extension events with these arguments after the environment.
+pub type VtCallback = unsafe extern "C" fn(*mut jvmti::jvmtiEnv, *mut JNIEnv, jthread);
+
+/// Turns on the virtual-thread events (JDK 21+, with `can_support_virtual_threads`, taken by
+/// [`add_capabilities`]): VirtualThreadStart / VirtualThreadEnd (their callbacks are in the
+/// table of [`set_callbacks`]) and HotSpot's extension events VirtualThreadMount /
+/// VirtualThreadUnmount, with `mount` and `unmount`. False when this JVM cannot.
+pub fn enable_virtual_thread_events(mount: VtCallback, unmount: VtCallback) -> bool {
+    let Ok(j) = env() else { return false };
+    if !j.get_capabilities().is_ok_and(|c| c.can_support_virtual_threads()) {
+        return false;
+    }
+    let Ok(exts) = j.get_extension_events() else { return false };
+    let find = |id: &str| exts.iter().find(|e| e.id.as_deref() == Some(id)).map(|e| e.extension_event_index);
+    let (Some(m), Some(u)) =
+        (find("com.sun.hotspot.events.VirtualThreadMount"), find("com.sun.hotspot.events.VirtualThreadUnmount"))
+    else {
+        return false;
+    };
+    // SAFETY: HotSpot calls these extension events with (jvmtiEnv*, JNIEnv*, jthread), which
+    // is what a `VtCallback` takes; the variadic type is only how JVMTI declares them.
+    let (mount, unmount): (jvmti::jvmtiExtensionEvent, jvmti::jvmtiExtensionEvent) =
+        unsafe { (std::mem::transmute(mount), std::mem::transmute(unmount)) };
+    // An extension event is sent once it has a callback and is enabled like any event (HotSpot
+    // numbers its extension events just below the standard ones).
+    j.set_extension_event_callback(m, Some(mount)).is_ok()
+        && j.set_extension_event_callback(u, Some(unmount)).is_ok()
+        && set_mode(m as jvmtiEvent, true).is_ok()
+        && set_mode(u as jvmtiEvent, true).is_ok()
+        && want(jvmti::JVMTI_EVENT_VIRTUAL_THREAD_START).is_ok()
+        && want(jvmti::JVMTI_EVENT_VIRTUAL_THREAD_END).is_ok()
 }
 
 pub fn set_callbacks(cb: jvmti::jvmtiEventCallbacks) -> Result<()> {

@@ -449,6 +449,10 @@ struct Here {
     /// An opaque pointer a room keeps for the thread (the allocation room's per-thread state,
     /// see [`set_room_here`]); null until set.
     room: std::cell::Cell<*mut c_void>,
+    /// The virtual thread mounted on this (carrier) thread now, as its `env_id` ([`VtEnv`]):
+    /// set at its JVMTI VirtualThreadStart and VirtualThreadMount, cleared at its
+    /// VirtualThreadUnmount and VirtualThreadEnd ([`set_vt_here`]); null: none.
+    vt: std::cell::Cell<*const VtEnv>,
 }
 
 thread_local! {
@@ -459,6 +463,7 @@ thread_local! {
             temporary: std::cell::Cell::new(false),
             env: std::cell::Cell::new(std::ptr::null_mut()),
             room: std::cell::Cell::new(std::ptr::null_mut()),
+            vt: std::cell::Cell::new(std::ptr::null()),
         }
     };
 }
@@ -488,6 +493,34 @@ pub fn here_and_room() -> (u8, *mut c_void) {
     let h = here_ptr();
     // SAFETY: `h` points to this thread's HERE, alive as long as the thread (see `here_ptr`).
     unsafe { ((*h).flags.get(), (*h).room.get()) }
+}
+
+/// The current thread's flags, its counter (as [`here_and_counter`]) and the `env_id` its
+/// events carry: `env` itself, or while a virtual thread is mounted on it, that virtual
+/// thread's ([`set_vt_here`]). The method events' hot path: one more load than
+/// [`here_and_counter`].
+#[inline(always)]
+pub fn here_counter_env(env: *mut JNIEnv) -> (u8, Option<&'static AtomicUsize>, *mut JNIEnv) {
+    let h = here_ptr();
+    // SAFETY: `h` points to this thread's HERE, alive as long as the thread (see `here_ptr`);
+    // a mounted virtual thread's VtEnv outlives its mount (its record owns it).
+    unsafe {
+        let vt = (*h).vt.get();
+        let env = if vt.is_null() { env } else { (*vt).event_env(env) };
+        ((*h).flags.get(), (*h).counter.get().as_ref(), env)
+    }
+}
+
+/// The `env_id` an event about the current thread carries: `env` (the thread's own JNIEnv), or
+/// while a virtual thread is mounted on it, the virtual thread's [`VtEnv`].
+#[inline]
+pub fn event_env_here(env: *mut JNIEnv) -> *mut JNIEnv {
+    here_counter_env(env).2
+}
+
+/// Notes the virtual thread now mounted on the current (carrier) thread (null: none).
+pub fn set_vt_here(vt: *const VtEnv) {
+    HERE.with(|h| h.vt.set(vt));
 }
 
 /// Keeps an opaque pointer for the current thread (the allocation room's per-thread state),
