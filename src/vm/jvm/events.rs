@@ -73,8 +73,12 @@ pub fn enable_virtual_thread_events(mount: VtCallback, unmount: VtCallback) -> b
     };
     // SAFETY: HotSpot calls these extension events with (jvmtiEnv*, JNIEnv*, jthread), which
     // is what a `VtCallback` takes; the variadic type is only how JVMTI declares them.
-    let (mount, unmount): (jvmti::jvmtiExtensionEvent, jvmti::jvmtiExtensionEvent) =
-        unsafe { (std::mem::transmute(mount), std::mem::transmute(unmount)) };
+    let (mount, unmount) = unsafe {
+        (
+            std::mem::transmute::<VtCallback, jvmti::jvmtiExtensionEvent>(mount),
+            std::mem::transmute::<VtCallback, jvmti::jvmtiExtensionEvent>(unmount),
+        )
+    };
     // An extension event is sent once it has a callback and is enabled like any event (HotSpot
     // numbers its extension events just below the standard ones).
     j.set_extension_event_callback(m, Some(mount)).is_ok()
