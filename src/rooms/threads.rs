@@ -77,6 +77,18 @@ struct Suspension {
     ended: bool,
 }
 
+/// A virtual thread's record holds a weak reference to its thread (see [`on_vthread_start`]),
+/// deleted with the record: every user of it holds the record.
+impl Drop for ThreadRec {
+    fn drop(&mut self) {
+        if self.vt.is_some() {
+            if let Some(jni) = jvm::Jni::current() {
+                jni.delete_weak(self.thread as jthread);
+            }
+        }
+    }
+}
+
 impl ThreadRec {
     fn jthread(&self) -> jthread {
         self.thread as jthread
@@ -319,8 +331,18 @@ fn forget_ended(env_id: *mut JNIEnv, env: *mut JNIEnv, rec: Arc<ThreadRec>, thre
     }
     let ms = now.duration_since(*EPOCH).as_millis() as u64;
     let last = STATE.last_sweep.load(Relaxed);
-    if ms < last + 50 || STATE.last_sweep.compare_exchange(last, ms, Relaxed, Relaxed).is_err() {
-        crate::lock(&STATE.graveyard).push((now, rec));
+    let sweep = ms >= last + 50 && STATE.last_sweep.compare_exchange(last, ms, Relaxed, Relaxed).is_ok();
+    if !sweep || rec.vt.is_some() {
+        // A virtual thread's reference goes with its record (see `ThreadRec`'s `drop`).
+        if rec.vt.is_none() {
+            crate::lock(&STATE.graveyard).push((now, rec));
+        }
+        if !sweep {
+            return;
+        }
+        STATE.ended.retain(|_, (when, r)| {
+            now.duration_since(*when) < if r.vt.is_some() { Duration::from_secs(1) } else { Duration::from_secs(10) }
+        });
         return;
     }
     // A JVMPI call racing this end may still hold the reference: delete it a while later, and
@@ -368,7 +390,9 @@ pub fn on_vthread_start(env: *mut JNIEnv, thread: jthread) {
     let Some(vt) = jvm::VtEnv::new(env) else { return };
     let Ok(tag) = ids::indexed_tag_of(thread) else { return };
     let jni = jvm::Jni::of(env);
-    let global = jni.new_global_ref(thread);
+    // Weak: a virtual thread is reachable while it lives, and its record, kept a while after
+    // its end, must not keep a million ended threads' objects alive meanwhile.
+    let global = jni.new_weak(thread);
     if global.is_null() {
         return;
     }
