@@ -74,6 +74,13 @@ fn many_virtual_threads_do_not_hang_the_jvm() {
         assert!(t["entries"] > 1_000_000, "the tasks' methods were seen\n{}", r.describe());
         assert!(t["traces"] > 0 && t["samples"] > 0, "traces were taken\n{}", r.describe());
         assert_eq!(t["badtraces"], 0, "every traced method resolves\n{}", r.describe());
+        // Every method of every trace is one whose class the agent was told about (JDK 21
+        // loads a few classes in its virtual-thread code without a ClassLoad event: HPROF
+        // said "unable to resolve a method id" and crashed at its last MONITOR_DUMP).
+        assert_eq!(t["lateclass"], 0, "no trace names a method of a class not announced\n{}", r.describe());
+        // The sampler finds the tasks' own methods in the virtual threads' traces (not only
+        // the JDK's mount and unmount machinery, which traces leave out).
+        assert!(t["tasksamples"] > 0, "samples name the tasks' methods\n{}", r.describe());
         assert!(r.significant_stderr().is_empty(), "no error line\n{}", r.describe());
         assert_balanced(&r, &t);
         assert_eq!(t["jnibad"], 0, "JNI calls made with a thread's env_id work\n{}", r.describe());

@@ -67,6 +67,8 @@ pub struct ThreadRec {
     /// A virtual thread's `env_id` (`env` is its address): owned by the record, so it stays
     /// valid as long as anything can name the thread.
     vt: Option<Box<jvm::VtEnv>>,
+    /// A virtual thread's unmounts counted at its latest JVMPI SuspendThread (ThreadHasRun).
+    runs_seen: AtomicU32,
 }
 
 #[derive(Default)]
@@ -212,6 +214,7 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
         ending: AtomicBool::new(false),
         suspension: Mutex::new(Suspension::default()),
         vt: None,
+        runs_seen: AtomicU32::new(0),
     });
     let entry = STATE.threads.entry(env).or_insert(rec.clone()).clone();
     if !Arc::ptr_eq(&entry, &rec) {
@@ -410,10 +413,12 @@ pub fn on_vthread_start(env: *mut JNIEnv, thread: jthread) {
         ending: AtomicBool::new(false),
         suspension: Mutex::new(Suspension::default()),
         vt: Some(vt),
+        runs_seen: AtomicU32::new(0),
     });
     STATE.threads.insert(key, rec.clone());
     STATE.by_tag.insert(tag, key);
     if let Some(vt) = rec.vt.as_deref() {
+        vt.mounted(crate::vm::cputime::thread_cpu_time());
         jvm::set_vt_here(vt);
     }
     if events::is_ready() && events::enabled(JVMPI_EVENT_THREAD_START) {
@@ -441,6 +446,7 @@ pub fn on_vthread_mount(env: *mut JNIEnv, thread: jthread) {
         Some(rec) => {
             if let Some(vt) = rec.vt.as_deref() {
                 vt.set_carrier(env);
+                vt.mounted(crate::vm::cputime::thread_cpu_time());
                 jvm::set_vt_here(vt);
             }
         }
@@ -451,6 +457,15 @@ pub fn on_vthread_mount(env: *mut JNIEnv, thread: jthread) {
 
 /// HotSpot's VirtualThreadUnmount: the carrier runs its own code again.
 pub fn on_vthread_unmount(_env: *mut JNIEnv, _thread: jthread) {
+    vt_off_carrier();
+}
+
+/// The virtual thread mounted on the current carrier leaves it: its CPU time is its own, not
+/// the carrier's.
+fn vt_off_carrier() {
+    if let Some(ran) = jvm::with_vt_here(|vt| vt.unmounted(crate::vm::cputime::thread_cpu_time())) {
+        jvm::add_vt_cpu_here(ran);
+    }
     jvm::set_vt_here(std::ptr::null());
 }
 
@@ -468,7 +483,7 @@ pub fn on_vthread_end(env: *mut JNIEnv, thread: jthread) {
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_THREAD_END, env_id);
         events::send(&mut ev);
     }
-    jvm::set_vt_here(std::ptr::null());
+    vt_off_carrier();
     forget_ended(env_id, env, rec, thread);
 }
 
@@ -1025,8 +1040,11 @@ fn suspend_rec(rec: &Arc<ThreadRec>) -> Result<(), jvm::Error> {
         resume_later(rec);
         return Ok(());
     }
-    // ThreadHasRun: did the thread burn CPU between the previous suspension and this one?
-    if let Ok(cpu) = jvm::thread_cpu_time(rec.jthread()) {
+    // ThreadHasRun: did the thread burn CPU between the previous suspension and this one? (A
+    // virtual thread, which JVMTI has no CPU clock for: was it mounted since?)
+    if let Some(vt) = rec.vt.as_deref() {
+        rec.has_run.store(vt.ran_since(&rec.runs_seen), SeqCst);
+    } else if let Ok(cpu) = jvm::thread_cpu_time(rec.jthread()) {
         let before = rec.cpu_at_suspend.swap(cpu, SeqCst);
         rec.has_run.store(before < 0 || cpu > before, SeqCst);
     }
@@ -1140,10 +1158,14 @@ pub fn status(env: *mut JNIEnv) -> jint {
 }
 
 /// `GetCurrentThreadCpuTime`: the OS thread's CPU time, the clock JVMTI's
-/// `GetCurrentThreadCpuTime` and HotSpot 1.5 read (for a virtual thread, its carrier's), mostly
-/// without a system call (see `vm::cputime`).
+/// `GetCurrentThreadCpuTime` and HotSpot 1.5 read, mostly without a system call (see
+/// `vm::cputime`); for a virtual thread that is a JVMPI thread of its own, its own: the CPU time
+/// its carriers spent while it was mounted (JVMTI has no CPU clock for virtual threads).
 pub fn current_cpu_time() -> jlong {
-    crate::vm::cputime::thread_cpu_time()
+    let now = crate::vm::cputime::thread_cpu_time();
+    // A mounted virtual thread's own: what it used on every carrier that ran it; a carrier's,
+    // without what the virtual threads it ran used.
+    jvm::with_vt_here(|vt| vt.cpu_time(now)).unwrap_or_else(|| now - jvm::vt_cpu_here())
 }
 
 /// The body of a thread made by `CreateSystemThread`.

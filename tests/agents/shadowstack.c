@@ -24,13 +24,15 @@
  *
  * At JVM_SHUT_DOWN: "TOTAL entries=E exits=X mismatches=M open=O unannounced=U threads=T
  * underflows=F starts=S ends=N vstarts=VS vends=VN traces=C badtraces=B samples=P vnamed=VM jniok=J
- * jnibad=JB noobject=NO",
+ * jnibad=JB noobject=NO lateclass=L tasksamples=TS",
  * where O is the number of frames still on the stacks of all threads (ended ones included), U
  * the events of threads that had no THREAD_START, F the exits met with an empty stack (counted
  * in M too), VS/VN the THREAD_START/END of threads in the group "VirtualThreads", B the traces
  * (own or sampled) whose frames name a method the agent could not resolve, VM the virtual
  * threads announced with a name starting "named-vt-", NO the sampled threads GetThreadObject
- * did not know.
+ * did not know, L the trace frames whose class had had no CLASS_LOAD yet (HPROF could not
+ * resolve those: "unable to resolve a method id"; the first few are logged as LATECLASS), TS
+ * the sampled traces with a frame of a method of class VtTasks (tests/java/VtTasks.java).
  */
 #include <jni.h>
 #include <jvmpi.h>
@@ -161,8 +163,31 @@ static struct tstate *thread(JNIEnv *env) {
 
 /* A depth-4 trace of `env`'s thread: counted, and counted bad if a frame names a method the
  * agent cannot resolve. */
-static void check_trace(JVMPI_CallTrace *ct) {
+static long lateclass; /* trace frames whose class had no CLASS_LOAD yet (resolved on the spot) */
+
+static long tasksamples; /* sampled traces with a frame of a VtTasks method */
+
+static void check_trace(JVMPI_CallTrace *ct, int sampled) {
     __sync_fetch_and_add(&traces, 1);
+    if (sampled) {
+        for (int i = 0; i < ct->num_frames; i++) {
+            struct meth *m = method(ct->frames[i].method_id);
+            if (m && strncmp(m->name, "VtTasks.", 8) == 0) {
+                __sync_fetch_and_add(&tasksamples, 1);
+                break;
+            }
+        }
+    }
+    for (int i = 0; i < ct->num_frames; i++) {
+        struct meth *s = slot(ct->frames[i].method_id);
+        if (s && __atomic_load_n(&s->id, __ATOMIC_ACQUIRE) == NULL) {
+            long n = __sync_add_and_fetch(&lateclass, 1);
+            if (n <= 5) {
+                struct meth *m = method(ct->frames[i].method_id);
+                line("LATECLASS %s", m ? m->name : "?");
+            }
+        }
+    }
     for (int i = 0; i < ct->num_frames; i++) {
         if (!method(ct->frames[i].method_id)) {
             __sync_fetch_and_add(&badtraces, 1);
@@ -175,7 +200,7 @@ static void take_trace(JNIEnv *env) {
     JVMPI_CallFrame frames[4];
     JVMPI_CallTrace ct = {env, 0, frames};
     jvmpi->GetCallTrace(&ct, 4);
-    check_trace(&ct);
+    check_trace(&ct, 0);
 }
 
 static void entered(JNIEnv *env, jmethodID m) {
@@ -233,9 +258,9 @@ static void shutdown_report(void) {
     }
     line("TOTAL entries=%ld exits=%ld mismatches=%ld open=%ld unannounced=%ld threads=%ld underflows=%ld starts=%ld "
          "ends=%ld vstarts=%ld vends=%ld traces=%ld badtraces=%ld samples=%ld vnamed=%ld jniok=%ld jnibad=%ld "
-         "noobject=%ld",
+         "noobject=%ld lateclass=%ld tasksamples=%ld",
          e, x, mm, open, unannounced, n, uf, starts, ends, vstarts, vends, traces, badtraces, samples, vnamed, jniok,
-         jnibad, noobject);
+         jnibad, noobject, lateclass, tasksamples);
 }
 
 /* The sampler thread (option `sample`): every millisecond, each live thread it knows is
@@ -260,7 +285,7 @@ static void sampler(void *arg) {
             jvmpi->ResumeThread(envs[i]);
             if (!jvmpi->GetThreadObject(envs[i])) __sync_fetch_and_add(&noobject, 1);
             __sync_fetch_and_add(&samples, 1);
-            check_trace(&ct);
+            check_trace(&ct, 1);
         }
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);

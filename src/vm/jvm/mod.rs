@@ -453,6 +453,9 @@ struct Here {
     /// set at its JVMTI VirtualThreadStart and VirtualThreadMount, cleared at its
     /// VirtualThreadUnmount and VirtualThreadEnd ([`set_vt_here`]); null: none.
     vt: std::cell::Cell<*const VtEnv>,
+    /// The CPU time virtual threads used on this (carrier) thread so far (ns): not the
+    /// carrier's own ([`add_vt_cpu_here`]).
+    vt_cpu: std::cell::Cell<i64>,
 }
 
 thread_local! {
@@ -464,6 +467,7 @@ thread_local! {
             env: std::cell::Cell::new(std::ptr::null_mut()),
             room: std::cell::Cell::new(std::ptr::null_mut()),
             vt: std::cell::Cell::new(std::ptr::null()),
+            vt_cpu: std::cell::Cell::new(0),
         }
     };
 }
@@ -516,6 +520,24 @@ pub fn here_counter_env(env: *mut JNIEnv) -> (u8, Option<&'static AtomicUsize>, 
 #[inline]
 pub fn event_env_here(env: *mut JNIEnv) -> *mut JNIEnv {
     here_counter_env(env).2
+}
+
+/// `f` of the virtual thread mounted on the current thread, if any.
+pub fn with_vt_here<R>(f: impl FnOnce(&VtEnv) -> R) -> Option<R> {
+    let vt = HERE.with(|h| h.vt.get());
+    // SAFETY: a mounted virtual thread's VtEnv outlives its mount (its record owns it, and the
+    // record is kept until after its end, which clears this first).
+    (!vt.is_null()).then(|| f(unsafe { &*vt }))
+}
+
+/// Adds `ns` to the CPU time virtual threads used on the current (carrier) thread.
+pub fn add_vt_cpu_here(ns: i64) {
+    HERE.with(|h| h.vt_cpu.set(h.vt_cpu.get() + ns));
+}
+
+/// The CPU time virtual threads used on the current thread so far (ns).
+pub fn vt_cpu_here() -> i64 {
+    HERE.with(|h| h.vt_cpu.get())
 }
 
 /// Notes the virtual thread now mounted on the current (carrier) thread (null: none).

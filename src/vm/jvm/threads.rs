@@ -131,6 +131,14 @@ const JNI_SLOTS: usize = 236;
 pub struct VtEnv {
     functions: *const usize,
     carrier: std::sync::atomic::AtomicPtr<JNIEnv>,
+    /// The CPU time it used on its carriers up to its last unmount (ns).
+    cpu_total: std::sync::atomic::AtomicI64,
+    /// Its carrier's CPU time when it was last mounted (ns).
+    cpu_at_mount: std::sync::atomic::AtomicI64,
+    /// Mounted now.
+    on_carrier: AtomicBool,
+    /// Its unmounts so far (for ThreadHasRun).
+    mounts: AtomicU32,
 }
 
 // SAFETY: the function table is immutable and shared; the carrier is an atomic.
@@ -142,7 +150,42 @@ impl VtEnv {
     /// A new virtual thread's `env_id`, running on the carrier whose JNIEnv is `carrier`.
     pub fn new(carrier: *mut JNIEnv) -> Option<Box<VtEnv>> {
         let functions = forwarding_table()?.as_ptr();
-        Some(Box::new(VtEnv { functions, carrier: std::sync::atomic::AtomicPtr::new(carrier) }))
+        Some(Box::new(VtEnv {
+            functions,
+            carrier: std::sync::atomic::AtomicPtr::new(carrier),
+            cpu_total: std::sync::atomic::AtomicI64::new(0),
+            cpu_at_mount: std::sync::atomic::AtomicI64::new(0),
+            on_carrier: AtomicBool::new(false),
+            mounts: AtomicU32::new(0),
+        }))
+    }
+
+    /// Mounted now, when its carrier's CPU clock reads `carrier_cpu`.
+    pub fn mounted(&self, carrier_cpu: jlong) {
+        self.cpu_at_mount.store(carrier_cpu, Ordering::Relaxed);
+        self.on_carrier.store(true, Ordering::Relaxed);
+    }
+
+    /// Unmounted now, when its carrier's CPU clock reads `carrier_cpu`: returns the CPU time
+    /// it used since it was mounted.
+    pub fn unmounted(&self, carrier_cpu: jlong) -> jlong {
+        let ran = (carrier_cpu - self.cpu_at_mount.load(Ordering::Relaxed)).max(0);
+        self.cpu_total.fetch_add(ran, Ordering::Relaxed);
+        self.mounts.fetch_add(1, Ordering::Relaxed);
+        self.on_carrier.store(false, Ordering::Relaxed);
+        ran
+    }
+
+    /// Whether it ran since `*seen` (a count this updates): mounted now, or unmounted since.
+    pub fn ran_since(&self, seen: &std::sync::atomic::AtomicU32) -> bool {
+        let n = self.mounts.load(Ordering::Relaxed);
+        self.on_carrier.load(Ordering::Relaxed) || seen.swap(n, Ordering::Relaxed) != n
+    }
+
+    /// Its own CPU time while mounted, its carrier's clock reading `carrier_cpu`: what it used
+    /// on every carrier so far.
+    pub fn cpu_time(&self, carrier_cpu: jlong) -> jlong {
+        self.cpu_total.load(Ordering::Relaxed) + (carrier_cpu - self.cpu_at_mount.load(Ordering::Relaxed)).max(0)
     }
 
     /// It as the `JNIEnv*` the agent sees.
