@@ -17,7 +17,7 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 jdks=("$@"); [ ${#jdks[@]} -eq 0 ] && jdks=(11 17 21 25)
-default_benches="methods instructions alloc startup calltrace heapdump ids"
+default_benches="methods instructions alloc startup calltrace heapdump ids vthreads"
 benches=${BENCHES:-$default_benches}
 out=target/bench; mkdir -p "$out"
 quick=${QUICK:-0}

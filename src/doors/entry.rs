@@ -106,7 +106,8 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     }
     let locals =
         opts.locals.unwrap_or_else(|| jvm::jdk_feature().is_some_and(|f| f >= options::OWNED_MONITORS_FREE_FROM_JDK));
-    let locals = jvm::add_capabilities(owned_monitors, locals).map_err(|e| format!("JVMTI capabilities: {e}"))?;
+    let locals = jvm::add_capabilities(owned_monitors, locals, !opts.vthreads_carrier)
+        .map_err(|e| format!("JVMTI capabilities: {e}"))?;
     if !locals {
         log::info!(
             "not holding can_access_local_variables (locals=no, a live-phase start, or before JDK {}): \
@@ -133,6 +134,11 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
         jvmti::JVMTI_EVENT_THREAD_END,
     ] {
         jvm::want(ev).map_err(|e| format!("JVMTI event {ev}: {}", jvm::err_name(e)))?;
+    }
+    // JDK 21+: each virtual thread a JVMPI thread of its own (`vthreads=carrier`: not).
+    if !opts.vthreads_carrier && jvm::enable_virtual_thread_events(callbacks::vthread_mount, callbacks::vthread_unmount)
+    {
+        crate::threads::virtual_threads_on();
     }
     lifecycle::keep_vm(vm);
     // SAFETY: `vm` is the JavaVM the JVM passed to Agent_OnLoad.

@@ -12,6 +12,8 @@ pub fn table() -> jvmti::jvmtiEventCallbacks {
     t.VMDeath = Some(vm_death);
     t.ThreadStart = Some(thread_start);
     t.ThreadEnd = Some(thread_end);
+    t.VirtualThreadStart = Some(vthread_start);
+    t.VirtualThreadEnd = Some(vthread_end);
     t.ClassLoad = Some(class_load);
     t.ClassPrepare = Some(class_prepare);
     t.ClassFileLoadHook = Some(class_file_load_hook);
@@ -56,6 +58,24 @@ unsafe extern "system" fn vm_death(_j: *mut jvmtiEnv, env: *mut JNIEnv) {
 
 unsafe extern "system" fn thread_start(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread) {
     guard("ThreadStart", (), || threads::on_thread_start(env, thread))
+}
+
+unsafe extern "system" fn vthread_start(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread) {
+    guard("VirtualThreadStart", (), || threads::on_vthread_start(env, thread))
+}
+
+unsafe extern "system" fn vthread_end(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread) {
+    guard("VirtualThreadEnd", (), || threads::on_vthread_end(env, thread))
+}
+
+/// HotSpot's extension event VirtualThreadMount (see `jvm::enable_virtual_thread_events`).
+pub unsafe extern "C" fn vthread_mount(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread) {
+    guard("VirtualThreadMount", (), || threads::on_vthread_mount(env, thread))
+}
+
+/// HotSpot's extension event VirtualThreadUnmount.
+pub unsafe extern "C" fn vthread_unmount(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread) {
+    guard("VirtualThreadUnmount", (), || threads::on_vthread_unmount(env, thread))
 }
 
 unsafe extern "system" fn thread_end(_j: *mut jvmtiEnv, env: *mut JNIEnv, thread: jthread) {

@@ -443,6 +443,7 @@ pub fn send_within_last(mask: u32, ev: &mut JVMPI_Event) -> bool {
 /// checks and the call. With more than one agent listening, the general path.
 #[inline]
 pub fn send_here(ev: &mut JVMPI_Event) -> bool {
+    ev.env_id = jvm::event_env_here(ev.env_id);
     let mask = listeners(ev.event_type);
     if !mask.is_power_of_two() {
         return send_to(mask, ev);

@@ -570,7 +570,7 @@ fn entry(tag: jlong, make: bool) -> Option<(&'static Chunk, usize)> {
             return None;
         }
         // All-zero bytes are valid atomics: empty entries.
-        let Some(raw) = zeroed_chunk() else { return None };
+        let raw = zeroed_chunk()?;
         match STATE.table[c].compare_exchange(std::ptr::null_mut(), raw, AcqRel, Acquire) {
             Ok(_) => {
                 STATE.chunks_made.fetch_add(1, Relaxed);

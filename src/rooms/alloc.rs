@@ -542,8 +542,8 @@ fn report_with(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
     if obj.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() {
         return;
     }
-    if flags() & jvm::INTERNAL != 0 {
-        // Made by the shim's own JNI call (linking a class, reading a figure): not the
+    if flags() & jvm::QUIET != 0 {
+        // Made by the shim's own JNI call (or inside a virtual thread's mount transition) (linking a class, reading a figure): not the
         // application's allocation. It stays untagged; RequestEvent can still describe it.
         return;
     }
@@ -803,7 +803,7 @@ fn reserve_with(
     if klass.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) || !events::is_ready() {
         return None;
     }
-    if flags() & (jvm::INTERNAL | jvm::ANNOUNCED) != jvm::ANNOUNCED || reporting() {
+    if flags() & (jvm::QUIET | jvm::ANNOUNCED) != jvm::ANNOUNCED || reporting() {
         // Allocations of the agent's own OBJECT_ALLOC handler, and of a thread not announced
         // yet, are reported from `Object.<init>` (after the handler, after THREAD_START).
         return None;
@@ -909,7 +909,7 @@ fn init(env: *mut JNIEnv, obj: jobject, hint: Hint) {
         return;
     }
     let (any_pending, any_made) = local(|l| (!l.pending.borrow().is_empty(), !l.vm_made.borrow().is_empty()));
-    if (any_pending || any_made) && flags() & jvm::INTERNAL == 0 && !reporting() {
+    if (any_pending || any_made) && flags() & jvm::QUIET == 0 && !reporting() {
         let jni = jvm::Jni::of(env);
         let ctag = match hint {
             Hint::Known(_, ctag, _) => Some(ctag),
@@ -1314,8 +1314,10 @@ pub fn test_shape(ctag: jlong, keep: bool) -> bool {
 /// events do: no listener mask, no agent switch, the thread's own in-flight counter).
 fn send(ev: &mut JVMPI_Event) {
     if events::fast(JVMPI_EVENT_OBJECT_ALLOC) {
-        let (h, counter) = jvm::here_and_counter();
-        if h & (jvm::INTERNAL | jvm::ANNOUNCED | jvm::UNSENT) == jvm::ANNOUNCED {
+        // A mounted virtual thread's allocation carries its own env_id.
+        let (h, counter, env) = jvm::here_counter_env(ev.env_id);
+        ev.env_id = env;
+        if h & (jvm::QUIET | jvm::ANNOUNCED | jvm::UNSENT) == jvm::ANNOUNCED {
             // A thread's first event here gives it its in-flight counter.
             if let Some(counter) = counter.or_else(events::take_counter) {
                 events::send_fast(ev, counter);

@@ -63,6 +63,8 @@ struct CalltraceState {
     /// What each method met since `wrapping` was set is to traces, entered by [`kind`] for all
     /// the methods of a class at once.
     kinds: LazyLock<IdMap<usize, Kind>>,
+    /// Method → whether it is the JDK's virtual-thread machinery ([`machinery`]).
+    machinery: LazyLock<IdMap<usize, bool>>,
     /// Changes of what traces hide (methods hidden, natives wrapped), counted by [`hide`] and
     /// [`natives_wrapped`]: part of [`generation`].
     hiding: AtomicU32,
@@ -84,6 +86,7 @@ static STATE: CalltraceState = CalltraceState {
     init_hook: AtomicUsize::new(0),
     wrapping: AtomicBool::new(false),
     kinds: LazyLock::new(IdMap::default),
+    machinery: LazyLock::new(IdMap::default),
     hiding: AtomicU32::new(0),
     own: LazyLock::new(IdMap::default),
     owners: AtomicUsize::new(0),
@@ -225,6 +228,25 @@ pub fn at_object_init<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// Whether `m` is a method of the JDK's virtual-thread machinery (`bci::is_vt_machinery`):
+/// left out of traces, as it is of method events (the top of a parked virtual thread's trace
+/// is then the program's call that parked it, `Thread.sleep`, `LockSupport.park`, …, not
+/// `Continuation.yield0`). Found out once per method.
+fn machinery(m: jmethodID) -> bool {
+    if let Some(x) = STATE.machinery.get(&(m as usize)) {
+        return *x;
+    }
+    let found = jvm::method_class(m).ok().is_some_and(|k| {
+        let sig = jvm::class_signature(k).unwrap_or_default();
+        if let Some(jni) = jvm::Jni::current() {
+            jni.delete_local_ref(k);
+        }
+        sig.strip_prefix('L').and_then(|s| s.strip_suffix(';')).is_some_and(bci::is_vt_machinery)
+    });
+    STATE.machinery.insert(m as usize, found);
+    found
+}
+
 /// The frames of a JVMTI stack trace as traces show them — without the shim's own frames and
 /// the renamed natives, a wrapped native at line -3 — and the (top-based) indices of the frames
 /// left out. For the per-thread traces of dumps, whose roots name frames by depth.
@@ -234,7 +256,7 @@ pub fn shown_frames(frames: &[(jmethodID, jlong)]) -> (Vec<JVMPI_CallFrame>, Vec
     let mut left_out = Vec::new();
     for (i, &(m, loc)) in frames.iter().enumerate() {
         let k = if wrapping { kind(m) } else { Kind::Plain };
-        if k == Kind::Renamed || STATE.hidden.contains(&(m as usize)) {
+        if k == Kind::Renamed || STATE.hidden.contains(&(m as usize)) || machinery(m) {
             left_out.push(i);
             continue;
         }
@@ -368,7 +390,7 @@ fn with_frame<R>(seen: &RefCell<Vec<Frame>>, m: jmethodID, generation: u32, f: i
     }
     // Found out outside the table's borrow: these calls go to the JVM.
     let k = kind(m);
-    let left_out = k == Kind::Renamed || STATE.hidden.contains(&key);
+    let left_out = k == Kind::Renamed || STATE.hidden.contains(&key) || machinery(m);
     let listed = classes::listed(m);
     if !left_out {
         classes::note_method(listed);
@@ -446,7 +468,8 @@ fn fill_here(
 ) -> jint {
     // The current thread is named NULL: inside a virtual thread that is the virtual thread,
     // whose frames are the ones running (its carrier's JNIEnv is the env_id).
-    let current = env == trace.env_id;
+    // A mounted virtual thread's own env_id names the current thread too.
+    let current = env == trace.env_id || (!env.is_null() && jvm::event_env_here(env) == trace.env_id);
     let thread = if current {
         std::ptr::null_mut()
     } else {
@@ -548,12 +571,22 @@ fn fill_here(
             extra.set((got - shown + first).max(1));
             // Once VM death has closed the gate no class can be announced any more: a trace
             // then ends before the first frame whose class the agent has not been told about.
-            let closed = crate::events::is_dead() && crate::events::enabled(JVMPI_EVENT_CLASS_LOAD);
+            // While it is open, so does a trace that meets a class the JVM loaded without
+            // telling (JDK 21 posts no ClassLoad inside its virtual-thread code's hidden
+            // frames: `ScheduledThreadPoolExecutor`'s classes, a lambda of `VirtualThread`):
+            // the class is announced by the linker thread right after, and later traces
+            // go on past it. (Not from here: the caller may be a sampler with threads
+            // suspended.)
+            let check = crate::events::enabled(JVMPI_EVENT_CLASS_LOAD);
+            let closed = check && crate::events::is_dead();
             let mut n = 0;
             // An obsolete version's frame (its class was retransformed while it ran) is named
             // by the current method, the one CLASS_LOAD lists; its line is its own.
             for (slot, f) in frames.iter_mut().zip(out[first..shown].iter()) {
-                if closed && !classes::described(f.method_id) {
+                if check && !classes::described(f.method_id) {
+                    if !closed {
+                        classes::announce_soon(f.method_id);
+                    }
                     break;
                 }
                 slot.write(*f);

@@ -52,6 +52,9 @@ struct ClassesState {
     /// ClassPrepare; those nothing links (a class only named by another one's code, such as
     /// `java.lang.InterruptedException`) are linked by the shim and announced after `PENDING_AGE`.
     pending: Mutex<Vec<(usize, Instant)>>,
+    /// Methods whose class a trace met before any CLASS_LOAD ([`announce_soon`]): each class
+    /// queued once.
+    soon: LazyLock<crate::idhash::IdSet<usize>>,
     /// The thread that announces pending classes (registered by the GC room's delivery thread
     /// with [`set_linker`]).
     linker: OnceLock<std::thread::Thread>,
@@ -72,6 +75,7 @@ static STATE: ClassesState = ClassesState {
     strings: LazyLock::new(DashMap::new),
     described: LazyLock::new(IdMap::default),
     pending: Mutex::new(Vec::new()),
+    soon: LazyLock::new(Default::default),
     linker: OnceLock::new(),
     untold: Mutex::new(Vec::new()),
     listed: LazyLock::new(IdMap::default),
@@ -401,6 +405,13 @@ pub fn ensure_announced_tagged(env: *mut JNIEnv, k: jclass, tag: jlong) -> Resul
     }
 }
 
+/// A requested CLASS_LOAD of `k` (tag `tag`) to the agent whose RequestEvent is under way in
+/// this thread: a dump names a class the agent has not been told about while CLASS_LOAD is
+/// off (see `dumps`).
+pub fn describe_requested(env: *mut JNIEnv, k: jclass, tag: jlong) -> Result<jobjectID, String> {
+    announce_tagged(env, k, tag, true)
+}
+
 /// JVMTI ClassPrepare.
 pub fn on_class_prepare(env: *mut JNIEnv, k: jclass) {
     if events::is_ready() && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
@@ -422,6 +433,27 @@ const OWN_GRACE: Duration = Duration::from_secs(2);
 /// Registers the thread that calls [`flush_pending`] when woken.
 pub fn set_linker(t: std::thread::Thread) {
     let _ = STATE.linker.set(t);
+}
+
+/// The class of `m`, which a trace names and the agent has not been told about (the JVM
+/// loaded it without a ClassLoad event), is announced by the linker thread at its next round
+/// (once per method).
+pub fn announce_soon(m: jmethodID) {
+    if !STATE.soon.insert(m as usize) {
+        return;
+    }
+    let Some(jni) = jvm::Jni::current() else { return };
+    let Ok(k) = jvm::method_class(m) else { return };
+    let g = jni.new_global_ref(k);
+    jni.delete_local_ref(k);
+    if g.is_null() {
+        return;
+    }
+    let due = Instant::now().checked_sub(PENDING_AGE).unwrap_or_else(Instant::now);
+    crate::lock(&STATE.pending).push((g as usize, due));
+    if let Some(t) = STATE.linker.get() {
+        t.unpark();
+    }
 }
 
 pub fn has_pending() -> bool {

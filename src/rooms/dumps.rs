@@ -1225,6 +1225,39 @@ fn resume(jni: &jvm::Jni, s: Suspended) {
     }
 }
 
+/// Announces (CLASS_LOAD, once the threads are resumed and before the dump is delivered) the
+/// class of every frame of the dump's traces the agent has not been told about: JDK 21 loads
+/// some classes inside its virtual-thread code's hidden frames without a ClassLoad event, and
+/// an agent must be able to resolve every method a dump names (HPROF crashed on one it could
+/// not).
+///
+/// As a CLASS_LOAD when the agent has it enabled, else (HPROF disables every event at
+/// JVM_SHUT_DOWN and then asks for its last MONITOR_DUMP) as a requested one, to the agent
+/// whose request this dump answers.
+fn announce_trace_classes(env: *mut JNIEnv, frames: &[Vec<JVMPI_CallFrame>]) {
+    let sent = (events::is_ready() || events::in_last()) && events::enabled(JVMPI_EVENT_CLASS_LOAD);
+    let Some(jni) = jvm::Jni::current() else { return };
+    for f in frames.iter().flatten() {
+        if f.method_id.is_null() || classes::described(f.method_id) {
+            continue;
+        }
+        if let Ok(k) = jvm::method_class(f.method_id) {
+            // Tagged here, with the threads running (a dump at VM death too: inside JVM_SHUT_DOWN).
+            let r = ids::tag_of(k).and_then(|tag| {
+                if sent {
+                    classes::ensure_announced_tagged(env, k, tag)
+                } else {
+                    classes::describe_requested(env, k, tag)
+                }
+            });
+            if let Err(e) = r {
+                log::debug!("dump: announcing the class of a frame: {e}");
+            }
+            jni.delete_local_ref(k);
+        }
+    }
+}
+
 /// Reads the stacks of all threads: (thread tag → (JNIEnv, frames)), and the traces.
 type Stacks = (
     HashMap<jlong, (usize, jint)>,
@@ -1359,6 +1392,7 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
     let t3 = t0.elapsed();
     resume(&jni, suspended);
     drop(one);
+    announce_trace_classes(env, &frames);
     if let Err(e) = r {
         finish(env, &jni, &mut st);
         return Err(e);
@@ -1676,6 +1710,7 @@ pub fn request_monitor_dump() -> Result<(), String> {
         .collect();
     resume(&jni, suspended);
     drop(one);
+    announce_trace_classes(env, &frames);
     let mut out = write_monitors(&java?, &raw);
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_MONITOR_DUMP, env);
     ev.u.monitor_dump = MonitorDump {

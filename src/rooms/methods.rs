@@ -66,7 +66,7 @@
 use crate::abi::*;
 use crate::idhash::IdMap;
 use crate::{alloc, bci, calltrace, classes, events, ids, jvm, lines, rewrites};
-use jvmti_bindings::sys::jni::{jclass, jint, jmethodID, jobject, jthread, JNIEnv};
+use jvmti_bindings::sys::jni::{jboolean, jclass, jint, jmethodID, jobject, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering::*};
@@ -390,6 +390,7 @@ fn define_tracker() -> Result<(), String> {
         },
         jvm::Native { name: c"tableSwitch", signature: c"(IIIII)V", f: table_switch as *mut c_void },
         jvm::Native { name: c"lookupSwitch", signature: c"(III)V", f: lookup_switch as *mut c_void },
+        jvm::Native { name: c"transit", signature: c"(Z)V", f: transit as *mut c_void },
     ];
     if !jni.register_natives(k, &natives) {
         return Err("cannot bind the method tracker's native methods".into());
@@ -531,6 +532,8 @@ fn live() -> bool {
 /// of a thread goes the full way (the thread is announced first).
 #[inline]
 fn post(here: u8, ev: &mut JVMPI_Event) {
+    // A mounted virtual thread's events carry its own env_id.
+    ev.env_id = jvm::event_env_here(ev.env_id);
     if here & jvm::ANNOUNCED != 0 {
         if events::fast(ev.event_type) && jvm::here_and_counter().1.is_none() {
             // The next events of this thread take the hot path ([`fast`]).
@@ -547,7 +550,7 @@ fn post(here: u8, ev: &mut JVMPI_Event) {
 #[inline]
 fn here_if_live() -> Option<u8> {
     let h = jvm::here();
-    (h & jvm::INTERNAL == 0 && events::is_ready()).then_some(h)
+    (h & jvm::QUIET == 0 && events::is_ready()).then_some(h)
 }
 
 #[inline]
@@ -647,8 +650,9 @@ fn fast_with(env: *mut JNIEnv, event: jint, index: jint, fill: impl FnOnce(&mut 
 /// [`fast_with`] once the caller has found `event` in [`events::fast_events`].
 #[inline(always)]
 fn fast_known(env: *mut JNIEnv, event: jint, index: jint, fill: impl FnOnce(&mut JVMPI_Event, jmethodID)) -> bool {
-    let (h, counter) = jvm::here_and_counter();
-    if h & (jvm::INTERNAL | jvm::ANNOUNCED | jvm::UNSENT) != jvm::ANNOUNCED {
+    // A mounted virtual thread's events carry its own env_id.
+    let (h, counter, env) = jvm::here_counter_env(env);
+    if h & (jvm::QUIET | jvm::ANNOUNCED | jvm::UNSENT) != jvm::ANNOUNCED {
         return false;
     }
     // A thread's first event takes the general path, which gives it its counter.
@@ -892,6 +896,13 @@ unsafe extern "system" fn lookup_switch(env: *mut JNIEnv, _k: jclass, key: jint,
             InstructionInfo { lookupswitch_info: LookupswitchInfo { chosen_pair_index: chosen, pairs_total: total } },
         )
     })
+}
+
+/// `transit(on)`: the calling carrier thread begins (true) or ends (false) a virtual thread's
+/// mount or unmount transition (the marks of `bci::is_transition_code`). No event is sent in
+/// it meanwhile ([`jvm::TRANSIT`]). One thread-local write; nothing that can panic.
+unsafe extern "system" fn transit(_env: *mut JNIEnv, _k: jclass, on: jboolean) {
+    jvm::set_transit_here(on != 0);
 }
 
 // ---- the JVMTI path ----------------------------------------------------------------------------

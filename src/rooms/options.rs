@@ -11,7 +11,8 @@
 //!   monitor, method, jni, vm, call) and `trace-max=<lines>` (default 1000000);
 //!   `methods=bci|jvmti`; `owned-monitors=yes|no` and `locals=yes|no` (default: yes from JDK 16); `cache=<dir>|off`
 //!   (the start-up rewrite cache, `vm::rewrites`; default `$XDG_CACHE_HOME/jvmpi-shim` or
-//!   `~/.cache/jvmpi-shim`).
+//!   `~/.cache/jvmpi-shim`); `vthreads=own|carrier` (JDK 21+: each virtual thread a JVMPI
+//!   thread of its own, the default, or its events carried by its carrier's `env_id`).
 //! * `agent=` must be the last shim option: everything after it belongs to the legacy agent.
 //!   The library is named up to the first `:`; everything after that `:` is handed to the
 //!   agent's `JVM_OnLoad` byte for byte, exactly as `-Xrun<name>:<options>` did — commas, `=`
@@ -53,6 +54,9 @@ pub struct Options {
     pub cache: Option<String>,
     /// `disable-gc-max=<seconds>`: how long DisableGC may hold collections off (default 10).
     pub disable_gc_max: Option<std::time::Duration>,
+    /// `vthreads=own|carrier`: on JDK 21+, each virtual thread is a JVMPI thread of its own
+    /// (`own`, the default), or its events carry its carrier's `env_id` as before (`carrier`).
+    pub vthreads_carrier: bool,
 }
 
 /// The first JDK whose C2 keeps escape analysis on while an environment possesses
@@ -67,7 +71,7 @@ pub const TRACE_FAMILIES: [&str; 9] = ["thread", "class", "object", "gc", "monit
 /// unquoted: jcmd's own parser takes `agent=<lib>` (and `log=…`) for a key and value of its own
 /// and passes only the key, the bare word `agent`. The message for that case (None otherwise).
 pub fn unquoted_jcmd_hint(text: &str) -> Option<String> {
-    const KEYS: [&str; 11] = [
+    const KEYS: [&str; 12] = [
         "agent",
         "log",
         "methods",
@@ -79,6 +83,7 @@ pub fn unquoted_jcmd_hint(text: &str) -> Option<String> {
         "trace-max",
         "cache",
         "disable-gc-max",
+        "vthreads",
     ];
     let word = text.trim();
     if !KEYS.contains(&word) {
@@ -102,6 +107,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
     let mut locals = None;
     let mut cache = None;
     let mut disable_gc_max = None;
+    let mut vthreads_carrier = false;
     let mut rest = raw;
     loop {
         if rest.is_empty() {
@@ -121,6 +127,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                 trace_max,
                 cache,
                 disable_gc_max,
+                vthreads_carrier,
             });
         }
         if let Some(after) = rest.strip_prefix(b"agent=") {
@@ -152,6 +159,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                 trace_max,
                 cache,
                 disable_gc_max,
+                vthreads_carrier,
             });
         }
         let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
@@ -173,6 +181,13 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
                     "bci" => false,
                     "jvmti" => true,
                     _ => return Err(format!("bad `methods={v}`: use bci (the default) or jvmti")),
+                }
+            }
+            Some(("vthreads", v)) => {
+                vthreads_carrier = match v {
+                    "own" => false,
+                    "carrier" => true,
+                    _ => return Err(format!("bad `vthreads={v}`: use own (the default) or carrier")),
                 }
             }
             Some(("owned-monitors", v)) => {
@@ -211,7 +226,7 @@ pub fn parse(raw: Option<&[u8]>) -> Result<Options, String> {
             _ => {
                 return Err(format!(
                     "unknown shim option `{item}` (known: log=<level>, methods=bci|jvmti, owned-monitors=yes|no, locals=yes|no, report=<file>, trace=<file>, \
-                     trace-events=<families>, trace-max=<lines>, cache=<dir>|off, disable-gc-max=<seconds>, agent=<lib>[:<agent options>]; agent= must come last)"
+                     trace-events=<families>, trace-max=<lines>, cache=<dir>|off, disable-gc-max=<seconds>, vthreads=own|carrier, agent=<lib>[:<agent options>]; agent= must come last)"
                 ))
             }
         }

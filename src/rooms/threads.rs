@@ -64,6 +64,11 @@ pub struct ThreadRec {
     ending: AtomicBool,
     /// JVMPI's suspension of this thread, and whether its THREAD_END has been delivered.
     suspension: Mutex<Suspension>,
+    /// A virtual thread's `env_id` (`env` is its address): owned by the record, so it stays
+    /// valid as long as anything can name the thread.
+    vt: Option<Box<jvm::VtEnv>>,
+    /// A virtual thread's unmounts counted at its latest JVMPI SuspendThread (ThreadHasRun).
+    runs_seen: AtomicU32,
 }
 
 #[derive(Default)]
@@ -72,6 +77,18 @@ struct Suspension {
     by_jvmpi: bool,
     /// THREAD_END has been delivered: no new suspension.
     ended: bool,
+}
+
+/// A virtual thread's record holds a weak reference to its thread (see [`on_vthread_start`]),
+/// deleted with the record: every user of it holds the record.
+impl Drop for ThreadRec {
+    fn drop(&mut self) {
+        if self.vt.is_some() {
+            if let Some(jni) = jvm::Jni::current() {
+                jni.delete_weak(self.thread as jthread);
+            }
+        }
+    }
 }
 
 impl ThreadRec {
@@ -121,7 +138,16 @@ struct ThreadsState {
     /// The thread taking the JVM down, whose THREAD_END waits for VM death (its JNIEnv and a
     /// global reference to its `java.lang.Thread`): set by [`hold_end`], taken by [`end_exiting`].
     exiting: Mutex<Option<(usize, usize)>>,
+    /// Virtual threads are JVMPI threads of their own (JDK 21+, `vthreads=own`): set at
+    /// start-up once the JVM sends their events.
+    virtual_own: AtomicBool,
+    /// When (ms since `EPOCH`) a thread's end last swept `graveyard` and `ended`: at most every
+    /// 50 ms, not at every end (a million virtual threads end in a few seconds).
+    last_sweep: std::sync::atomic::AtomicU64,
 }
+
+/// The clock of `last_sweep`.
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
 
 static STATE: ThreadsState = ThreadsState {
     threads: LazyLock::new(IdMap::default),
@@ -137,6 +163,8 @@ static STATE: ThreadsState = ThreadsState {
     stop_resumer: AtomicBool::new(false),
     env_offset: OnceLock::new(),
     exiting: Mutex::new(None),
+    virtual_own: AtomicBool::new(false),
+    last_sweep: std::sync::atomic::AtomicU64::new(0),
 };
 
 fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
@@ -193,6 +221,8 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
         pins: AtomicUsize::new(0),
         ending: AtomicBool::new(false),
         suspension: Mutex::new(Suspension::default()),
+        vt: None,
+        runs_seen: AtomicU32::new(0),
     });
     let entry = STATE.threads.entry(env).or_insert(rec.clone()).clone();
     if !Arc::ptr_eq(&entry, &rec) {
@@ -286,10 +316,19 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
     }
     jvm::set_announced_here(false);
     let Some(rec) = STATE.threads.get(&(env as usize)).map(|r| r.clone()) else { return };
+    forget_ended(env, env, rec, thread);
+}
+
+/// The end of a thread once its THREAD_END has been sent: its record leaves the live table
+/// (still reachable ten seconds for ResumeThread), a suspension the agent left is handed to
+/// the resumer. `env_id` is the thread's (a virtual thread's own), `env` the JNIEnv of the
+/// current thread.
+fn forget_ended(env_id: *mut JNIEnv, env: *mut JNIEnv, rec: Arc<ThreadRec>, thread: jthread) {
     let now = Instant::now();
+    let env_key = env_id as usize;
     // Reachable for ResumeThread before it leaves the table of live threads.
-    STATE.ended.insert(env as usize, (now, rec.clone()));
-    STATE.threads.remove(&(env as usize));
+    STATE.ended.insert(env_key, (now, rec.clone()));
+    STATE.threads.remove(&env_key);
     // No call into the VM from here on while this thread may be suspended: it would stop.
     let owed = {
         let mut s = rec.suspension();
@@ -300,7 +339,23 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
         resume_later(&rec);
     }
     if let Ok(tag) = ids::tag_of(thread) {
-        STATE.by_tag.remove(&tag);
+        STATE.by_tag.remove_if(&tag, |_, e| *e == env_key);
+    }
+    let ms = now.duration_since(*EPOCH).as_millis() as u64;
+    let last = STATE.last_sweep.load(Relaxed);
+    let sweep = ms >= last + 50 && STATE.last_sweep.compare_exchange(last, ms, Relaxed, Relaxed).is_ok();
+    if !sweep || rec.vt.is_some() {
+        // A virtual thread's reference goes with its record (see `ThreadRec`'s `drop`).
+        if rec.vt.is_none() {
+            crate::lock(&STATE.graveyard).push((now, rec));
+        }
+        if !sweep {
+            return;
+        }
+        STATE.ended.retain(|_, (when, r)| {
+            now.duration_since(*when) < if r.vt.is_some() { Duration::from_secs(1) } else { Duration::from_secs(10) }
+        });
+        return;
     }
     // A JVMPI call racing this end may still hold the reference: delete it a while later, and
     // never while a resumption is owed.
@@ -324,7 +379,121 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
     for r in old {
         jni.delete_global_ref(r.jthread());
     }
-    STATE.ended.retain(|_, (when, _)| now.duration_since(*when) < Duration::from_secs(10));
+    // A virtual thread's record is kept one second, not ten: a program may end a hundred
+    // thousand of them a second.
+    STATE.ended.retain(|_, (when, r)| {
+        now.duration_since(*when) < if r.vt.is_some() { Duration::from_secs(1) } else { Duration::from_secs(10) }
+    });
+}
+
+// ---- virtual threads (JDK 21+) -----------------------------------------------------------------
+
+/// Start-up found the JVM able to send the virtual-thread events (`vthreads=own`, JDK 21+).
+pub fn virtual_threads_on() {
+    STATE.virtual_own.store(true, SeqCst);
+}
+
+/// JVMTI VirtualThreadStart, in the new virtual thread, mounted on the carrier whose JNIEnv is
+/// `env`: the thread gets its own `env_id` (a [`jvm::VtEnv`]) and, if the agent wants it, its
+/// THREAD_START (group `VirtualThreads`), sent by itself.
+pub fn on_vthread_start(env: *mut JNIEnv, thread: jthread) {
+    // The first mount's transition has ended (see `on_vthread_mount`).
+    jvm::set_transit_here(false);
+    let Some(vt) = jvm::VtEnv::new(env) else { return };
+    let Ok(tag) = ids::indexed_tag_of(thread) else { return };
+    let jni = jvm::Jni::of(env);
+    // Weak: a virtual thread is reachable while it lives, and its record, kept a while after
+    // its end, must not keep a million ended threads' objects alive meanwhile.
+    let global = jni.new_weak(thread);
+    if global.is_null() {
+        return;
+    }
+    let key = vt.as_env() as usize;
+    let rec = Arc::new(ThreadRec {
+        env: key,
+        thread: global as usize,
+        tag,
+        tls: [const { AtomicUsize::new(0) }; MAX_AGENTS],
+        announced: AtomicU32::new(0),
+        told: AtomicU32::new(0),
+        cpu_at_suspend: AtomicI64::new(-1),
+        has_run: AtomicBool::new(true),
+        pins: AtomicUsize::new(0),
+        ending: AtomicBool::new(false),
+        suspension: Mutex::new(Suspension::default()),
+        vt: Some(vt),
+        runs_seen: AtomicU32::new(0),
+    });
+    STATE.threads.insert(key, rec.clone());
+    STATE.by_tag.insert(tag, key);
+    if let Some(vt) = rec.vt.as_deref() {
+        vt.mounted(crate::vm::cputime::thread_cpu_time());
+        jvm::set_vt_here(vt);
+    }
+    if events::is_ready() && events::enabled(JVMPI_EVENT_THREAD_START) {
+        if let Err(e) = announce(&rec, key as *mut JNIEnv, false, true) {
+            log::debug!("THREAD_START of a virtual thread: {e}");
+        }
+    }
+}
+
+/// The record of the virtual thread `thread` (by its object's tag), if the shim gave it one.
+fn vthread_rec(thread: jthread) -> Option<Arc<ThreadRec>> {
+    let tag = ids::tag_of(thread).ok()?;
+    let env = STATE.by_tag.get(&tag).map(|e| *e)?;
+    STATE.threads.get(&env).map(|r| r.clone()).filter(|r| r.tag == tag && r.vt.is_some())
+}
+
+/// HotSpot's VirtualThreadMount: the virtual thread runs again, on the carrier whose JNIEnv is
+/// `env`; its events carry its own `env_id` from now on.
+pub fn on_vthread_mount(env: *mut JNIEnv, thread: jthread) {
+    // The mount transition has ended: HotSpot posts this event right after. (From JDK 24 a
+    // virtual thread that blocked on a monitor is mounted again by the JVM itself, whose end
+    // of the transition no mark of the JDK's Java code tells.)
+    jvm::set_transit_here(false);
+    match vthread_rec(thread) {
+        Some(rec) => {
+            if let Some(vt) = rec.vt.as_deref() {
+                vt.set_carrier(env);
+                vt.mounted(crate::vm::cputime::thread_cpu_time());
+                jvm::set_vt_here(vt);
+            }
+        }
+        // Started before the shim could see it (none at start-up): its events keep the carrier's.
+        None => jvm::set_vt_here(std::ptr::null()),
+    }
+}
+
+/// HotSpot's VirtualThreadUnmount: the carrier runs its own code again.
+pub fn on_vthread_unmount(_env: *mut JNIEnv, _thread: jthread) {
+    vt_off_carrier();
+}
+
+/// The virtual thread mounted on the current carrier leaves it: its CPU time is its own, not
+/// the carrier's.
+fn vt_off_carrier() {
+    if let Some(ran) = jvm::with_vt_here(|vt| vt.unmounted(crate::vm::cputime::thread_cpu_time())) {
+        jvm::add_vt_cpu_here(ran);
+    }
+    jvm::set_vt_here(std::ptr::null());
+}
+
+/// JVMTI VirtualThreadEnd, in the ending virtual thread (still mounted): its THREAD_END, with
+/// its own `env_id`, then its record is forgotten as a platform thread's is.
+pub fn on_vthread_end(env: *mut JNIEnv, thread: jthread) {
+    let Some(rec) = vthread_rec(thread) else {
+        jvm::set_vt_here(std::ptr::null());
+        return;
+    };
+    let env_id = rec.env as *mut JNIEnv;
+    rec.ending.store(true, SeqCst);
+    wait_unpinned(&rec);
+    if events::enabled(JVMPI_EVENT_THREAD_END) {
+        let mut ev = JVMPI_Event::new(JVMPI_EVENT_THREAD_END, env_id);
+        events::send(&mut ev);
+    }
+    vt_off_carrier();
+    forget_ended(env_id, env, rec, thread);
 }
 
 // ---- pins: events that name another thread -----------------------------------------------------
@@ -628,6 +797,8 @@ pub fn ensure_current_announced(env: *mut JNIEnv) -> bool {
 /// stand-in's ([`with_stand_in`]), or the event is not sent; elsewhere the thread is announced
 /// first, and an event sent by a thread after its THREAD_END (it wakes its joiners) is not sent.
 pub fn before_send(env: &mut *mut JNIEnv) -> bool {
+    // A mounted virtual thread's events carry its own env_id (announced at its start).
+    *env = jvm::event_env_here(*env);
     if OWN.with(|o| o.get()) {
         if env.is_null() || jvm::current_jni() != Some(*env) {
             return true;
@@ -792,6 +963,14 @@ pub fn announce_all() {
         }
         jni.delete_local_ref(t);
     }
+    // Virtual threads are not in JVMTI's list: those the shim follows are announced from here.
+    let live: Vec<Arc<ThreadRec>> =
+        STATE.threads.iter().filter(|r| r.vt.is_some()).map(|r| r.value().clone()).collect();
+    for rec in live {
+        if let Some(_pin) = pin_live(&rec) {
+            let _ = announce(&rec, env, false, true);
+        }
+    }
 }
 
 /// Whether the thread of `rec`'s `java.lang.Thread` has had its THREAD_END: the VM still lists a
@@ -887,8 +1066,11 @@ fn suspend_rec(rec: &Arc<ThreadRec>) -> Result<(), jvm::Error> {
         resume_later(rec);
         return Ok(());
     }
-    // ThreadHasRun: did the thread burn CPU between the previous suspension and this one?
-    if let Ok(cpu) = jvm::thread_cpu_time(rec.jthread()) {
+    // ThreadHasRun: did the thread burn CPU between the previous suspension and this one? (A
+    // virtual thread, which JVMTI has no CPU clock for: was it mounted since?)
+    if let Some(vt) = rec.vt.as_deref() {
+        rec.has_run.store(vt.ran_since(&rec.runs_seen), SeqCst);
+    } else if let Ok(cpu) = jvm::thread_cpu_time(rec.jthread()) {
         let before = rec.cpu_at_suspend.swap(cpu, SeqCst);
         rec.has_run.store(before < 0 || cpu > before, SeqCst);
     }
@@ -930,7 +1112,7 @@ fn refused(what: &str, e: jvm::Error) {
 }
 
 pub fn suspend(env: *mut JNIEnv) {
-    if jvm::current_jni() == Some(env) {
+    if jvm::current_jni().is_some_and(|me| me == env || jvm::event_env_here(me) == env) {
         // HotSpot ignored self-suspension: the sampler must keep running to resume the others.
         log::debug!("SuspendThread({env:p}): the calling thread itself; ignored as HotSpot did");
         return;
@@ -1002,10 +1184,14 @@ pub fn status(env: *mut JNIEnv) -> jint {
 }
 
 /// `GetCurrentThreadCpuTime`: the OS thread's CPU time, the clock JVMTI's
-/// `GetCurrentThreadCpuTime` and HotSpot 1.5 read (for a virtual thread, its carrier's), mostly
-/// without a system call (see `vm::cputime`).
+/// `GetCurrentThreadCpuTime` and HotSpot 1.5 read, mostly without a system call (see
+/// `vm::cputime`); for a virtual thread that is a JVMPI thread of its own, its own: the CPU time
+/// its carriers spent while it was mounted (JVMTI has no CPU clock for virtual threads).
 pub fn current_cpu_time() -> jlong {
-    crate::vm::cputime::thread_cpu_time()
+    let now = crate::vm::cputime::thread_cpu_time();
+    // A mounted virtual thread's own: what it used on every carrier that ran it; a carrier's,
+    // without what the virtual threads it ran used.
+    jvm::with_vt_here(|vt| vt.cpu_time(now)).unwrap_or_else(|| now - jvm::vt_cpu_here())
 }
 
 /// The body of a thread made by `CreateSystemThread`.

@@ -15,14 +15,28 @@
  * Options (comma-separated, NULL allowed): log=PATH, entry2 (METHOD_ENTRY2 instead of
  * METHOD_ENTRY), entryonly (no METHOD_EXIT: count entries only, as coverage tools did),
  * count=PREFIX (print "COUNT <class>.<method> <n>" at JVM_SHUT_DOWN for the methods of classes
- * whose name starts with PREFIX).
+ * whose name starts with PREFIX), trace (GetCallTrace of the current thread, depth 4, at every
+ * 64th METHOD_ENTRY and at every OBJECT_ALLOC, as tracers that record where they are did),
+ * alloc (enable OBJECT_ALLOC too), sample (a sampler thread made with CreateSystemThread that,
+ * every millisecond, suspends each live thread it knows, takes its depth-4 trace and resumes
+ * it, as HPROF cpu=samples did; and asks GetThreadObject of each), jni (at each THREAD_START a thread
+ * sends about itself, JNI calls made with its env_id: GetVersion, NewStringUTF,
+ * GetStringUTFLength, FindClass, GetStaticMethodID and the variadic CallStaticIntMethod).
  *
  * At JVM_SHUT_DOWN: "TOTAL entries=E exits=X mismatches=M open=O unannounced=U threads=T
- * underflows=F here=H", where O is the number of frames still on the stacks of all threads
- * (ended ones included), U the events of threads that had no THREAD_START, F the exits met by
- * an empty stack and H the depth of the thread that delivers JVM_SHUT_DOWN (-1: unknown); with
- * "open" in the options, one "OPEN <thread depth>: <frames, top first>" line per thread whose
- * stack is not empty.
+ * underflows=F starts=S ends=N vstarts=VS vends=VN traces=C badtraces=B samples=P vnamed=VM jniok=J
+ * jnibad=JB noobject=NO lateclass=L tasksamples=TS here=H",
+ * where O is the number of frames still on the stacks of all threads (ended ones included), U
+ * the events of threads that had no THREAD_START, F the exits met with an empty stack (counted
+ * in M too), VS/VN the THREAD_START/END of threads in the group "VirtualThreads", B the traces
+ * (own or sampled) whose frames name a method the agent could not resolve, VM the virtual
+ * threads announced with a name starting "named-vt-", NO the sampled threads GetThreadObject
+ * did not know, L the trace frames whose class had had no CLASS_LOAD yet (HPROF could not
+ * resolve those: "unable to resolve a method id"; the first few are logged as LATECLASS), TS
+ * the sampled traces with a frame of a method of class VtTasks (tests/java/VtTasks.java).
+ * H is the depth of the thread that delivers JVM_SHUT_DOWN (-1: unknown); with "open" in the
+ * options, one "OPEN <thread depth>: <frames, top first>" line per thread whose stack is not
+ * empty.
  */
 #include <jni.h>
 #include <jvmpi.h>
@@ -32,23 +46,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static JVMPI_Interface *jvmpi;
 static FILE *out;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char count_prefix[128];
-static int opt_entry2, opt_entryonly, opt_open;
+static int opt_entry2, opt_entryonly, opt_open, opt_trace, opt_alloc, opt_sample, opt_jni;
 
 struct tstate {
     JNIEnv *env;
     jmethodID *stack;
     int depth, cap;
     long entries, exits, mismatches, underflows;
-    int ended;
+    int ended, virtual;
     struct tstate *next;
 };
 static struct tstate *threads; /* every thread ever seen (under lock) */
-static long unannounced, shut_down;
+static long unannounced, shut_down, starts, ends, vstarts, vends, traces, badtraces, samples, vnamed, jniok, jnibad,
+    noobject;
 
 #define SLOTS (1 << 20)
 struct meth { jmethodID id; char *name; int counted; long count; };
@@ -110,6 +126,23 @@ static const char *name_of(jmethodID id) {
     return m ? m->name : "?";
 }
 
+/* JNI calls made with a thread's env_id, in that thread (option `jni`). */
+static void jni_calls(JNIEnv *env) {
+    int ok = (*env)->GetVersion(env) >= JNI_VERSION_1_2;
+    jstring s = (*env)->NewStringUTF(env, "jvmpi");
+    ok = ok && s && (*env)->GetStringUTFLength(env, s) == 5;
+    if (s) (*env)->DeleteLocalRef(env, s);
+    jclass math = (*env)->FindClass(env, "java/lang/Math");
+    jmethodID abs = math ? (*env)->GetStaticMethodID(env, math, "abs", "(I)I") : NULL;
+    ok = ok && abs && (*env)->CallStaticIntMethod(env, math, abs, (jint)-42) == 42;
+    if ((*env)->ExceptionCheck(env)) {
+        (*env)->ExceptionClear(env);
+        ok = 0;
+    }
+    if (math) (*env)->DeleteLocalRef(env, math);
+    __sync_fetch_and_add(ok ? &jniok : &jnibad, 1);
+}
+
 static struct tstate *new_thread(JNIEnv *env) {
     struct tstate *t = calloc(1, sizeof *t);
     t->env = env;
@@ -132,8 +165,51 @@ static struct tstate *thread(JNIEnv *env) {
     return t;
 }
 
+/* A depth-4 trace of `env`'s thread: counted, and counted bad if a frame names a method the
+ * agent cannot resolve. */
+static long lateclass; /* trace frames whose class had no CLASS_LOAD yet (resolved on the spot) */
+
+static long tasksamples; /* sampled traces with a frame of a VtTasks method */
+
+static void check_trace(JVMPI_CallTrace *ct, int sampled) {
+    __sync_fetch_and_add(&traces, 1);
+    if (sampled) {
+        for (int i = 0; i < ct->num_frames; i++) {
+            struct meth *m = method(ct->frames[i].method_id);
+            if (m && strncmp(m->name, "VtTasks.", 8) == 0) {
+                __sync_fetch_and_add(&tasksamples, 1);
+                break;
+            }
+        }
+    }
+    for (int i = 0; i < ct->num_frames; i++) {
+        struct meth *s = slot(ct->frames[i].method_id);
+        if (s && __atomic_load_n(&s->id, __ATOMIC_ACQUIRE) == NULL) {
+            long n = __sync_add_and_fetch(&lateclass, 1);
+            if (n <= 5) {
+                struct meth *m = method(ct->frames[i].method_id);
+                line("LATECLASS %s", m ? m->name : "?");
+            }
+        }
+    }
+    for (int i = 0; i < ct->num_frames; i++) {
+        if (!method(ct->frames[i].method_id)) {
+            __sync_fetch_and_add(&badtraces, 1);
+            break;
+        }
+    }
+}
+
+static void take_trace(JNIEnv *env) {
+    JVMPI_CallFrame frames[4];
+    JVMPI_CallTrace ct = {env, 0, frames};
+    jvmpi->GetCallTrace(&ct, 4);
+    check_trace(&ct, 0);
+}
+
 static void entered(JNIEnv *env, jmethodID m) {
     struct tstate *t = thread(env);
+    if (opt_trace && (t->entries & 63) == 0) take_trace(env);
     if (t->depth == t->cap) {
         t->cap *= 2;
         t->stack = realloc(t->stack, sizeof(jmethodID) * t->cap);
@@ -149,6 +225,7 @@ static void entered(JNIEnv *env, jmethodID m) {
 static void exited(JNIEnv *env, jmethodID m) {
     struct tstate *t = thread(env);
     t->exits++;
+    if (t->depth == 0) t->underflows++;
     if (t->depth > 0 && t->stack[t->depth - 1] == m) {
         t->depth--;
         return;
@@ -195,8 +272,40 @@ static void shutdown_report(JNIEnv *env) {
             if (table[i].id && table[i].counted) line("COUNT %s %ld", table[i].name, table[i].count);
         }
     }
-    line("TOTAL entries=%ld exits=%ld mismatches=%ld open=%ld unannounced=%ld threads=%ld underflows=%ld here=%d", e,
-         x, mm, open, unannounced, n, uf, here ? here->depth : -1);
+    line("TOTAL entries=%ld exits=%ld mismatches=%ld open=%ld unannounced=%ld threads=%ld underflows=%ld starts=%ld "
+         "ends=%ld vstarts=%ld vends=%ld traces=%ld badtraces=%ld samples=%ld vnamed=%ld jniok=%ld jnibad=%ld "
+         "noobject=%ld lateclass=%ld tasksamples=%ld here=%d",
+         e, x, mm, open, unannounced, n, uf, starts, ends, vstarts, vends, traces, badtraces, samples, vnamed, jniok,
+         jnibad, noobject, lateclass, tasksamples, here ? here->depth : -1);
+}
+
+/* The sampler thread (option `sample`): every millisecond, each live thread it knows is
+ * suspended, traced and resumed. */
+static void sampler(void *arg) {
+    (void)arg;
+    JNIEnv *envs[4096];
+    while (!__atomic_load_n(&shut_down, __ATOMIC_ACQUIRE)) {
+        int n = 0;
+        pthread_mutex_lock(&lock);
+        for (struct tstate *t = threads; t && n < 4096; t = t->next) {
+            if (!t->ended) envs[n++] = t->env;
+        }
+        pthread_mutex_unlock(&lock);
+        for (int i = 0; i < n; i++) {
+            /* The methods are resolved after the thread is resumed: it may hold a lock that
+             * resolving (RequestEvent) needs. */
+            JVMPI_CallFrame frames[4];
+            JVMPI_CallTrace ct = {envs[i], 0, frames};
+            jvmpi->SuspendThread(envs[i]);
+            jvmpi->GetCallTrace(&ct, 4);
+            jvmpi->ResumeThread(envs[i]);
+            if (!jvmpi->GetThreadObject(envs[i])) __sync_fetch_and_add(&noobject, 1);
+            __sync_fetch_and_add(&samples, 1);
+            check_trace(&ct, 1);
+        }
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static void notify(JVMPI_Event *e) {
@@ -204,14 +313,37 @@ static void notify(JVMPI_Event *e) {
     case JVMPI_EVENT_CLASS_LOAD:
         class_load(e);
         break;
-    case JVMPI_EVENT_THREAD_START:
-        if (!jvmpi->GetThreadLocalStorage(e->u.thread_start.thread_env_id)) new_thread(e->u.thread_start.thread_env_id);
-        break;
-    case JVMPI_EVENT_THREAD_END: {
-        struct tstate *t = jvmpi->GetThreadLocalStorage(e->env_id);
-        if (t) t->ended = 1;
+    case JVMPI_EVENT_THREAD_START: {
+        struct tstate *t = jvmpi->GetThreadLocalStorage(e->u.thread_start.thread_env_id);
+        if (!t) t = new_thread(e->u.thread_start.thread_env_id);
+        if (!(e->event_type & JVMPI_REQUESTED_EVENT)) {
+            __sync_fetch_and_add(&starts, 1);
+            if (e->u.thread_start.group_name && strcmp(e->u.thread_start.group_name, "VirtualThreads") == 0) {
+                t->virtual = 1;
+                __sync_fetch_and_add(&vstarts, 1);
+                if (e->u.thread_start.thread_name && strncmp(e->u.thread_start.thread_name, "named-vt-", 9) == 0)
+                    __sync_fetch_and_add(&vnamed, 1);
+            }
+            if (opt_jni && e->env_id == e->u.thread_start.thread_env_id) jni_calls(e->env_id);
+        }
         break;
     }
+    case JVMPI_EVENT_THREAD_END: {
+        struct tstate *t = jvmpi->GetThreadLocalStorage(e->env_id);
+        __sync_fetch_and_add(&ends, 1);
+        if (t) {
+            t->ended = 1;
+            if (t->virtual) __sync_fetch_and_add(&vends, 1);
+        }
+        break;
+    }
+    case JVMPI_EVENT_OBJECT_ALLOC:
+        if (opt_trace) take_trace(e->env_id);
+        break;
+    case JVMPI_EVENT_JVM_INIT_DONE:
+        if (opt_sample && jvmpi->CreateSystemThread("shadowstack sampler", JVMPI_NORMAL_PRIORITY, sampler) != JNI_OK)
+            line("sampler thread refused");
+        break;
     case JVMPI_EVENT_METHOD_ENTRY:
         entered(e->env_id, e->u.method.method_id);
         break;
@@ -222,7 +354,7 @@ static void notify(JVMPI_Event *e) {
         exited(e->env_id, e->u.method.method_id);
         break;
     case JVMPI_EVENT_JVM_SHUT_DOWN:
-        if (!shut_down++) shutdown_report(e->env_id);
+        if (!__atomic_fetch_add(&shut_down, 1, __ATOMIC_ACQ_REL)) shutdown_report(e->env_id);
         break;
     default:
         break;
@@ -251,6 +383,14 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
             opt_open = 1;
         } else if (strcmp(o, "entryonly") == 0) {
             opt_entryonly = 1;
+        } else if (strcmp(o, "trace") == 0) {
+            opt_trace = 1;
+        } else if (strcmp(o, "alloc") == 0) {
+            opt_alloc = 1;
+        } else if (strcmp(o, "sample") == 0) {
+            opt_sample = 1;
+        } else if (strcmp(o, "jni") == 0) {
+            opt_jni = 1;
         } else if (strncmp(o, "count=", 6) == 0) {
             snprintf(count_prefix, sizeof count_prefix, "%s", o + 6);
         }
@@ -259,7 +399,8 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *vm, char *options, void *reserved) {
     jvmpi->NotifyEvent = notify;
     if (!enable(JVMPI_EVENT_CLASS_LOAD) || !enable(JVMPI_EVENT_THREAD_START) || !enable(JVMPI_EVENT_THREAD_END) ||
         !enable(opt_entry2 ? JVMPI_EVENT_METHOD_ENTRY2 : JVMPI_EVENT_METHOD_ENTRY) ||
-        (!opt_entryonly && !enable(JVMPI_EVENT_METHOD_EXIT)) || !enable(JVMPI_EVENT_JVM_SHUT_DOWN))
+        (!opt_entryonly && !enable(JVMPI_EVENT_METHOD_EXIT)) || !enable(JVMPI_EVENT_JVM_SHUT_DOWN) ||
+        (opt_alloc && !enable(JVMPI_EVENT_OBJECT_ALLOC)) || (opt_sample && !enable(JVMPI_EVENT_JVM_INIT_DONE)))
         return JNI_ERR;
     return JNI_OK;
 }

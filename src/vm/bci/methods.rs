@@ -36,7 +36,10 @@ pub struct MethodHooks<'a> {
 /// The tracker's methods: (name, descriptor). All `public static native`. `initThrow` is the
 /// exit hook of a constructor's catch-all handler: the shim also ends there the callers that
 /// are constructors stopped at their `super(…)`/`this(…)` call, which no handler can cover.
-pub const TRACKER_METHODS: [(&str, &str); 11] = [
+/// The last one,
+/// `transit`, is no hook of the plan: the JDK's virtual-thread code calls it where a mount or
+/// unmount transition begins and ends ([`is_transition_code`]).
+pub const TRACKER_METHODS: [(&str, &str); 12] = [
     ("enter", "(I)V"),
     ("enterThis", "(Ljava/lang/Object;I)V"),
     ("exit", "(I)V"),
@@ -48,7 +51,57 @@ pub const TRACKER_METHODS: [(&str, &str); 11] = [
     ("ifAcmp", "(Ljava/lang/Object;Ljava/lang/Object;III)V"),
     ("tableSwitch", "(IIIII)V"),
     ("lookupSwitch", "(III)V"),
+    ("transit", "(Z)V"),
 ];
+
+/// The JDK's virtual-thread machinery (JDK 19+): the classes whose code mounts and unmounts
+/// virtual threads (`java.lang.VirtualThread` and its nested classes, `jdk.internal.vm.Continuation`
+/// and its nested classes, `jdk.internal.vm.StackChunk`). Their methods get no method hooks:
+/// part of their code runs inside a JVMTI "VTMS transition", where a JVMTI call that waits for
+/// transitions (GetFrameLocation, GetStackTrace, SuspendThread, … on JDK 21) never returns, and
+/// where an agent's handler may make one; and an agent never sees this machinery as method
+/// events (a frame entered outside a transition and left inside one would leave its stack
+/// unbalanced).
+pub fn is_vt_machinery(class: &str) -> bool {
+    is_transition_code(class)
+        || matches!(class, "jdk/internal/vm/Continuation" | "jdk/internal/vm/StackChunk")
+        || class.starts_with("jdk/internal/vm/Continuation$")
+}
+
+/// The classes that begin and end the transitions: `java.lang.VirtualThread` and its nested
+/// classes (JDK 21 begins and ends them in `VirtualThread`'s `mount`, `unmount`,
+/// `yieldContinuation` and `run`; JDK 25 also in `VirtualThread$VThreadContinuation$1.run`),
+/// by calling its natives `notifyJvmtiMount(Z)`, `notifyJvmtiUnmount(Z)` (true: begins, false:
+/// ends), `notifyJvmtiStart()` (ends the first mount) and `notifyJvmtiEnd()` (begins the last
+/// unmount). The method plan puts a call of the tracker's `transit(Z)` right before each of
+/// them ([`transition_marks`]): from the first to the second the thread sends no event.
+pub fn is_transition_code(class: &str) -> bool {
+    class == "java/lang/VirtualThread" || class.starts_with("java/lang/VirtualThread$")
+}
+
+/// Puts `transit(true)` before every call that begins a transition and `transit(false)` before
+/// every call that ends one (see [`is_transition_code`]). No Java code runs between the mark and
+/// the call, so the mark's state is the transition's as far as any hook can tell.
+fn transition_marks(ce: &mut ClassEditor<'_>, ed: &mut MethodEditor, tracker: &str) -> Result<(), BciError> {
+    let insns = ed.instructions().to_vec();
+    let mut transit = None;
+    for (k, i) in insns.iter().enumerate() {
+        let (I::Invokevirtual(ix) | I::Invokespecial(ix)) = i else { continue };
+        let Ok((name, desc)) = ce.pool_ref().get_member(*ix) else { continue };
+        let push = match (name.as_bytes(), desc.as_bytes()) {
+            (b"notifyJvmtiMount" | b"notifyJvmtiUnmount", b"(Z)V") => I::Dup,
+            (b"notifyJvmtiStart", b"()V") => I::Iconst_0,
+            (b"notifyJvmtiEnd", b"()V") => I::Iconst_1,
+            _ => continue,
+        };
+        let r = match transit {
+            Some(r) => r,
+            None => *transit.insert(ce.pool().method_ref(tracker, "transit", "(Z)V")?),
+        };
+        ed.insert_before(k, &[push, I::Invokestatic(r)])?;
+    }
+    Ok(())
+}
 
 /// A lookupswitch the plan met: its original offset and its keys in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -312,9 +365,28 @@ pub fn instrument_class_wrapping(
         return Ok((None, 0));
     }
     let mut methods = methods;
+    // The virtual-thread machinery gets no method hooks; the code that begins and ends the
+    // transitions gets its marks instead (see [`is_vt_machinery`]).
+    let marks = match methods.as_ref() {
+        Some((hooks, _)) if is_transition_code(&name) => Some(hooks.tracker.to_string()),
+        _ => None,
+    };
+    if is_vt_machinery(&name) {
+        methods = None;
+    }
     let mut refs = None;
     let mut tracker_refs = [None; TRACKER_METHODS.len()];
     for m in 0..ce.method_count() {
+        if let Some(tracker) = marks.as_deref() {
+            if let Some(mut ed) = ce.method_editor(m)? {
+                transition_marks(&mut ce, &mut ed, tracker)?;
+                if let Some(a) = alloc {
+                    super::alloc::plan_allocations(&mut ce, m, &mut ed, a, &mut refs)?;
+                }
+                ce.commit(ed)?;
+            }
+            continue;
+        }
         if methods.is_none() && super::alloc::can_skip(&ce, m) {
             continue;
         }

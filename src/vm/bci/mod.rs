@@ -109,8 +109,8 @@ pub use alloc::{
 pub use classfile::{ClassEditor, MethodInfo, Pool, ACC_STATIC};
 pub use code::{branch_target, encoded_size, is_unconditional, targets, MethodEditor};
 pub use methods::{
-    branch_taken, instrument_class, instrument_class_wrapping, instrument_methods, methods_tracker_class, plan_method,
-    plan_probe, push_int, Lookup, MethodHooks, NativeWrap, TRACKER_METHODS,
+    branch_taken, instrument_class, instrument_class_wrapping, instrument_methods, is_transition_code, is_vt_machinery,
+    methods_tracker_class, plan_method, plan_probe, push_int, Lookup, MethodHooks, NativeWrap, TRACKER_METHODS,
 };
 /// The instruction type of the editor (ristretto's), re-exported for users of [`MethodEditor`].
 pub use ristretto_classfile::attributes::{ArrayType, Instruction};

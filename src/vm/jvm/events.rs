@@ -15,7 +15,12 @@ use super::*;
 /// holds for `can_access_local_variables`, taken when `locals` says so (the `locals=` option,
 /// by default from JDK 16 on; C2 then also keeps every local of a method alive at its
 /// safepoints). Returns whether `can_access_local_variables` was taken.
-pub fn add_capabilities(owned_monitors: bool, locals: bool) -> std::result::Result<bool, String> {
+/// `virtual_threads`: take `can_support_virtual_threads` (JDK 21+, `vthreads=own`).
+pub fn add_capabilities(
+    owned_monitors: bool,
+    locals: bool,
+    virtual_threads: bool,
+) -> std::result::Result<bool, String> {
     let j = env().map_err(err_name)?;
     let potential = j.get_potential_capabilities().map_err(err_name)?;
     let mut c = jvmti::jvmtiCapabilities::default();
@@ -48,12 +53,53 @@ pub fn add_capabilities(owned_monitors: bool, locals: bool) -> std::result::Resu
     if owned_monitors && potential.can_get_owned_monitor_info() {
         c.set_can_get_owned_monitor_info(true);
     }
+    if virtual_threads && potential.can_support_virtual_threads() && vt_envs_supported() {
+        c.set_can_support_virtual_threads(true);
+    }
     let locals = locals && potential.can_access_local_variables();
     if locals {
         c.set_can_access_local_variables(true);
     }
     j.add_capabilities(&c).map_err(err_name)?;
     Ok(locals)
+}
+
+/// The JVMTI callbacks of a mounted virtual thread's events (JDK 21+): (JNIEnv, the virtual
+/// thread). HotSpot calls its extension events with these arguments after the environment.
+pub type VtCallback = unsafe extern "C" fn(*mut jvmti::jvmtiEnv, *mut JNIEnv, jthread);
+
+/// Turns on the virtual-thread events (JDK 21+, with `can_support_virtual_threads`, taken by
+/// [`add_capabilities`]): VirtualThreadStart / VirtualThreadEnd (their callbacks are in the
+/// table of [`set_callbacks`]) and HotSpot's extension events VirtualThreadMount /
+/// VirtualThreadUnmount, with `mount` and `unmount`. False when this JVM cannot.
+pub fn enable_virtual_thread_events(mount: VtCallback, unmount: VtCallback) -> bool {
+    let Ok(j) = env() else { return false };
+    if !j.get_capabilities().is_ok_and(|c| c.can_support_virtual_threads()) {
+        return false;
+    }
+    let Ok(exts) = j.get_extension_events() else { return false };
+    let find = |id: &str| exts.iter().find(|e| e.id.as_deref() == Some(id)).map(|e| e.extension_event_index);
+    let (Some(m), Some(u)) =
+        (find("com.sun.hotspot.events.VirtualThreadMount"), find("com.sun.hotspot.events.VirtualThreadUnmount"))
+    else {
+        return false;
+    };
+    // SAFETY: HotSpot calls these extension events with (jvmtiEnv*, JNIEnv*, jthread), which
+    // is what a `VtCallback` takes; the variadic type is only how JVMTI declares them.
+    let (mount, unmount) = unsafe {
+        (
+            std::mem::transmute::<VtCallback, jvmti::jvmtiExtensionEvent>(mount),
+            std::mem::transmute::<VtCallback, jvmti::jvmtiExtensionEvent>(unmount),
+        )
+    };
+    // An extension event is sent once it has a callback and is enabled like any event (HotSpot
+    // numbers its extension events just below the standard ones).
+    j.set_extension_event_callback(m, Some(mount)).is_ok()
+        && j.set_extension_event_callback(u, Some(unmount)).is_ok()
+        && set_mode(m as jvmtiEvent, true).is_ok()
+        && set_mode(u as jvmtiEvent, true).is_ok()
+        && want(jvmti::JVMTI_EVENT_VIRTUAL_THREAD_START).is_ok()
+        && want(jvmti::JVMTI_EVENT_VIRTUAL_THREAD_END).is_ok()
 }
 
 pub fn set_callbacks(cb: jvmti::jvmtiEventCallbacks) -> Result<()> {

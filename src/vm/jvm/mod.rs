@@ -449,6 +449,13 @@ struct Here {
     /// An opaque pointer a room keeps for the thread (the allocation room's per-thread state,
     /// see [`set_room_here`]); null until set.
     room: std::cell::Cell<*mut c_void>,
+    /// The virtual thread mounted on this (carrier) thread now, as its `env_id` ([`VtEnv`]):
+    /// set at its JVMTI VirtualThreadStart and VirtualThreadMount, cleared at its
+    /// VirtualThreadUnmount and VirtualThreadEnd ([`set_vt_here`]); null: none.
+    vt: std::cell::Cell<*const VtEnv>,
+    /// The CPU time virtual threads used on this (carrier) thread so far (ns): not the
+    /// carrier's own ([`add_vt_cpu_here`]).
+    vt_cpu: std::cell::Cell<i64>,
 }
 
 thread_local! {
@@ -459,6 +466,8 @@ thread_local! {
             temporary: std::cell::Cell::new(false),
             env: std::cell::Cell::new(std::ptr::null_mut()),
             room: std::cell::Cell::new(std::ptr::null_mut()),
+            vt: std::cell::Cell::new(std::ptr::null()),
+            vt_cpu: std::cell::Cell::new(0),
         }
     };
 }
@@ -488,6 +497,52 @@ pub fn here_and_room() -> (u8, *mut c_void) {
     let h = here_ptr();
     // SAFETY: `h` points to this thread's HERE, alive as long as the thread (see `here_ptr`).
     unsafe { ((*h).flags.get(), (*h).room.get()) }
+}
+
+/// The current thread's flags, its counter (as [`here_and_counter`]) and the `env_id` its
+/// events carry: `env` itself, or while a virtual thread is mounted on it, that virtual
+/// thread's ([`set_vt_here`]). The method events' hot path: one more load than
+/// [`here_and_counter`].
+#[inline(always)]
+pub fn here_counter_env(env: *mut JNIEnv) -> (u8, Option<&'static AtomicUsize>, *mut JNIEnv) {
+    let h = here_ptr();
+    // SAFETY: `h` points to this thread's HERE, alive as long as the thread (see `here_ptr`);
+    // a mounted virtual thread's VtEnv outlives its mount (its record owns it).
+    unsafe {
+        let vt = (*h).vt.get();
+        let env = if vt.is_null() { env } else { (*vt).event_env(env) };
+        ((*h).flags.get(), (*h).counter.get().as_ref(), env)
+    }
+}
+
+/// The `env_id` an event about the current thread carries: `env` (the thread's own JNIEnv), or
+/// while a virtual thread is mounted on it, the virtual thread's [`VtEnv`].
+#[inline]
+pub fn event_env_here(env: *mut JNIEnv) -> *mut JNIEnv {
+    here_counter_env(env).2
+}
+
+/// `f` of the virtual thread mounted on the current thread, if any.
+pub fn with_vt_here<R>(f: impl FnOnce(&VtEnv) -> R) -> Option<R> {
+    let vt = HERE.with(|h| h.vt.get());
+    // SAFETY: a mounted virtual thread's VtEnv outlives its mount (its record owns it, and the
+    // record is kept until after its end, which clears this first).
+    (!vt.is_null()).then(|| f(unsafe { &*vt }))
+}
+
+/// Adds `ns` to the CPU time virtual threads used on the current (carrier) thread.
+pub fn add_vt_cpu_here(ns: i64) {
+    HERE.with(|h| h.vt_cpu.set(h.vt_cpu.get() + ns));
+}
+
+/// The CPU time virtual threads used on the current thread so far (ns).
+pub fn vt_cpu_here() -> i64 {
+    HERE.with(|h| h.vt_cpu.get())
+}
+
+/// Notes the virtual thread now mounted on the current (carrier) thread (null: none).
+pub fn set_vt_here(vt: *const VtEnv) {
+    HERE.with(|h| h.vt.set(vt));
 }
 
 /// Keeps an opaque pointer for the current thread (the allocation room's per-thread state),
@@ -631,6 +686,22 @@ pub const ANNOUNCED: u8 = 2;
 /// (kept by the methods room).
 pub const UNSENT: u8 = 4;
 
+/// The thread (a carrier) is inside a virtual thread's mount or unmount transition (JDK 19+;
+/// set and cleared by the marks the method plan puts into the JDK's `java.lang.VirtualThread`,
+/// see `bci::is_transition_code`): no event is sent and no JVMTI call is made on its behalf,
+/// as inside the shim's own JNI calls. On JDK 21 a JVMTI function that waits for transitions
+/// to end (GetFrameLocation, GetStackTrace, SuspendThread, …), called from inside one, never
+/// returns, and every other thread that makes one waits with it.
+pub const TRANSIT: u8 = 8;
+/// [`INTERNAL`] or [`TRANSIT`]: the thread sends no event now.
+pub const QUIET: u8 = INTERNAL | TRANSIT;
+
+/// Sets or clears [`TRANSIT`] for the current thread.
+#[inline]
+pub fn set_transit_here(on: bool) {
+    HERE.with(|h| h.flags.set(if on { h.flags.get() | TRANSIT } else { h.flags.get() & !TRANSIT }));
+}
+
 /// Sets or clears [`UNSENT`] for the current thread.
 pub fn set_unsent_here(on: bool) {
     HERE.with(|h| h.flags.set(if on { h.flags.get() | UNSENT } else { h.flags.get() & !UNSENT }));
@@ -681,9 +752,10 @@ pub fn as_agent<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// Whether the current thread is inside a JNI call the shim makes for itself.
+/// Whether the current thread is inside a JNI call the shim makes for itself, or inside a
+/// virtual thread's mount or unmount transition ([`TRANSIT`]): no event is sent from it now.
 pub fn shim_internal() -> bool {
-    here() & INTERNAL != 0
+    here() & QUIET != 0
 }
 
 /// JNI calls made by the shim in the current thread. Built from the current thread's JNIEnv;

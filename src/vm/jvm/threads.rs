@@ -112,3 +112,160 @@ pub fn run_agent_thread(t: jthread, f: AgentThreadFn, arg: *const c_void, priori
     // SAFETY: `t` is a new, unstarted java.lang.Thread; `f` is a shim function that accepts `arg`.
     unsafe { env()?.run_agent_thread(t, f, arg, priority) }
 }
+
+// ---- virtual threads as threads of their own (JDK 21+) --------------------------------------------
+
+/// The JNI function slots a [`VtEnv`] forwards: the JNI table of JDK 24/25 (4 reserved slots,
+/// `GetVersion` … `GetStringUTFLengthAsLong`); older JDKs have fewer, and no caller names a
+/// slot its JDK does not have.
+const JNI_SLOTS: usize = 236;
+
+/// The `env_id` of a virtual thread: a `JNIEnv` of its own, stable for the thread's life,
+/// whichever carrier runs it. Laid out as a `JNIEnv` (its first word is a function table), so
+/// an agent can make JNI calls with it while the virtual thread runs: each slot of the table is
+/// a stub that puts the carrier's own `JNIEnv` (the second word, written at every mount) in
+/// place of the first argument and jumps to the carrier's function (every other argument, and
+/// the registers of a variadic call, untouched). x86-64 only; elsewhere [`VtEnv::new`] says
+/// None and virtual threads keep their carrier's `env_id`.
+#[repr(C)]
+pub struct VtEnv {
+    functions: *const usize,
+    carrier: std::sync::atomic::AtomicPtr<JNIEnv>,
+    /// The CPU time it used on its carriers up to its last unmount (ns).
+    cpu_total: std::sync::atomic::AtomicI64,
+    /// Its carrier's CPU time when it was last mounted (ns).
+    cpu_at_mount: std::sync::atomic::AtomicI64,
+    /// Mounted now.
+    on_carrier: AtomicBool,
+    /// Its unmounts so far (for ThreadHasRun).
+    mounts: AtomicU32,
+}
+
+// SAFETY: the function table is immutable and shared; the carrier is an atomic.
+unsafe impl Send for VtEnv {}
+// SAFETY: as above.
+unsafe impl Sync for VtEnv {}
+
+impl VtEnv {
+    /// A new virtual thread's `env_id`, running on the carrier whose JNIEnv is `carrier`.
+    pub fn new(carrier: *mut JNIEnv) -> Option<Box<VtEnv>> {
+        let functions = forwarding_table()?.as_ptr();
+        Some(Box::new(VtEnv {
+            functions,
+            carrier: std::sync::atomic::AtomicPtr::new(carrier),
+            cpu_total: std::sync::atomic::AtomicI64::new(0),
+            cpu_at_mount: std::sync::atomic::AtomicI64::new(0),
+            on_carrier: AtomicBool::new(false),
+            mounts: AtomicU32::new(0),
+        }))
+    }
+
+    /// Mounted now, when its carrier's CPU clock reads `carrier_cpu`.
+    pub fn mounted(&self, carrier_cpu: jlong) {
+        self.cpu_at_mount.store(carrier_cpu, Ordering::Relaxed);
+        self.on_carrier.store(true, Ordering::Relaxed);
+    }
+
+    /// Unmounted now, when its carrier's CPU clock reads `carrier_cpu`: returns the CPU time
+    /// it used since it was mounted.
+    pub fn unmounted(&self, carrier_cpu: jlong) -> jlong {
+        let ran = (carrier_cpu - self.cpu_at_mount.load(Ordering::Relaxed)).max(0);
+        self.cpu_total.fetch_add(ran, Ordering::Relaxed);
+        self.mounts.fetch_add(1, Ordering::Relaxed);
+        self.on_carrier.store(false, Ordering::Relaxed);
+        ran
+    }
+
+    /// Whether it ran since `*seen` (a count this updates): mounted now, or unmounted since.
+    pub fn ran_since(&self, seen: &std::sync::atomic::AtomicU32) -> bool {
+        let n = self.mounts.load(Ordering::Relaxed);
+        self.on_carrier.load(Ordering::Relaxed) || seen.swap(n, Ordering::Relaxed) != n
+    }
+
+    /// Its own CPU time while mounted, its carrier's clock reading `carrier_cpu`: what it used
+    /// on every carrier so far.
+    pub fn cpu_time(&self, carrier_cpu: jlong) -> jlong {
+        self.cpu_total.load(Ordering::Relaxed) + (carrier_cpu - self.cpu_at_mount.load(Ordering::Relaxed)).max(0)
+    }
+
+    /// It as the `JNIEnv*` the agent sees.
+    pub fn as_env(&self) -> *mut JNIEnv {
+        self as *const VtEnv as *mut JNIEnv
+    }
+
+    /// The virtual thread is mounted on the carrier whose JNIEnv is `carrier`.
+    pub fn set_carrier(&self, carrier: *mut JNIEnv) {
+        self.carrier.store(carrier, Ordering::Release);
+    }
+
+    /// The `env_id` of an event whose JNIEnv is `env`: this virtual thread's when `env` is its
+    /// carrier's now.
+    #[inline(always)]
+    pub fn event_env(&self, env: *mut JNIEnv) -> *mut JNIEnv {
+        if self.carrier.load(Ordering::Relaxed) == env {
+            self.as_env()
+        } else {
+            env
+        }
+    }
+}
+
+/// Whether this platform can give virtual threads a [`VtEnv`] (the forwarding stubs exist).
+pub fn vt_envs_supported() -> bool {
+    forwarding_table().is_some()
+}
+
+/// The function table of every [`VtEnv`]: one forwarding stub per JNI slot, made once in a
+/// page of executable memory.
+fn forwarding_table() -> Option<&'static [usize; JNI_SLOTS]> {
+    static TABLE: OnceLock<Option<Box<[usize; JNI_SLOTS]>>> = OnceLock::new();
+    TABLE.get_or_init(make_forwarding_table).as_deref()
+}
+
+#[cfg(target_arch = "x86_64")]
+fn make_forwarding_table() -> Option<Box<[usize; JNI_SLOTS]>> {
+    const STUB: usize = 16;
+    let size = (JNI_SLOTS * STUB).next_multiple_of(4096);
+    // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if page == libc::MAP_FAILED {
+        return None;
+    }
+    let mut code = vec![0xCCu8; size];
+    for i in 0..JNI_SLOTS {
+        let disp = ((i * 8) as u32).to_le_bytes();
+        let stub = [
+            0x48, 0x8B, 0x7F, 0x08, // mov rdi, [rdi + 8]    the carrier's JNIEnv
+            0x4C, 0x8B, 0x1F, // mov r11, [rdi]              its function table
+            0x41, 0xFF, 0xA3, disp[0], disp[1], disp[2], disp[3], // jmp [r11 + 8*i]
+        ];
+        code[i * STUB..i * STUB + stub.len()].copy_from_slice(&stub);
+    }
+    // SAFETY: `page` is `size` writable bytes of our own; then made read-only and executable.
+    let ok = unsafe {
+        std::ptr::copy_nonoverlapping(code.as_ptr(), page as *mut u8, size);
+        libc::mprotect(page, size, libc::PROT_READ | libc::PROT_EXEC) == 0
+    };
+    if !ok {
+        return None;
+    }
+    let mut table = Box::new([0usize; JNI_SLOTS]);
+    for (i, t) in table.iter_mut().enumerate() {
+        *t = page as usize + i * STUB;
+    }
+    Some(table)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn make_forwarding_table() -> Option<Box<[usize; JNI_SLOTS]>> {
+    None
+}
