@@ -154,7 +154,12 @@ class Suite:
             h.update(open(os.path.join(HERE, 'patches', p), 'rb').read())
         h.update(open(self.header, 'rb').read())
         h.update(newtools.RECIPES.get(name, '').encode())
-        h.update(open(os.path.abspath(__file__), 'rb').read())
+        for sub in ('java', 'standin', 'compat', 'spec'):
+            for f in sorted(glob.glob(os.path.join(HERE, sub, '**', '*'), recursive=True)):
+                if os.path.isfile(f):
+                    h.update(f.encode() + open(f, 'rb').read())
+        for f in ('suite.py', 'newtools.py'):
+            h.update(open(os.path.join(HERE, f), 'rb').read())
         h.update(self.jdk.encode())
         return h.hexdigest()
 

@@ -137,6 +137,8 @@ public class SuiteWorkload {
         }
         waiter.join();
         Thread.sleep(100);
+        System.out.println("PHASE hot");   // every thread has come and gone: a tool may be signalled now
+        System.out.flush();
         hot();
         System.gc();
         expect("alloc_class", "SuiteNode");
