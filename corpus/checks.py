@@ -33,6 +33,10 @@ def text(rd, name):
         return None
 
 
+class Stop(Exception):
+    """raised by a checker after a failure that makes every further check meaningless"""
+
+
 class Card:
     def __init__(self):
         self.fails = []
@@ -52,7 +56,19 @@ def no_crash(c, rd):
     c.need('no-crash-file', not dumps, ' '.join(dumps))
 
 
+def jvm_started(c, rd, marker):
+    """False (and one failure naming the JVM's or the shim's first error line) when the program never ran"""
+    out = text(rd, 'stdout.txt') or ''
+    if out.strip() or rc_of(rd) == '0':
+        return True
+    err = [l for l in (text(rd, 'stderr.txt') or '').splitlines() if l.strip()]
+    c.need('jvm-start', False, 'exit status %s before the program ran: %s' % (rc_of(rd), err[0][:200] if err else 'no message'))
+    return False
+
+
 def workload_common(c, rd, e, run):
+    if not jvm_started(c, rd, 'WORKLOAD-DONE'):
+        raise Stop()
     rc = rc_of(rd)
     c.need('exit0', rc == '0', 'exit status %s' % rc)
     no_crash(c, rd)
@@ -339,6 +355,8 @@ def verdict(fn, *args):
     c = Card()
     try:
         fn(c, *args)
+    except Stop:
+        pass
     except Exception as ex:  # noqa: BLE001 -- a broken checker must never pass
         c.need('checker', False, '%s: %s' % (type(ex).__name__, ex))
     return 'PASS' if not c.fails else 'FAIL ' + '; '.join(c.fails)

@@ -297,6 +297,8 @@ def parse_bhavaya(t):
 
 
 def check_bhavaya(c, mode, rd, e, run):
+    if not checks.jvm_started(c, rd, 'DEMO-DONE'):
+        return
     rc = checks.rc_of(rd)
     c.need('exit0', rc == '0', 'exit status %s' % rc)
     checks.no_crash(c, rd)
@@ -374,6 +376,8 @@ def run_bhavaya(s, jdk, tool, mode, build, lib, opts, base):
 
 # ------------------------------------------------------------------------------------------ nenya
 def check_nenya(c, mode, rd, e, run):
+    if not checks.jvm_started(c, rd, 'NENYA-DONE'):
+        return
     rc = checks.rc_of(rd)
     c.need('exit0', rc == '0', 'exit status %s' % rc)
     checks.no_crash(c, rd)
@@ -400,6 +404,8 @@ def run_nenya(s, jdk, tool, mode, build, lib, opts, base):
 
 # ------------------------------------------------------------------------------------------ SamIam
 def check_samiam(c, mode, rd, e, run):
+    if not checks.jvm_started(c, rd, 'SAMIAM-DONE'):
+        return
     rc = checks.rc_of(rd)
     c.need('exit0', rc == '0', 'exit status %s' % rc)
     checks.no_crash(c, rd)
