@@ -309,7 +309,8 @@ CASES = [
         sub('stdout.txt', 'profilerRunning() ? true', 'profilerRunning() ? false'),
         sub('stdout.txt', 'elapsed cpu profile: 900000000', 'elapsed cpu profile: 0'),
         sub('stdout.txt', 'elapsed cpu profile: 900000000', 'elapsed cpu profile: 2900000000'),
-        lambda f: f.update({'stdout.txt': '', 'rc.txt': '1\n', 'stderr.txt': 'jvmpi-shim: error: refused\n'})]),
+        lambda f: f.update({'stdout.txt': 'Error occurred during initialization of VM\n', 'rc.txt': '1\n',
+                            'stderr.txt': 'jvmpi-shim: error: refused\n'})]),
 ]
 
 
