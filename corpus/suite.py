@@ -489,7 +489,7 @@ def load_results(s):
 
 
 def score(s):
-    jdks = [j.strip() for j in s.args.jdks.split(',') if j.strip()]
+    jdks = [] if s.args.javac_only else [j.strip() for j in s.args.jdks.split(',') if j.strip()]
     res = load_results(s)
     passed = total = 0
     lines = []
@@ -499,6 +499,8 @@ def score(s):
         total += 1
         passed += verdict == 'PASS'
         open(os.path.join(rd, 'result.txt'), 'w').write(verdict + '\n')
+        res.clear()
+        res.update(load_results(s))   # another run may have written meanwhile
         res[key] = {'verdict': verdict, 'when': time.strftime('%FT%TZ', time.gmtime())}
         head, _, detail = verdict.partition(' ')
         line = '%-4s %-6s %-9s %-14s %-34s %s' % (head, jdk, tool, mode, '(%s)' % opts[:32], detail)
@@ -560,8 +562,8 @@ def table(s):
             key = ('javac/%s/%s/17' if j == 'javac' else 'workload/%s/%s/' + j) % (tool, mode)
             v = res.get(key, {}).get('verdict')
             cells.append('—' if v is None else v.split(' ')[0] + (' (%s)' % v.split(' ')[1].rstrip(':') if v != 'PASS' else ''))
-        out.append('| %s | `%s` | %s | %s |' % (names.get(tool, tool), opts.replace('{tools}/', '') or mode, what,
-                                               ' | '.join(cells)))
+        shown = mode if not opts or '{tools}' in opts else opts
+        out.append('| %s | `%s` | %s | %s |' % (names.get(tool, tool), shown, what, ' | '.join(cells)))
     stamps = sorted(v['when'] for v in res.values())
     out.append('')
     out.append('Results of `corpus/run.sh` (%s to %s); — : not run.' % (stamps[0], stamps[-1]) if stamps else 'No results yet.')
@@ -578,6 +580,7 @@ def main():
     ap.add_argument('--starj-jdks', default='17', help='StarJ\'s trace is GBs and its analyzer slow')
     ap.add_argument('--only', help='regex on "tool/mode" (and on build names)')
     ap.add_argument('--no-javac', action='store_true')
+    ap.add_argument('--javac-only', action='store_true', help='only the javac runs (no JDK pass)')
     ap.add_argument('--rebuild', action='store_true')
     ap.add_argument('--build-only', action='store_true')
     ap.add_argument('--timeout', type=int, default=300)
