@@ -170,6 +170,18 @@ def tau_common(c, profs, err_text):
            '%d "TAU: Runtime overlap" lines' % err_text.count('TAU: Runtime overlap'))
 
 
+def tau_threads_once(c, profs):
+    """every Java thread announced once, with its name: no name in two profiles, no empty name"""
+    seen = {}
+    for f, p in profs.items():
+        for n in p[0]:
+            if n not in ('JVM-MainThread', 'JVM-InternalThread'):
+                seen.setdefault(n, []).append(f)
+    twice = ['%s in %s' % (n or '<empty name>', ', '.join(fs)) for n, fs in sorted(seen.items()) if len(fs) > 1]
+    c.need('tau-threads-once', not twice, 'a thread announced more than once: %s' % '; '.join(twice[:2]))
+    c.need('tau-thread-names', '' not in seen, 'a thread announced with an empty name (%s)' % ', '.join(seen.get('', [])))
+
+
 def tau_of_thread(c, profs, name):
     mine = [f for f, p in profs.items() if p[0] and name in p[0]]
     # a thread started by another (its THREAD_START seen there) shows its timer in both: take the file
@@ -195,6 +207,7 @@ def check_tau(c, mode, rd, e, run):
     if not profs:
         return
     tau_common(c, profs, (checks.text(rd, 'stdout.txt') or '') + (checks.text(rd, 'stderr.txt') or ''))
+    tau_threads_once(c, profs)
     spins = checks.spin_calls(c, run)
     main = tau_of_thread(c, profs, 'main')
     hot, node, item = e['hot_class'], e['alloc_class'], e['worker_class']

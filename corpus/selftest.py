@@ -289,7 +289,9 @@ CASES = [
         sub('profile.0.0.1', '1 10 5 20', '1 10 25 20'),
         sub('stdout.txt', 'WORKLOAD-DONE', 'TAU: Runtime overlap: found x\nWORKLOAD-DONE'),
         sub('profile.0.0.3', 'THREAD=Worker-2', 'THREAD=Worker-1'),
-        remove('profile.0.0.4')]),
+        remove('profile.0.0.4'),
+        lambda f: f.update({'profile.0.0.5': tau_file({'DestroyJavaVM': 1}, {}), 'profile.0.0.6': tau_file({'DestroyJavaVM': 1}, {})}),
+        lambda f: f.update({'profile.0.0.5': tau_file({'': 1}, {})})]),
     ('tau-sigquit', newtools.check_tau, 'sigquit', E, lambda: tau('sigquit'), [
         remove('dump.0.0.1'),
         sub('sigquit.txt', '1.3\n', '')]),
