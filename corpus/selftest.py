@@ -343,6 +343,84 @@ def main():
                 bad_caught += 1
             else:
                 print('CORRUPTION NOT DETECTED: %s #%d' % (name, i + 1))
-    ok = good == len(CASES) and bad_caught == bad_total
-    print('SELFTEST-SUMMARY pass=%d total=%d corruptions-detected=%d/%d' % (good, len(CASES), bad_caught, bad_total))
+    jg, jn, jc, jt = main_javac()
+    good, n, bad_caught, bad_total = good + jg, len(CASES) + jn, bad_caught + jc, bad_total + jt
+    ok = good == n and bad_caught == bad_total
+    print('SELFTEST-SUMMARY pass=%d total=%d corruptions-detected=%d/%d' % (good, n, bad_caught, bad_total))
     return ok
+
+
+# ------------------------------------------------------------------------------------------ javac
+def javac_files(extra):
+    f = {'base/rc.txt': '1\n', 'base/classes.txt': '157\n', 'rc.txt': '1\n', 'classes.txt': '157\n',
+         'stdout.txt': '', 'stderr.txt': 'Foo.java:3: error: cannot find symbol\n'}
+    f.update(extra)
+    return f
+
+
+def javac_hprof_samples():
+    return javac_files({'java.hprof.txt': HPROF_HEAD + (
+        'TRACE 1:\n\tcom.sun.tools.javac.parser.JavacParser.term(JavacParser.java:100)\n'
+        'TRACE 2:\n\tjava.lang.ClassLoader.defineClass1(ClassLoader.java:Native method)\n'
+        'CPU SAMPLES BEGIN (total = 10) Mon Dec  7 12:00:01 2026\nrank   self  accum   count trace method\n'
+        '   1 60.00% 60.00%       6     2 java.lang.ClassLoader.defineClass1\n'
+        '   2 40.00% 100.00%      4     1 com.sun.tools.javac.parser.JavacParser.term\nCPU SAMPLES END\n')})
+
+
+def javac_tau():
+    return javac_files({'profile.0.0.1': tau_file({'main': 1}, {'com.sun.tools.javac.Main  main ([Ljava/lang/String;)V': (1, 9, 5, 900)})})
+
+
+def javac_oprofile():
+    return javac_files({'opagent.log': 'op_open_agent()\nop_write_native_code(0x1, "Lcom/sun/tools/javac/util/Name;hashCode()I", '
+                                       'vma=0x7f01, code=0x7f01, size=64) map=r-xp [anon]\nop_close_agent(0x1) loads=1 unloads=0\n'})
+
+
+def javac_default(c, tool, mode, rd, base, section):
+    checks.javac_common(c, rd, base)
+    checks.javac_tool(c, tool, mode, rd, section)
+
+
+JAVAC_CASES = [
+    ('javac-hprof-samples', javac_default, 'hprof', 'samples', 'CPU SAMPLES', javac_hprof_samples, [
+        sub('java.hprof.txt', '      4     1 com.sun', '      1     1 com.sun'),
+        sub('classes.txt', '157', '150'),
+        sub('rc.txt', '1', '134'),
+        sub('stderr.txt', 'cannot find symbol', 'cannot find symbol\nHPROF ERROR: bad trace')]),
+    ('javac-oprofile', javac_default, 'oprofile', 'jit', None, javac_oprofile, [
+        sub('opagent.log', 'size=64', 'size=0'),
+        drop_line('opagent.log', 'op_close_agent')]),
+    ('javac-tau', newtools.check_tau_javac, 'tau', 'profile', None, javac_tau, [
+        sub('profile.0.0.1', '" 1 9 5 900', '" 2 9 5 900'),
+        sub('profile.0.0.1', '" 1 9 5 900', '" 1 9 905 900'),
+        sub('stderr.txt', 'symbol\n', 'symbol\nTAU: Runtime overlap: found x\n')]),
+]
+
+
+def run_javac_case(fn, tool, mode, section, files):
+    d = tempfile.mkdtemp(prefix='suite-selftest-')
+    try:
+        os.makedirs(os.path.join(d, 'base'))
+        for name, body in files.items():
+            with open(os.path.join(d, name), 'w') as f:
+                f.write(body)
+        return checks.verdict(fn, tool, mode, d, os.path.join(d, 'base'), section)
+    finally:
+        shutil.rmtree(d)
+
+
+def main_javac():
+    good = caught = total = 0
+    for name, fn, tool, mode, section, make, corruptions in JAVAC_CASES:
+        v = run_javac_case(fn, tool, mode, section, make())
+        good += v == 'PASS'
+        print('%-4s selftest %-18s %s' % (v.split(' ')[0], name, v.partition(' ')[2]))
+        for i, corrupt in enumerate(corruptions):
+            files = make()
+            corrupt(files)
+            total += 1
+            if run_javac_case(fn, tool, mode, section, files).startswith('FAIL'):
+                caught += 1
+            else:
+                print('CORRUPTION NOT DETECTED: %s #%d' % (name, i + 1))
+    return good, len(JAVAC_CASES), caught, total
