@@ -403,7 +403,7 @@ def javac_tool(c, tool, mode, rd, section_name):
                 c.need('sites-trace', frames, 'the top site has no TRACE with frames')
     elif tool == 'jcov':
         t = text(rd, 'java.jcov') or ''
-        bad = [l for l in err.splitlines() if re.search(r'error|ERROR', l) and not JCOV_OLD_PARSER.search(l)]
+        bad = [l for l in err.splitlines() if 'JCOV error' in l and not JCOV_OLD_PARSER.search(l)]
         c.need('jcov-no-error', not bad, '%d error lines, first: %s' % (len(bad), bad[:1]))
         d = parse_jcov(t) if t.startswith('JCOV-DATA-FILE-VERSION') else {}
         main = d.get('com/sun/tools/javac/main/Main', {})
@@ -411,6 +411,6 @@ def javac_tool(c, tool, mode, rd, section_name):
         c.need('jcov-javac-main', called, 'no method of com/sun/tools/javac/main/Main counted (%d classes)' % len(d))
     elif tool == 'oprofile':
         t = text(rd, 'opagent.log') or ''
-        hits = re.findall(r'op_write_native_code\(\S+, "Lcom/sun/tools/javac/[^"]*", vma=0x[0-9a-f]+, code=\S+, size=(\d+)\) map=(\S+)', t)
+        hits = re.findall(r'op_write_native_code\(\S+, "Lcom[./]sun[./]tools[./]javac[./][^"]*", vma=0x[0-9a-f]+, code=\S+, size=(\d+)\) map=(\S+)', t)
         c.need('jit-javac', any(int(n) > 0 and 'x' in p for n, p in hits), '%d javac methods registered' % len(hits))
         c.need('opagent-close', 'op_close_agent(' in t, 'the agent was never closed')
