@@ -61,14 +61,13 @@ class Suite:
         if self.args.mirrors:
             base = os.path.join(os.path.abspath(self.args.mirrors), folder)
             found = None
-            for depth in range(0, 4):
-                for cand in sorted(glob.glob(os.path.join(base, *(['*'] * depth), 'HEAD'))):
-                    d = os.path.dirname(cand)
-                    if os.path.isdir(os.path.join(d, 'objects')):
+            for depth in range(0, 4):      # a bare mirror, or a clone with a work tree, at most 3 levels down
+                for d in sorted(glob.glob(os.path.join(base, *(['*'] * depth)))):
+                    if os.path.isfile(os.path.join(d, 'HEAD')) and os.path.isdir(os.path.join(d, 'objects')):
                         found = d
-                        break
-                    if os.path.isdir(os.path.join(d, '.git')):
+                    elif os.path.isdir(os.path.join(d, '.git', 'objects')):
                         found = os.path.join(d, '.git')
+                    if found:
                         break
                 if found:
                     break
