@@ -502,7 +502,8 @@ def score(s):
         res.update(load_results(s))   # another run may have written meanwhile
         res[key] = {'verdict': verdict, 'when': time.strftime('%FT%TZ', time.gmtime())}
         head, _, detail = verdict.partition(' ')
-        line = '%-4s %-6s %-9s %-14s %-34s %s' % (head, jdk, tool, mode, '(%s)' % opts[:32], detail)
+        shown = opts.replace('{tools}/', '')
+        line = '%-4s %-6s %-9s %-14s %-34s %s' % (head, jdk, tool, mode, '(%s)' % (shown if len(shown) <= 32 else shown[:29] + '...'), detail)
         print(line, flush=True)
         lines.append(line)
         json.dump(res, open(results_path(s), 'w'), indent=1, sort_keys=True)
