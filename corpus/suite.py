@@ -10,6 +10,7 @@ a user of each tool reads. See corpus/README.md.
 import argparse
 import glob
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -145,7 +146,7 @@ class Suite:
                     seen.add(os.path.realpath(tok))
         return seen
 
-    def stamp_of(self, name, keys, patches):
+    def stamp_of(self, name, keys, patches, fn):
         h = hashlib.sha1()
         for k in keys:
             h.update(('%s@%s' % SOURCES[k]).encode())
@@ -157,8 +158,7 @@ class Suite:
             for f in sorted(glob.glob(os.path.join(HERE, sub, '**', '*'), recursive=True)):
                 if os.path.isfile(f):
                     h.update(f.encode() + open(f, 'rb').read())
-        for f in ('suite.py', 'newtools.py'):
-            h.update(open(os.path.join(HERE, f), 'rb').read())
+        h.update(inspect.getsource(fn).encode())   # the recipe itself, not the checkers beside it
         h.update(self.jdk.encode())
         return h.hexdigest()
 
@@ -169,7 +169,7 @@ class Suite:
             if self.args.only and not re.search(self.args.only, name) and not b.get('always'):
                 continue
             out = os.path.join(self.work, 'out', name)
-            stamp = self.stamp_of(name, b['src'], b.get('patches', []))
+            stamp = self.stamp_of(name, b['src'], b.get('patches', []), b['fn'])
             stampf = os.path.join(out, '.stamp')
             if not self.args.rebuild and os.path.exists(stampf) and open(stampf).read() == stamp:
                 line = 'BUILD %-14s OK (cached) %s' % (name, b['note'])
