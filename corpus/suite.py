@@ -77,7 +77,7 @@ class Suite:
         else:
             found = os.path.join(self.work, 'git', folder)
             if not self.has_commit(found, commit):
-                url = 'https://github.com/%s' % repo
+                url = '%s/%s' % (self.args.git_base.rstrip('/'), repo)
                 os.makedirs(found, exist_ok=True)
                 subprocess.run(['git', 'init', '-q', '--bare', found], check=True)
                 r = subprocess.run(['git', '--git-dir', found, 'fetch', '-q', '--depth', '1', url, commit])
@@ -563,7 +563,7 @@ def table(s):
             key = ('javac/%s/%s/17' if j == 'javac' else 'workload/%s/%s/' + j) % (tool, mode)
             v = res.get(key, {}).get('verdict')
             cells.append('—' if v is None else v.split(' ')[0] + (' (%s)' % v.split(' ')[1].rstrip(':') if v != 'PASS' else ''))
-        shown = mode if not opts or '{tools}' in opts else opts
+        shown = mode if not opts or '{tools}' in opts or tool in newtools.OWN_RUNNERS else opts
         out.append('| %s | `%s` | %s | %s |' % (names.get(tool, tool), shown, what, ' | '.join(cells)))
     stamps = sorted(v['when'] for v in res.values())
     out.append('')
@@ -574,6 +574,7 @@ def table(s):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--mirrors', help='folder of git mirrors, one <owner>+<name> folder per source (else: git clone)')
+    ap.add_argument('--git-base', default='https://github.com', help='where to clone <owner>/<name> from')
     ap.add_argument('--work', default=os.path.join(os.environ.get('TMPDIR', '/tmp'), 'jvmpi-suite'))
     ap.add_argument('--shim', default=os.path.join(PROJECT, 'target', 'release', 'libjvmpi_shim.so'))
     ap.add_argument('--build-jdk', default=JDK17, help='JDK with javac and include/jni.h for building')
