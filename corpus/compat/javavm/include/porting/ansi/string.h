@@ -1,0 +1,2 @@
+/* suite compat: CVM porting header -> the C library header */
+#include <string.h>
