@@ -226,13 +226,7 @@ fn link_targets(md: &str) -> Vec<String> {
 
 #[test]
 fn relative_links_in_readme_and_docs_point_at_what_exists() {
-    let mut pages = vec!["README.md".to_string(), "compat-matrix.md".to_string()];
-    for entry in fs::read_dir(root().join("docs")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "md") {
-            pages.push(format!("docs/{}", path.file_name().unwrap().to_string_lossy()));
-        }
-    }
+    let pages = doc_pages();
     let mut problems = Vec::new();
     let mut links = 0;
     for page in &pages {
@@ -262,4 +256,82 @@ fn relative_links_in_readme_and_docs_point_at_what_exists() {
     }
     assert!(links >= 15, "only {links} relative links found: is the link parser broken?");
     assert!(problems.is_empty(), "broken links:\n  {}", problems.join("\n  "));
+}
+
+/// The pages whose text names the project's files: the README, the contributors' guide, the
+/// matrix and every page of docs/.
+fn doc_pages() -> Vec<String> {
+    let mut pages: Vec<String> =
+        ["README.md", "CONTRIBUTING.md", "CHANGELOG.md", "compat-matrix.md"].iter().map(|s| s.to_string()).collect();
+    for entry in fs::read_dir(root().join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            pages.push(format!("docs/{}", path.file_name().unwrap().to_string_lossy()));
+        }
+    }
+    pages
+}
+
+/// The paths of the project's files that `text` names in code spans (`src/…`, `tests/…`, a
+/// layer's file as `rooms/x.rs`, …) and that do not exist: each as the span.
+fn stale_paths(text: &str, exists: &dyn Fn(&str) -> bool) -> Vec<String> {
+    const TOP: [&str; 9] = ["src/", "tests/", "scripts/", "docs/", "shim/", "benches/", "examples/", "corpus/", ".ci/"];
+    const LAYER: [&str; 4] = ["doors/", "rooms/", "face/", "vm/"];
+    const EXT: [&str; 9] = [".rs", ".c", ".h", ".sh", ".java", ".md", ".py", ".patch", ".toml"];
+    let mut out = Vec::new();
+    for span in code_spans(text) {
+        let p = span.trim();
+        let plain = !p.is_empty()
+            && p.chars().all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
+            && !p.contains("..")
+            && !p.contains("//");
+        if !plain || !EXT.iter().any(|e| p.ends_with(e)) {
+            continue;
+        }
+        let candidates: Vec<String> = if TOP.iter().any(|t| p.starts_with(t)) {
+            vec![p.to_string()]
+        } else if LAYER.iter().any(|l| p.starts_with(l)) {
+            vec![format!("src/{p}")]
+        } else {
+            continue;
+        };
+        if !candidates.iter().any(|c| exists(c)) {
+            out.push(p.to_string());
+        }
+    }
+    out
+}
+
+/// Every file of the project a page names in a code span exists (a page that still names a
+/// moved or removed file misleads whoever reads it; three did once).
+#[test]
+fn every_path_the_docs_name_exists() {
+    let exists = |p: &str| root().join(p).exists();
+    let mut problems = Vec::new();
+    let mut named = 0;
+    for page in doc_pages() {
+        let text = read(&page);
+        named += code_spans(&text).len();
+        for p in stale_paths(&text, &exists) {
+            problems.push(format!("{page}: `{p}` does not exist"));
+        }
+    }
+    assert!(named > 100, "only {named} code spans found: is the span parser broken?");
+    assert!(problems.is_empty(), "stale paths:\n  {}", problems.join("\n  "));
+}
+
+/// The check finds a planted stale path, in both forms, and lets the real ones pass.
+#[test]
+fn the_path_check_finds_a_planted_stale_path() {
+    let exists = |p: &str| root().join(p).exists();
+    let text = "the door (`vm/callbacks.rs`), the room (`rooms/alloc.rs`), a test \
+                (`tests/heap.rs`), a gone script (`scripts/nothing-here.sh`), a type (`JNIEnv *`)";
+    assert_eq!(stale_paths(text, &exists), vec!["vm/callbacks.rs".to_string(), "scripts/nothing-here.sh".to_string()]);
+}
+
+/// The README is a page a user reads in five minutes: at most 10 KB (the rest is in docs/).
+#[test]
+fn readme_is_under_10_kb() {
+    let n = read("README.md").len();
+    assert!(n <= 10 * 1024, "README.md is {n} bytes; the rest belongs in docs/");
 }
