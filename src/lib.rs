@@ -58,6 +58,7 @@
 //! | [`event_table`](face::event_table)           | one row per JVMPI event: name, family, support, JVMTI needs, room columns |
 //! | [`events`](face::events)                     | the gate: the enabled set, delivery to `NotifyEvent`, closing at VM death |
 //! | [`ids`](face::ids)                           | jobjectIDs as JVMTI tags (slots reused), the ID → object index |
+//! | [`own_work`](face::own_work)                 | the shim's own Java work in a program's thread, left out of call traces |
 //! | [`record`](face::record)                     | calls, refused IDs and deliveries, for the report and the trace |
 //! | [`jvm`](vm::jvm)                             | the JVMTI environments, capabilities, event switching, JVMTI/JNI facade |
 //! | [`bci`](vm::bci)                             | the class-file rewriting layer (bytecode instrumentation) |

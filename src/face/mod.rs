@@ -11,5 +11,6 @@ pub mod abi;
 pub mod event_table;
 pub mod events;
 pub mod ids;
+pub mod own_work;
 pub mod record;
 pub mod table;

@@ -1222,7 +1222,7 @@ fn offer(jni: &jvm::Jni, klass: jclass, hash: u32, ctag: jlong, s: Shape) -> boo
     // The shape class is initialised (`publish_table`) and its constructor calls only
     // WeakReference's: no class loads, and no event (the call is the shim's own); no trace
     // shows its frames.
-    let Some(o) = calltrace::own_work(jni.raw(), p.ctor as jmethodID, || {
+    let Some(o) = crate::face::own_work::own_work(jni.raw(), p.ctor as jmethodID, || {
         jni.new_object(p.class as jclass, p.ctor as jmethodID, &args)
     }) else {
         return true;

@@ -14,7 +14,7 @@
 //!   that ran `new` (at the line of its constructor call, which is the line of the `new` in
 //!   code as compilers emit it). A constructor frame belongs to the chain when its caller is a
 //!   constructor stopped at a `super(…)`/`this(…)` call (`lines::is_chaining_call`);
-//! * the Java work the shim does itself in a thread of the program ([`own_work`]: linking a
+//! * the Java work the shim does itself in a thread of the program (`own_work`: linking a
 //!   class it announces, through `Class.getDeclaredFields0`; making the allocation tracker's
 //!   record of a class, a `JvmpiShimTracker$Shape`): while it runs, a trace of that
 //!   thread, taken by any thread, shows the stack below the shim's outermost call, e.g.
@@ -26,7 +26,7 @@ use crate::abi::{JVMPI_CallFrame, JVMPI_CallTrace, JVMPI_EVENT_CLASS_LOAD, LINE_
 use crate::idhash::{IdMap, IdSet};
 use crate::{bci, jvm};
 use crate::{classes, lines, threads};
-use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, JNIEnv};
+use jvmti_bindings::sys::jni::{jint, jlong, jmethodID, JNIEnv};
 use jvmti_bindings::sys::jvmti::jvmtiFrameInfo;
 use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
@@ -68,16 +68,6 @@ struct CalltraceState {
     /// Changes of what traces hide (methods hidden, natives wrapped), counted by [`hide`] and
     /// [`natives_wrapped`]: part of [`generation`].
     hiding: AtomicU32,
-    /// Threads inside Java work of the shim's own ([`own_work`]), by JNIEnv: the method the
-    /// shim called (the work's first frame) and how many of its frames the work has put on the
-    /// thread's stack (nested calls), so that traces begin below the outermost. Written by
-    /// [`own_work`].
-    own: LazyLock<IdMap<usize, (usize, u32)>>,
-    /// How many threads are in `own` (read first: 0 costs traces nothing more).
-    owners: AtomicUsize,
-    /// The method `jvm::Jni::link_class` calls (`Class.getDeclaredFields0`), found by the first
-    /// [`link_unseen`] (0: not yet).
-    linker: AtomicUsize,
 }
 
 static STATE: CalltraceState = CalltraceState {
@@ -88,75 +78,7 @@ static STATE: CalltraceState = CalltraceState {
     kinds: LazyLock::new(IdMap::default),
     machinery: LazyLock::new(IdMap::default),
     hiding: AtomicU32::new(0),
-    own: LazyLock::new(IdMap::default),
-    owners: AtomicUsize::new(0),
-    linker: AtomicUsize::new(0),
 };
-
-/// Runs `f`, Java work of the shim's own in the current thread (`env`) that begins with a call
-/// of `first` (a method only the shim calls on the program's threads while this runs, or whose
-/// calls nest in it), hidden from traces: while it runs, a trace of this thread shows its stack
-/// as it was before, from below the outermost frame of `first` that this work put there (see
-/// the module's documentation). No JVM call: only the traces taken meanwhile pay.
-pub fn own_work<R>(env: *mut JNIEnv, first: jmethodID, f: impl FnOnce() -> R) -> R {
-    let key = env as usize;
-    let nested = STATE.owners.load(Acquire) != 0 && STATE.own.contains_key(&key);
-    if nested {
-        // Only nested calls of the same method count (the work of another is not cut apart).
-        let same = STATE.own.get_mut(&key).map(|mut e| {
-            let same = e.0 == first as usize;
-            if same {
-                e.1 += 1;
-            }
-            same
-        });
-        let r = f();
-        if same == Some(true) {
-            if let Some(mut e) = STATE.own.get_mut(&key) {
-                e.1 -= 1;
-            }
-        }
-        return r;
-    }
-    struct Done(usize);
-    impl Drop for Done {
-        fn drop(&mut self) {
-            STATE.own.remove(&self.0);
-            STATE.owners.fetch_sub(1, Release);
-        }
-    }
-    STATE.own.insert(key, (first as usize, 1));
-    STATE.owners.fetch_add(1, Release);
-    let _done = Done(key);
-    f()
-}
-
-/// Links `k` (JNI `Class.getDeclaredFields0`, see `jvm::Jni::link_class`) as work of the shim's
-/// own, unseen by traces ([`own_work`]).
-pub fn link_unseen(jni: &jvm::Jni, k: jclass) {
-    let mut m = STATE.linker.load(Relaxed);
-    if m == 0 {
-        m = jni
-            .method_id("java/lang/Class", "getDeclaredFields0", "(Z)[Ljava/lang/reflect/Field;", false)
-            .or_else(|| jni.method_id("java/lang/Class", "getDeclaredFields", "()[Ljava/lang/reflect/Field;", false))
-            .map_or(0, |m| m as usize);
-        STATE.linker.store(m, Relaxed);
-    }
-    if m == 0 {
-        return jni.link_class(k);
-    }
-    own_work(jni.raw(), m as jmethodID, || jni.link_class(k))
-}
-
-/// Inside [`own_work`], its first method and how many frames of it the work has put on the
-/// stack of the thread of `env`.
-#[inline]
-fn own_of(env: *mut JNIEnv) -> Option<(usize, u32)> {
-    if STATE.owners.load(Acquire) == 0 {
-        return None;
-    }
-    STATE.own.get(&(env as usize)).map(|e| *e)
-}
 
 /// Some class has native methods wrapped: traces look for renamed natives and wrappers.
 pub fn natives_wrapped() {
@@ -434,7 +356,7 @@ pub fn quick(frames: &mut [MaybeUninit<JVMPI_CallFrame>]) -> Option<usize> {
     if frames.len() > QUICK
         || STATE.hiding.load(Relaxed) != 0
         || STATE.init_hook.load(Relaxed) != 0
-        || STATE.owners.load(Relaxed) != 0
+        || crate::face::own_work::any()
     {
         return None;
     }
@@ -492,7 +414,7 @@ fn fill_here(
     };
     let mut fetch = depth.saturating_add(more).min(MAX_FETCH);
     // Inside work of the shim's own: the trace begins below its outermost frame.
-    let own = own_of(trace.env_id);
+    let own = crate::face::own_work::own_of(trace.env_id);
     // Buffers on the stack for the usual depths, not cleared: only what is written is read.
     let mut small = [const { MaybeUninit::<jvmtiFrameInfo>::uninit() }; ON_STACK];
     let mut large = Vec::new();

@@ -15,7 +15,7 @@
 
 use crate::abi::*;
 use crate::idhash::IdMap;
-use crate::{calltrace, events, ids, jvm, lines};
+use crate::{events, ids, jvm, lines};
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
@@ -319,7 +319,7 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
         // Named before it was linked (the element class of a new array): link it — without
         // initialising it — so its methods and fields can be listed. Linking posts ClassPrepare,
         // which announces the class; the claim below then finds it announced.
-        calltrace::link_unseen(&jvm::Jni::of(env), k);
+        crate::face::own_work::link_unseen(&jvm::Jni::of(env), k);
         if !requested && all_told(tag) {
             return Ok(ids::to_id(tag));
         }

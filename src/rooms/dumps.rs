@@ -1113,7 +1113,7 @@ fn class_entry(jni: &jvm::Jni, k: jclass) -> Option<ClassEntry> {
     if status & (jvmti::JVMTI_CLASS_STATUS_PREPARED | jvmti::JVMTI_CLASS_STATUS_ARRAY) == 0 {
         // Loaded, not linked: its fields cannot be listed yet. Linking it (without
         // initialising it) is what announcing it does too (see `classes`).
-        calltrace::link_unseen(jni, k);
+        crate::face::own_work::link_unseen(jni, k);
     }
     let prepared = jvm::class_status(k)
         .is_ok_and(|s| s & (jvmti::JVMTI_CLASS_STATUS_PREPARED | jvmti::JVMTI_CLASS_STATUS_ARRAY) != 0);
