@@ -61,7 +61,9 @@ fn check_report(jdk: &Jdk, d: &Dump) {
     enter.sort();
     assert_eq!(enter, (0..6).map(|i| format!("blocked-{i}")).collect::<Vec<_>>(), "{}", all());
     let lock2 = mon("lock2");
-    if jdk.feature < 23 {
+    // Since JDK 23 the ownerless lock2 is found through its waiter's Object.wait frame
+    // (can_access_local_variables, held by default from JDK 16): listed on every JDK.
+    {
         assert_eq!(
             lock2,
             ["MONITOR lock2 class=java.lang.Object owner=NULL entries=1 enter=0 notify=1 idok=1"],
@@ -71,8 +73,6 @@ fn check_report(jdk: &Jdk, d: &Dump) {
         assert!(d.lines.iter().any(|l| l == "NOTIFY lock2 holder"), "{}", all());
         // The NULL owner passed on to GetThreadStatus, SuspendThread, GetCallTrace, ResumeThread.
         assert!(d.lines.iter().any(|l| l.starts_with("NULLOWNER lock2 ") && l.ends_with(" frames=0")), "{}", all());
-    } else {
-        assert!(lock2.is_empty(), "{}", all());
     }
     // Frames of the demo's own methods, thread by thread, as Java saw them.
     let java: Vec<&str> = r.stdout.lines().filter_map(|l| l.strip_prefix("JAVA ")).collect();

@@ -335,8 +335,7 @@ fn profiler_exit_inside_jvm_shut_down_returns() {
 fn abuse_is_refused_not_fatal() {
     for_each_jdk(|jdk| {
         let args = command("sampler=2,traces=8,reenter,abuse,notify-null", &[], &["ms=1500", "workers=2"]);
-        let args: Vec<String> =
-            args.into_iter().map(|a| a.replace("{shim}=agent=", "{shim}=log=info,agent=")).collect();
+        let args: Vec<String> = args.into_iter().map(|a| a.replace("{shim}=", "{shim}=log=info,")).collect();
         let r = run_raw_timeout(jdk, &args, HANG);
         exits_with(&r, 0);
         let at_exit = r.lines_with("ATEXIT ok");

@@ -35,6 +35,8 @@ struct Gate {
     enabled: [AtomicU64; MAX_AGENTS],
     /// Their union: the events some agent wants.
     any: AtomicU64,
+    /// The events some agent has ever enabled (never cleared).
+    ever: AtomicU64,
     /// Held by whoever writes `enabled`, `any` or `fast`.
     union: Mutex<()>,
     /// The events whose hot path ([`send_fast`]) is open: those enabled while exactly one agent
@@ -73,6 +75,7 @@ struct Gate {
 static GATE: Gate = Gate {
     enabled: [const { AtomicU64::new(0) }; MAX_AGENTS],
     any: AtomicU64::new(0),
+    ever: AtomicU64::new(0),
     union: Mutex::new(()),
     fast: AtomicU64::new(0),
     phase: AtomicU8::new(Phase::Loading as u8),
@@ -201,6 +204,12 @@ pub fn enabled(event: jint) -> bool {
     (0..64).contains(&event) && GATE.any.load(Relaxed) & (1 << event) != 0
 }
 
+/// Whether some agent has ever enabled `event` (it keeps what that event told it, e.g. a table
+/// of classes, even after disabling it).
+pub fn ever_enabled(event: jint) -> bool {
+    (0..64).contains(&event) && GATE.ever.load(Relaxed) & (1 << event) != 0
+}
+
 /// Whether agent `a` has enabled `event`.
 pub fn enabled_for(a: usize, event: jint) -> bool {
     (0..64).contains(&event) && a < MAX_AGENTS && GATE.enabled[a].load(Relaxed) & (1 << event) != 0
@@ -212,6 +221,7 @@ pub fn set_enabled(a: usize, event: jint, on: bool) {
         let _g = crate::lock(&GATE.union);
         if on {
             GATE.enabled[a].fetch_or(1 << event, SeqCst);
+            GATE.ever.fetch_or(1 << event, SeqCst);
         } else {
             GATE.enabled[a].fetch_and(!(1 << event), SeqCst);
         }

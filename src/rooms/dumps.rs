@@ -1233,8 +1233,13 @@ fn resume(jni: &jvm::Jni, s: Suspended) {
 ///
 /// As a CLASS_LOAD when the agent has it enabled, else (HPROF disables every event at
 /// JVM_SHUT_DOWN and then asks for its last MONITOR_DUMP) as a requested one, to the agent
-/// whose request this dump answers.
+/// whose request this dump answers — only if CLASS_LOAD was ever enabled: an agent or library
+/// that never asked for classes (Bhavaya's ThreadDump resolves each class it meets with its own
+/// RequestEvent) gets no event it did not ask for, as on HotSpot.
 fn announce_trace_classes(env: *mut JNIEnv, frames: &[Vec<JVMPI_CallFrame>]) {
+    if !events::ever_enabled(JVMPI_EVENT_CLASS_LOAD) {
+        return;
+    }
     let sent = (events::is_ready() || events::in_last()) && events::enabled(JVMPI_EVENT_CLASS_LOAD);
     let Some(jni) = jvm::Jni::current() else { return };
     for f in frames.iter().flatten() {
@@ -1600,7 +1605,7 @@ fn java_monitors(jni: &jvm::Jni) -> Result<Vec<JavaMonitor>, String> {
             Ok(Some(c)) => found.push(c),
             // Since JDK 23 a thread in Object.wait has no contended monitor (JDK-8256314); the
             // object is the receiver of its Object.wait frame, readable only with
-            // can_access_local_variables (taken with methods=jvmti).
+            // can_access_local_variables (held by default from JDK 16: `locals=`).
             _ if jvm::thread_state(t).is_ok_and(|s| s & jvmti::JVMTI_THREAD_STATE_IN_OBJECT_WAIT != 0) => {
                 found.extend((0..3).find_map(|d| jvm::frame_receiver(t, d)));
             }
