@@ -95,20 +95,20 @@
 //! the verifier on — in fresh class loaders (JDK 17 and 25), and patched into the JDK itself
 //! (`--patch-module`, every JDK), which then boots on a rewritten `java.base`.
 
-mod alloc;
+mod alloc_plan;
 mod classfile;
 mod code;
 mod frames;
-mod methods;
+mod method_plan;
 mod sites;
 
-pub use alloc::{
+pub use alloc_plan::{
     instrument_allocations, is_tracker_class, shape_class, shape_class_name, tracker_class, tracker_class_counting,
     AllocHooks, ALLOC_HOOKS, NATIVE_DESCRIPTORS, NEW_LOCAL, SHAPED_NATIVES, SHAPES, SHAPE_INIT,
 };
 pub use classfile::{ClassEditor, MethodInfo, Pool, ACC_STATIC};
 pub use code::{branch_target, encoded_size, is_unconditional, targets, MethodEditor};
-pub use methods::{
+pub use method_plan::{
     branch_taken, instrument_class, instrument_class_wrapping, instrument_methods, is_transition_code, is_vt_machinery,
     methods_tracker_class, plan_method, plan_probe, push_int, Lookup, MethodHooks, NativeWrap, TRACKER_METHODS,
 };

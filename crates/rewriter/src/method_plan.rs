@@ -331,7 +331,7 @@ pub fn instrument_class_wrapping(
         alloc.is_some_and(|a| a.owns(name))
             || methods.as_ref().is_some_and(|m| {
                 m.0.tracker == name
-                    || (!m.0.also_skip.is_empty() && super::alloc::is_tracker_class(m.0.also_skip, name))
+                    || (!m.0.also_skip.is_empty() && super::alloc_plan::is_tracker_class(m.0.also_skip, name))
             })
     };
     let mut wrapped = Vec::new();
@@ -381,18 +381,18 @@ pub fn instrument_class_wrapping(
             if let Some(mut ed) = ce.method_editor(m)? {
                 transition_marks(&mut ce, &mut ed, tracker)?;
                 if let Some(a) = alloc {
-                    super::alloc::plan_allocations(&mut ce, m, &mut ed, a, &mut refs)?;
+                    super::alloc_plan::plan_allocations(&mut ce, m, &mut ed, a, &mut refs)?;
                 }
                 ce.commit(ed)?;
             }
             continue;
         }
-        if methods.is_none() && super::alloc::can_skip(&ce, m) {
+        if methods.is_none() && super::alloc_plan::can_skip(&ce, m) {
             continue;
         }
         let Some(mut ed) = ce.method_editor(m)? else { continue };
         if let Some(a) = alloc {
-            super::alloc::plan_allocations(&mut ce, m, &mut ed, a, &mut refs)?;
+            super::alloc_plan::plan_allocations(&mut ce, m, &mut ed, a, &mut refs)?;
         }
         if let Some((hooks, next_index)) = methods.as_mut() {
             let info = ce.method(m)?;
