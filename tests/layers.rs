@@ -16,7 +16,8 @@
 //! reach each other (no circle, within a layer or across). A folder inside a layer folder
 //! (`vm/jvm/`) is one module here: its files are the parts of one thing. The class-file
 //! rewriter is a crate of its own (`crates/rewriter/`, re-exported as `vm::bci`): it cannot
-//! name the shim at all. Comments are not read. No JVM is started.
+//! name the shim at all, and its own unit test `modules_form_no_circle` holds its modules to one
+//! order. Comments are not read. No JVM is started.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

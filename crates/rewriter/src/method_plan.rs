@@ -7,8 +7,9 @@
 //! Instruction hooks pass the instruction's offset in the ORIGINAL code (the class file the
 //! agent saw), not in the rewritten one.
 
-use super::classfile::{ClassEditor, Pool, ACC_ABSTRACT, ACC_NATIVE, ACC_STATIC};
+use super::classfile::{ClassEditor, ACC_ABSTRACT, ACC_NATIVE, ACC_STATIC};
 use super::code::MethodEditor;
+use super::pool::Pool;
 use super::BciError;
 use ristretto_classfile::attributes::Instruction;
 use ristretto_classfile::{ConstantPool, Method, MethodAccessFlags};
@@ -162,7 +163,9 @@ fn opcode(i: &Instruction) -> Option<i32> {
 }
 
 /// Whether the branch `opcode` is taken for the operands (as HotSpot 1.5 computed `is_true`:
-/// `a` is the deeper operand of two; references compare by identity, NULL as 0).
+/// `a` is the deeper operand of two; references compare by identity, NULL as 0). Inline: the
+/// shim calls it from its INSTRUCTION_START natives, across the crate boundary.
+#[inline]
 pub fn branch_taken(opcode: i32, a: i32, b: i32) -> bool {
     match opcode {
         0x99 | 0xc6 => b == 0,
