@@ -75,7 +75,7 @@ pub fn is_vt_machinery(class: &str) -> bool {
 /// by calling its natives `notifyJvmtiMount(Z)`, `notifyJvmtiUnmount(Z)` (true: begins, false:
 /// ends), `notifyJvmtiStart()` (ends the first mount) and `notifyJvmtiEnd()` (begins the last
 /// unmount). The method plan puts a call of the tracker's `transit(Z)` right before each of
-/// them ([`transition_marks`]): from the first to the second the thread sends no event.
+/// them (`transition_marks`): from the first to the second the thread sends no event.
 pub fn is_transition_code(class: &str) -> bool {
     class == "java/lang/VirtualThread" || class.starts_with("java/lang/VirtualThread$")
 }
