@@ -21,6 +21,10 @@
 //!            the logger, non-faulting reads of agent memory
 //! ```
 //!
+//! Class-file rewriting (bytecode instrumentation) is a crate of its own in the workspace,
+//! `jvmpi_shim_rewriter` (`crates/rewriter/`), re-exported here as [`bci`]: it knows nothing of
+//! the shim.
+//!
 //! Arrows run down only, and no two modules reach each other (tests/layers.rs). Two functions
 //! are handed down at start-up where a direct call would run up a layer: the gate's announcing
 //! of a sending thread (`threads::before_send`, registered with `events::set_announcer`) and the
@@ -61,7 +65,6 @@
 //! | [`own_work`](face::own_work)                 | the shim's own Java work in a program's thread, left out of call traces |
 //! | [`record`](face::record)                     | calls, refused IDs and deliveries, for the report and the trace |
 //! | [`jvm`](vm::jvm)                             | the JVMTI environments, capabilities, event switching, JVMTI/JNI facade |
-//! | [`bci`](vm::bci)                             | the class-file rewriting layer (bytecode instrumentation) |
 //! | [`rewrites`](vm::rewrites)                   | the start-up rewrite cache: the start-up retransformation's outputs kept on disk |
 //! | [`logger`](vm::logger)                       | one-line messages on stderr; `guard`: no panic unwinds into the JVM or the agent |
 //! | [`cputime`](vm::cputime)                     | the calling thread's CPU time, mostly without a system call |
@@ -74,7 +77,7 @@ pub(crate) mod rooms;
 pub(crate) mod vm;
 
 // What the crate exports besides the entry points (`doors::entry`): the JVMPI ABI, the
-// class-file rewriting layer, what tests/matrix.rs holds compat-matrix.md to (each event's
+// class-file rewriter (the workspace's crate `jvmpi_shim_rewriter`, under its old name), what tests/matrix.rs holds compat-matrix.md to (each event's
 // support, who may call each function when), and the ELF check of the front end.
 pub use doors::jvmpi::access::{policy, Afterwards, Caller, Policy};
 pub use face::abi;

@@ -275,7 +275,8 @@ fn doc_pages() -> Vec<String> {
 /// The paths of the project's files that `text` names in code spans (`src/…`, `tests/…`, a
 /// layer's file as `rooms/x.rs`, …) and that do not exist: each as the span.
 fn stale_paths(text: &str, exists: &dyn Fn(&str) -> bool) -> Vec<String> {
-    const TOP: [&str; 9] = ["src/", "tests/", "scripts/", "docs/", "shim/", "benches/", "examples/", "corpus/", ".ci/"];
+    const TOP: [&str; 10] =
+        ["src/", "crates/", "tests/", "scripts/", "docs/", "shim/", "benches/", "examples/", "corpus/", ".ci/"];
     const LAYER: [&str; 4] = ["doors/", "rooms/", "face/", "vm/"];
     const EXT: [&str; 9] = [".rs", ".c", ".h", ".sh", ".java", ".md", ".py", ".patch", ".toml"];
     let mut out = Vec::new();

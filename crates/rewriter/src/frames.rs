@@ -3,7 +3,7 @@
 //! the nearest frame before it (the code between two frames is straight-line), and the
 //! operand-stack depth of every instruction (for `max_stack`).
 
-use super::classfile::Pool;
+use super::pool::Pool;
 use super::BciError;
 use ristretto_classfile::attributes::{ArrayType, Instruction, VerificationType};
 use ristretto_classfile::Constant;

@@ -6,7 +6,7 @@
 use super::code::FullCode;
 use super::frames::{self, VType};
 use super::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -1402,4 +1402,93 @@ fn native_wrappers_pass_every_argument_and_exit_by_exception() {
     // Wrapping again what is wrapped changes nothing (the renamed natives are never chosen).
     let (again, n) = instrument_class_wrapping(bytes.as_deref().unwrap(), None, None, Some(&wrap)).unwrap();
     assert_eq!((again, n), (None, 0));
+}
+
+/// The modules of the crate and the modules each one names (`super::m::…`, or an item the crate
+/// root re-exports from `m`), read from the sources; comment lines are not read, nor the tests.
+fn module_arrows(sources: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> {
+    let lib = &sources["lib"];
+    // `pub use m::{a, b};` / `pub use m::a;` in lib.rs: a → m.
+    let mut reexports: BTreeMap<String, String> = BTreeMap::new();
+    for stmt in lib.split(';') {
+        let Some(rest) = stmt.trim_start().strip_prefix("pub use ") else { continue };
+        let Some((m, names)) = rest.split_once("::") else { continue };
+        if sources.contains_key(m) {
+            for n in names.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|n| !n.is_empty()) {
+                reexports.insert(n.to_string(), m.to_string());
+            }
+        }
+    }
+    let mut arrows = BTreeMap::new();
+    for (module, text) in sources.iter().filter(|(m, _)| *m != "lib" && *m != "tests") {
+        let code: String = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+        let mut to = BTreeSet::new();
+        for (i, _) in code.match_indices("super::") {
+            let rest = &code[i + "super::".len()..];
+            let names: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
+                group.split('}').next().unwrap_or("").split(',').map(str::trim).collect()
+            } else {
+                vec![rest]
+            };
+            for name in names {
+                let first: String = name.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                if sources.contains_key(&first) {
+                    to.insert(first);
+                } else if let Some(m) = reexports.get(&first) {
+                    to.insert(m.clone());
+                }
+            }
+        }
+        to.remove(module);
+        arrows.insert(module.clone(), to);
+    }
+    arrows
+}
+
+/// A module that reaches itself through the arrows, if any.
+fn circle(arrows: &BTreeMap<String, BTreeSet<String>>) -> Option<String> {
+    fn reaches(
+        from: &str,
+        target: &str,
+        arrows: &BTreeMap<String, BTreeSet<String>>,
+        seen: &mut BTreeSet<String>,
+    ) -> bool {
+        arrows
+            .get(from)
+            .into_iter()
+            .flatten()
+            .any(|next| next == target || (seen.insert(next.clone()) && reaches(next, target, arrows, seen)))
+    }
+    arrows.keys().find(|m| reaches(m, m, arrows, &mut BTreeSet::new())).cloned()
+}
+
+/// The modules depend on each other one way, as the crate docs draw them: the pool at the
+/// bottom, then frames, code, classfile, the allocation plan, the method plan; `sites` alone.
+#[test]
+fn modules_form_no_circle() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut sources = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).expect("src/") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let stem = path.file_stem().expect("stem").to_string_lossy().into_owned();
+            sources.insert(stem, std::fs::read_to_string(&path).expect("read"));
+        }
+    }
+    let arrows = module_arrows(&sources);
+    let of = |m: &str| arrows[m].iter().map(String::as_str).collect::<Vec<_>>();
+    assert_eq!(of("pool"), Vec::<&str>::new());
+    assert_eq!(of("frames"), ["pool"]);
+    assert_eq!(of("code"), ["frames", "pool"]);
+    assert_eq!(of("classfile"), ["code", "pool"]);
+    assert_eq!(of("alloc_plan"), ["classfile", "code"]);
+    assert_eq!(of("method_plan"), ["alloc_plan", "classfile", "code", "pool"]);
+    assert_eq!(of("sites"), Vec::<&str>::new());
+    assert_eq!(circle(&arrows), None, "{arrows:?}");
+    // The check finds a circle: the pool naming the class editor, directly or by a re-export.
+    for planted in ["fn f(_: super::classfile::RawMethod) {}", "fn f(_: super::ClassEditor<'_>) {}"] {
+        let mut s = sources.clone();
+        s.get_mut("pool").expect("pool.rs").push_str(planted);
+        assert!(circle(&module_arrows(&s)).is_some(), "{planted}");
+    }
 }

@@ -30,7 +30,9 @@ impl AllocHooks<'_> {
     }
 }
 
-/// Whether `name` is the tracker `tracker` or its shape class ([`shape_class_name`]).
+/// Whether `name` is the tracker `tracker` or its shape class ([`shape_class_name`]). Inline:
+/// the shim's class hooks call it for every class, across the crate boundary.
+#[inline]
 pub fn is_tracker_class(tracker: &str, name: &str) -> bool {
     name.strip_prefix(tracker).is_some_and(|rest| rest.is_empty() || rest == SHAPE_SUFFIX)
 }

@@ -1,6 +1,8 @@
-//! Class-file rewriting (bytecode instrumentation, "BCI"): the layer the shim uses where JVMTI
-//! has no event — OBJECT_ALLOC for allocations made by bytecode now, method entry/exit and
-//! per-instruction events later.
+//! Class-file rewriting (bytecode instrumentation, "BCI"): what jvmpi-shim uses where JVMTI has
+//! no event — OBJECT_ALLOC for allocations made by bytecode, METHOD_ENTRY/EXIT and
+//! INSTRUCTION_START. A crate of its own in the shim's workspace (`crates/rewriter/`, see its
+//! README.md), re-exported by the shim as `jvmpi_shim::bci`: it knows nothing of JVMTI, JVMPI
+//! or the shim; it takes class files and the names of the hooks to call, and gives class files.
 //!
 //! * [`ClassEditor`] opens a class file, hands out a [`MethodEditor`] per method, adds
 //!   constants ([`Pool`]) and writes the result. What is not edited is copied byte for byte: the
@@ -17,6 +19,32 @@
 //!   (for JVMTI native method prefixes; a new class file, parsed again for the other plans).
 //! * [`instrument_allocations`] is the allocation plan; [`tracker_class`] generates the class
 //!   it calls (and [`tracker_class_counting`] a pure-Java variant for tests).
+//! * [`instrument_class_wrapping`] applies every plan to a class at once (the allocation plan,
+//!   the method plan of [`plan_method`], native wrappers); [`methods_tracker_class`] generates
+//!   the class the method plan calls.
+//! * [`chaining_init_calls`] reads constructor chains back from running code.
+//!
+//! # Modules
+//!
+//! The crate root holds the error type ([`BciError`]), the shortcuts switch and the
+//! re-exports; every module uses those. Among themselves the modules depend one way: in this
+//! order, each names only modules to its right (`tests::modules_form_no_circle` reads the
+//! sources and holds them to it):
+//!
+//! ```text
+//!   method_plan → alloc_plan → classfile → code → frames → pool          sites
+//! ```
+//!
+//! * `pool`: the constant pool ([`Pool`]), looked up and extended append-only; names nothing.
+//! * `frames`: verification types, stack map frames and the type simulator; names `pool`.
+//! * `code`: the method level ([`MethodEditor`], a `Code` attribute as found in the file, the
+//!   re-encoding); names `frames` and `pool`.
+//! * `classfile`: the class level ([`ClassEditor`], the walk over the raw bytes, the writer);
+//!   names `code` and `pool`.
+//! * `alloc_plan`: the allocation plan and its tracker classes; names `classfile` and `code`.
+//! * `method_plan`: the method plan, native wrappers, the method tracker class; names
+//!   `alloc_plan`, `classfile`, `code` and `pool`.
+//! * `sites`: constructor chains read back from running code; names none of them.
 //!
 //! # Why `ristretto_classfile`
 //!
@@ -82,36 +110,38 @@
 //! output unchanged byte for byte: the allocation plan does not decode a method in which a walk
 //! over the bytes finds no site; `max_stack`'s data flow counts slots without simulating types;
 //! constants are looked up without being built, member references remembered per class;
-//! [`set_shortcuts`] turns them off, for tests comparing the two. `examples/rewrite_bench.rs`
-//! measures the plans offline over recorded class files.
+//! [`set_shortcuts`] turns them off, for tests comparing the two. The shim's
+//! `examples/rewrite_bench.rs` measures the plans offline over recorded class files.
 //!
 //! # Tests
 //!
-//! `src/bci/tests.rs` compiles small programs with javac, rewrites them, checks every method
+//! `src/tests.rs` compiles small programs with javac, rewrites them, checks every method
 //! against its original (each branch, switch case, handler, line number, local-variable range
 //! and frame still designates the same original instruction) and runs both under
-//! `-Xverify:all`. `tests/bci.rs` runs a rewritten program with a counting tracker on every JDK,
+//! `-Xverify:all`. The shim's `tests/bci.rs` runs a rewritten program with a counting tracker on every JDK,
 //! and rewrites every class of the JDKs' own modules: all must rewrite, re-parse and link with
 //! the verifier on — in fresh class loaders (JDK 17 and 25), and patched into the JDK itself
 //! (`--patch-module`, every JDK), which then boots on a rewritten `java.base`.
 
-mod alloc;
+mod alloc_plan;
 mod classfile;
 mod code;
 mod frames;
-mod methods;
+mod method_plan;
+mod pool;
 mod sites;
 
-pub use alloc::{
+pub use alloc_plan::{
     instrument_allocations, is_tracker_class, shape_class, shape_class_name, tracker_class, tracker_class_counting,
     AllocHooks, ALLOC_HOOKS, NATIVE_DESCRIPTORS, NEW_LOCAL, SHAPED_NATIVES, SHAPES, SHAPE_INIT,
 };
-pub use classfile::{ClassEditor, MethodInfo, Pool, ACC_STATIC};
+pub use classfile::{ClassEditor, MethodInfo, ACC_STATIC};
 pub use code::{branch_target, encoded_size, is_unconditional, targets, MethodEditor};
-pub use methods::{
+pub use method_plan::{
     branch_taken, instrument_class, instrument_class_wrapping, instrument_methods, is_transition_code, is_vt_machinery,
     methods_tracker_class, plan_method, plan_probe, push_int, Lookup, MethodHooks, NativeWrap, TRACKER_METHODS,
 };
+pub use pool::Pool;
 /// The instruction type of the editor (ristretto's), re-exported for users of [`MethodEditor`].
 pub use ristretto_classfile::attributes::{ArrayType, Instruction};
 pub use sites::chaining_init_calls;

@@ -8,19 +8,43 @@
 //! says "relative", its code reads and writes absolute positions); `tableswitch` and
 //! `lookupswitch` hold targets relative to their own index.
 
-use super::classfile::{Pool, RawCode};
 pub(crate) use super::frames::MethodContext;
 use super::frames::{self, Frame, SimContext, State};
+use super::pool::Pool;
 use super::BciError;
 use ristretto_classfile::attributes::Instruction;
 use ristretto_classfile::byte_reader::ByteReader;
 use std::collections::BTreeMap;
 use std::io::Cursor;
+use std::ops::Range;
 
 type I = Instruction;
 
 fn bad(msg: impl Into<String>) -> BciError {
     BciError::Malformed(msg.into())
+}
+
+/// One attribute of a `Code` attribute, as found in the class file.
+#[derive(Clone, Debug)]
+pub(crate) struct RawAttr {
+    pub name_index: u16,
+    /// Byte range of the attribute's info (after the 6-byte header) in the class file.
+    pub info: Range<usize>,
+}
+
+/// A method's `Code` attribute, as found in the class file.
+#[derive(Clone, Debug)]
+pub(crate) struct RawCode {
+    /// Byte range of the whole attribute (header included) in the class file.
+    pub span: Range<usize>,
+    pub name_index: u16,
+    pub max_stack: u16,
+    pub max_locals: u16,
+    /// Byte range of the bytecode in the class file.
+    pub code: Range<usize>,
+    /// start_pc, end_pc, handler_pc, catch_type: byte offsets exactly as stored.
+    pub exceptions: Vec<[u16; 4]>,
+    pub attributes: Vec<RawAttr>,
 }
 
 // ---------------------------------------------------------------------------------------------

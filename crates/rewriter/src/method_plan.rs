@@ -7,8 +7,9 @@
 //! Instruction hooks pass the instruction's offset in the ORIGINAL code (the class file the
 //! agent saw), not in the rewritten one.
 
-use super::classfile::{ClassEditor, Pool, ACC_ABSTRACT, ACC_NATIVE, ACC_STATIC};
+use super::classfile::{ClassEditor, ACC_ABSTRACT, ACC_NATIVE, ACC_STATIC};
 use super::code::MethodEditor;
+use super::pool::Pool;
 use super::BciError;
 use ristretto_classfile::attributes::Instruction;
 use ristretto_classfile::{ConstantPool, Method, MethodAccessFlags};
@@ -74,7 +75,7 @@ pub fn is_vt_machinery(class: &str) -> bool {
 /// by calling its natives `notifyJvmtiMount(Z)`, `notifyJvmtiUnmount(Z)` (true: begins, false:
 /// ends), `notifyJvmtiStart()` (ends the first mount) and `notifyJvmtiEnd()` (begins the last
 /// unmount). The method plan puts a call of the tracker's `transit(Z)` right before each of
-/// them ([`transition_marks`]): from the first to the second the thread sends no event.
+/// them (`transition_marks`): from the first to the second the thread sends no event.
 pub fn is_transition_code(class: &str) -> bool {
     class == "java/lang/VirtualThread" || class.starts_with("java/lang/VirtualThread$")
 }
@@ -162,7 +163,9 @@ fn opcode(i: &Instruction) -> Option<i32> {
 }
 
 /// Whether the branch `opcode` is taken for the operands (as HotSpot 1.5 computed `is_true`:
-/// `a` is the deeper operand of two; references compare by identity, NULL as 0).
+/// `a` is the deeper operand of two; references compare by identity, NULL as 0). Inline: the
+/// shim calls it from its INSTRUCTION_START natives, across the crate boundary.
+#[inline]
 pub fn branch_taken(opcode: i32, a: i32, b: i32) -> bool {
     match opcode {
         0x99 | 0xc6 => b == 0,
@@ -331,7 +334,7 @@ pub fn instrument_class_wrapping(
         alloc.is_some_and(|a| a.owns(name))
             || methods.as_ref().is_some_and(|m| {
                 m.0.tracker == name
-                    || (!m.0.also_skip.is_empty() && super::alloc::is_tracker_class(m.0.also_skip, name))
+                    || (!m.0.also_skip.is_empty() && super::alloc_plan::is_tracker_class(m.0.also_skip, name))
             })
     };
     let mut wrapped = Vec::new();
@@ -381,18 +384,18 @@ pub fn instrument_class_wrapping(
             if let Some(mut ed) = ce.method_editor(m)? {
                 transition_marks(&mut ce, &mut ed, tracker)?;
                 if let Some(a) = alloc {
-                    super::alloc::plan_allocations(&mut ce, m, &mut ed, a, &mut refs)?;
+                    super::alloc_plan::plan_allocations(&mut ce, m, &mut ed, a, &mut refs)?;
                 }
                 ce.commit(ed)?;
             }
             continue;
         }
-        if methods.is_none() && super::alloc::can_skip(&ce, m) {
+        if methods.is_none() && super::alloc_plan::can_skip(&ce, m) {
             continue;
         }
         let Some(mut ed) = ce.method_editor(m)? else { continue };
         if let Some(a) = alloc {
-            super::alloc::plan_allocations(&mut ce, m, &mut ed, a, &mut refs)?;
+            super::alloc_plan::plan_allocations(&mut ce, m, &mut ed, a, &mut refs)?;
         }
         if let Some((hooks, next_index)) = methods.as_mut() {
             let info = ce.method(m)?;
