@@ -168,10 +168,14 @@ fn the_agent_library_loaded_again_is_the_same_instance() {
 
 /// GcLockDemo under `collector`: (the run, held, after, left).
 fn gc_lock(jdk: &Jdk, collector: &str, mode: &str, mb: &str, max: &str) -> (Run, Vec<i64>) {
+    gc_lock_with(jdk, "", collector, mode, mb, max)
+}
+
+fn gc_lock_with(jdk: &Jdk, shim_opts: &str, collector: &str, mode: &str, mb: &str, max: &str) -> (Run, Vec<i64>) {
     let lib = agent("gclock").display().to_string();
     let mut args = vec![collector, "-Xms64m", "-Xmx512m"];
     args.extend(native_access(jdk));
-    let r = run(jdk, &format!("disable-gc-max={max}"), "GcLockDemo", &[&lib, mode, mb], &args);
+    let r = run(jdk, &format!("{shim_opts}disable-gc-max={max}"), "GcLockDemo", &[&lib, mode, mb], &args);
     let nums = r
         .stdout
         .lines()
@@ -222,5 +226,21 @@ fn disable_gc_never_hangs_the_jvm() {
         let said: Vec<&str> = r.stderr.lines().filter(|l| l.contains("without EnableGC: given up")).collect();
         assert_eq!(said.len(), 1, "{}", r.describe());
         assert!(r.elapsed < std::time::Duration::from_secs(20), "{}", r.describe());
+    });
+}
+
+/// Where DisableGC cannot hold collections off, the migration report says so in DisableGC's row,
+/// once, with the collector and the JDK.
+#[test]
+fn disable_gc_that_cannot_hold_is_in_the_report() {
+    for_each_jdk(|jdk| {
+        let (r, _) = gc_lock_with(jdk, "report=-,", "-XX:+UseShenandoahGC", "hold", "64", "30");
+        r.assert_ok();
+        let note = format!(
+            "In this run: DisableGC cannot hold collections off with the Shenandoah collector on JDK {}",
+            jdk.feature
+        );
+        assert_eq!(r.stderr.matches(&note).count(), 1, "{}", r.describe());
+        assert!(r.stderr.contains("GetPrimitiveArrayCritical"), "{}", r.describe());
     });
 }

@@ -521,7 +521,8 @@ pub fn disable_gc() {
     }
     say_if_unheld();
     let mut l = locker();
-    l.want = true;
+    // From the count, under the lock: an EnableGC racing this call leaves the right state.
+    l.want = STATE.gc_disabled.load(SeqCst) > 0;
     l.gave_up = false;
     if !l.started && !l.failed {
         l.started = true;
@@ -560,11 +561,12 @@ pub fn enable_gc() {
         return; // still disabled by an outer DisableGC
     }
     let mut l = locker();
-    l.want = false;
+    l.want = STATE.gc_disabled.load(SeqCst) > 0;
     l.gave_up = false;
     STATE.locker_cv.notify_all();
     // Collections may run once EnableGC has returned: wait for the critical section's end.
-    let _ = STATE.locker_cv.wait_timeout_while(l, LOCKER_WAIT, |l| l.held).unwrap_or_else(|e| e.into_inner());
+    let _ =
+        STATE.locker_cv.wait_timeout_while(l, LOCKER_WAIT, |l| l.held && !l.want).unwrap_or_else(|e| e.into_inner());
 }
 
 /// Which collector this JVM runs, from its command line (the JVM's own options and those of
@@ -690,10 +692,10 @@ unsafe extern "system" fn locker_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut JN
                 if t.timed_out() && l.want {
                     l.gave_up = true;
                 }
-                let gave_up = l.gave_up;
-                l.held = false;
-                gave_up
+                l.gave_up
             });
+            // Out of the critical section now: EnableGC, waiting for this, may return.
+            locker().held = false;
             STATE.locker_cv.notify_all();
             match held {
                 Some(true) => {

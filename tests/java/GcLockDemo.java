@@ -6,7 +6,8 @@ import java.util.concurrent.CountDownLatch;
  * DisableGC / EnableGC from Java (tests/agents/gclock.c, a library that takes JVMPI at run
  * time), counted with the GC MXBeans. Args: <library path> <mode> <MB>.
  *  hold:  main calls DisableGC; thread "allocator" allocates <MB> (more than the young
- *         generation holds) while main watches the collection count for 1.5 s; then thread
+ *         generation holds) while main watches the collection count until one happens, the
+ *         allocator is done, or it has waited 1.5 s for memory (10 s at most); then thread
  *         "enabler" calls EnableGC and the allocator finishes. Prints "held=<collections in the
  *         1.5 s> after=<collections after EnableGC> left=<MB the allocator still had to do at
  *         EnableGC>".
@@ -83,8 +84,21 @@ public class GcLockDemo {
             System.out.println("no JVMPI");
             return;
         }
+        left = mb;
         go.countDown();
-        Thread.sleep(1500);
+        // Until a collection happens, the allocator is done, or it has made no progress for 1.5 s
+        // (it waits for memory): at most 10 s. Nothing here allocates.
+        long last = -1, still = System.nanoTime(), end = still + 10_000_000_000L;
+        while (collections() == c0 && left > 0 && System.nanoTime() < end) {
+            Thread.sleep(50);
+            long l = left, now = System.nanoTime();
+            if (l != last) {
+                last = l;
+                still = now;
+            } else if (now - still > 1_500_000_000L) {
+                break;
+            }
+        }
         long c1 = collections();
         long leftAtEnable = left;
         stop.countDown();
