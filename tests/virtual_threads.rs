@@ -148,3 +148,26 @@ fn hang_case_fifty_times_on_jdk21() {
     }
     eprintln!("50 runs on JDK 21, none hung; the slowest took {slowest:?}");
 }
+
+/// Every env_id of every event, and of every trace of the MONITOR_DUMPs and the HEAP_DUMP that
+/// a per-thread-record agent requests while virtual threads come and go (the agent of
+/// tests/threads_known.rs: records in thread-local storage, at most 8192 threads, so 5000 tasks
+/// here), names a live thread it was told about; one THREAD_START and THREAD_END each.
+#[test]
+fn dumps_and_events_name_known_threads_with_virtual_threads() {
+    for jdk in &vt_jdks() {
+        eprintln!("jdk {}", jdk.feature);
+        let opts = format!("agent={}:log={{log}},dumps=20", agent("threadwatch").display());
+        let r = run(jdk, &opts, "VtTasks", &["5000"], &[]);
+        r.assert_ok();
+        assert_eq!(r.count("SHUTDOWN"), 1, "{}", r.describe());
+        let unknown: Vec<&str> = r.lines_with("UNKNOWN").into_iter().chain(r.lines_with("TLS ")).collect();
+        assert!(unknown.is_empty(), "env_ids of threads the agent does not know: {unknown:?}\n{}", r.describe());
+        assert!(r.lines_with("TWICE").is_empty(), "{}", r.describe());
+        let vstarts = r.lines_with("TSTART ").iter().filter(|l| l.contains("group=VirtualThreads")).count();
+        let vends = r.lines_with("TEND ").len();
+        assert_eq!(vstarts, 5004, "a THREAD_START per virtual thread\n{}", r.describe());
+        assert!(vends >= 5004, "a THREAD_END per virtual thread\n{}", r.describe());
+        assert!(r.count("MDUMP ") >= 1 && r.count("HDUMP ") == 1, "the dumps were delivered\n{}", r.describe());
+    }
+}

@@ -144,6 +144,9 @@ struct ThreadsState {
     /// When (ms since `EPOCH`) a thread's end last swept `graveyard` and `ended`: at most every
     /// 50 ms, not at every end (a million virtual threads end in a few seconds).
     last_sweep: std::sync::atomic::AtomicU64,
+    /// The virtual threads in `ended`, in the order they ended (written by their end, which
+    /// takes out those ended a second ago).
+    vt_ended: Mutex<std::collections::VecDeque<(Instant, usize)>>,
 }
 
 /// The clock of `last_sweep`.
@@ -165,6 +168,7 @@ static STATE: ThreadsState = ThreadsState {
     exiting: Mutex::new(None),
     virtual_own: AtomicBool::new(false),
     last_sweep: std::sync::atomic::AtomicU64::new(0),
+    vt_ended: Mutex::new(std::collections::VecDeque::new()),
 };
 
 fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
@@ -344,17 +348,25 @@ fn forget_ended(env_id: *mut JNIEnv, env: *mut JNIEnv, rec: Arc<ThreadRec>, thre
     let ms = now.duration_since(*EPOCH).as_millis() as u64;
     let last = STATE.last_sweep.load(Relaxed);
     let sweep = ms >= last + 50 && STATE.last_sweep.compare_exchange(last, ms, Relaxed, Relaxed).is_ok();
-    if !sweep || rec.vt.is_some() {
-        // A virtual thread's reference goes with its record (see `ThreadRec`'s `drop`).
-        if rec.vt.is_none() {
-            crate::lock(&STATE.graveyard).push((now, rec));
+    if rec.vt.is_some() {
+        // A virtual thread's reference goes with its record (see `ThreadRec`'s `drop`), which
+        // is kept one second, not ten: a program may end a hundred thousand of them a second.
+        // They leave `ended` in the order they came, from a queue (no walk over the table).
+        let mut q = crate::lock(&STATE.vt_ended);
+        q.push_back((now, env_key));
+        if sweep {
+            while let Some(&(when, key)) = q.front() {
+                if now.duration_since(when) < Duration::from_secs(1) {
+                    break;
+                }
+                q.pop_front();
+                STATE.ended.remove_if(&key, |_, (w, _)| *w == when);
+            }
         }
-        if !sweep {
-            return;
-        }
-        STATE.ended.retain(|_, (when, r)| {
-            now.duration_since(*when) < if r.vt.is_some() { Duration::from_secs(1) } else { Duration::from_secs(10) }
-        });
+        return;
+    }
+    if !sweep {
+        crate::lock(&STATE.graveyard).push((now, rec));
         return;
     }
     // A JVMPI call racing this end may still hold the reference: delete it a while later, and
@@ -379,11 +391,8 @@ fn forget_ended(env_id: *mut JNIEnv, env: *mut JNIEnv, rec: Arc<ThreadRec>, thre
     for r in old {
         jni.delete_global_ref(r.jthread());
     }
-    // A virtual thread's record is kept one second, not ten: a program may end a hundred
-    // thousand of them a second.
-    STATE.ended.retain(|_, (when, r)| {
-        now.duration_since(*when) < if r.vt.is_some() { Duration::from_secs(1) } else { Duration::from_secs(10) }
-    });
+    // Virtual threads' records leave through their queue (above).
+    STATE.ended.retain(|_, (when, r)| r.vt.is_some() || now.duration_since(*when) < Duration::from_secs(10));
 }
 
 // ---- virtual threads (JDK 21+) -----------------------------------------------------------------
@@ -429,6 +438,10 @@ pub fn on_vthread_start(env: *mut JNIEnv, thread: jthread) {
     if let Some(vt) = rec.vt.as_deref() {
         vt.mounted(crate::vm::cputime::thread_cpu_time());
         jvm::set_vt_here(vt);
+        // Found again at each mount without a table lookup (see `on_vthread_mount`).
+        if let Err(e) = jvm::set_vt_env_of_current(vt) {
+            log::debug!("a virtual thread's storage: {}", jvm::err_name(e));
+        }
     }
     if events::is_ready() && events::enabled(JVMPI_EVENT_THREAD_START) {
         if let Err(e) = announce(&rec, key as *mut JNIEnv, false, true) {
@@ -451,17 +464,16 @@ pub fn on_vthread_mount(env: *mut JNIEnv, thread: jthread) {
     // virtual thread that blocked on a monitor is mounted again by the JVM itself, whose end
     // of the transition no mark of the JDK's Java code tells.)
     jvm::set_transit_here(false);
-    match vthread_rec(thread) {
-        Some(rec) => {
-            if let Some(vt) = rec.vt.as_deref() {
-                vt.set_carrier(env);
-                vt.mounted(crate::vm::cputime::thread_cpu_time());
-                jvm::set_vt_here(vt);
-            }
-        }
-        // Started before the shim could see it (none at start-up): its events keep the carrier's.
-        None => jvm::set_vt_here(std::ptr::null()),
-    }
+    // Its VtEnv, kept in its JVMTI thread-local storage at its start (null: started before the
+    // shim could see it, none at start-up; its events keep the carrier's env_id). The record
+    // that owns it lives at least until the thread's end, which clears the storage first.
+    let vt = jvm::with_vt_env_of_current(|v| {
+        v.set_carrier(env);
+        v.mounted(crate::vm::cputime::thread_cpu_time());
+        v as *const jvm::VtEnv
+    });
+    let _ = thread;
+    jvm::set_vt_here(vt.unwrap_or(std::ptr::null()));
 }
 
 /// HotSpot's VirtualThreadUnmount: the carrier runs its own code again.
@@ -493,6 +505,7 @@ pub fn on_vthread_end(env: *mut JNIEnv, thread: jthread) {
         events::send(&mut ev);
     }
     vt_off_carrier();
+    let _ = jvm::set_vt_env_of_current(std::ptr::null());
     forget_ended(env_id, env, rec, thread);
 }
 

@@ -31,8 +31,9 @@
  * in M too), VS/VN the THREAD_START/END of threads in the group "VirtualThreads", B the traces
  * (own or sampled) whose frames name a method the agent could not resolve, VM the virtual
  * threads announced with a name starting "named-vt-", NO the sampled threads GetThreadObject
- * did not know, L the trace frames whose class had had no CLASS_LOAD yet (HPROF could not
- * resolve those: "unable to resolve a method id"; the first few are logged as LATECLASS), TS
+ * did not know, L the methods a trace named before their class's CLASS_LOAD and whose class
+ * never had a CLASS_LOAD of its own afterwards (the agent resolved them with RequestEvent;
+ * HPROF could not: "unable to resolve a method id"; the first few are logged as LATECLASS), TS
  * the sampled traces with a frame of a method of class VtTasks (tests/java/VtTasks.java).
  * H is the depth of the thread that delivers JVM_SHUT_DOWN (-1: unknown); with "open" in the
  * options, one "OPEN <thread depth>: <frames, top first>" line per thread whose stack is not
@@ -67,7 +68,9 @@ static long unannounced, shut_down, starts, ends, vstarts, vends, traces, badtra
     noobject;
 
 #define SLOTS (1 << 20)
-struct meth { jmethodID id; char *name; int counted; long count; };
+/* late: 1 when a trace named the method before its class's CLASS_LOAD (resolved then with
+ * RequestEvent), 2 once a CLASS_LOAD of its class came on its own after that. */
+struct meth { jmethodID id; char *name; int counted; long count; int late; };
 static struct meth table[SLOTS];
 
 static struct meth *slot(jmethodID id) {
@@ -95,10 +98,12 @@ static void line(const char *fmt, ...) {
 static void class_load(JVMPI_Event *e) {
     const char *cn = e->u.class_load.class_name;
     int counted = count_prefix[0] && strncmp(cn, count_prefix, strlen(count_prefix)) == 0;
+    int requested = (e->event_type & JVMPI_REQUESTED_EVENT) != 0;
     pthread_mutex_lock(&lock);
     for (int i = 0; i < e->u.class_load.num_methods; i++) {
         JVMPI_Method *m = &e->u.class_load.methods[i];
         struct meth *s = slot(m->method_id);
+        if (s && s->id && s->late == 1 && !requested) s->late = 2;
         if (!s || s->id) continue;
         size_t n = strlen(cn) + strlen(m->method_name) + strlen(m->method_signature) + 3;
         char *name = malloc(n);
@@ -167,7 +172,7 @@ static struct tstate *thread(JNIEnv *env) {
 
 /* A depth-4 trace of `env`'s thread: counted, and counted bad if a frame names a method the
  * agent cannot resolve. */
-static long lateclass; /* trace frames whose class had no CLASS_LOAD yet (resolved on the spot) */
+static long lateclass; /* methods a trace named before any CLASS_LOAD of their class came on its own */
 
 static long tasksamples; /* sampled traces with a frame of a VtTasks method */
 
@@ -185,10 +190,11 @@ static void check_trace(JVMPI_CallTrace *ct, int sampled) {
     for (int i = 0; i < ct->num_frames; i++) {
         struct meth *s = slot(ct->frames[i].method_id);
         if (s && __atomic_load_n(&s->id, __ATOMIC_ACQUIRE) == NULL) {
-            long n = __sync_add_and_fetch(&lateclass, 1);
-            if (n <= 5) {
-                struct meth *m = method(ct->frames[i].method_id);
-                line("LATECLASS %s", m ? m->name : "?");
+            struct meth *m = method(ct->frames[i].method_id);
+            if (m) {
+                pthread_mutex_lock(&lock);
+                if (!m->late) m->late = 1;
+                pthread_mutex_unlock(&lock);
             }
         }
     }
@@ -266,6 +272,9 @@ static void shutdown_report(JNIEnv *env) {
                 at += snprintf(buf + at, sizeof buf - at, " %s", name_of(t->stack[d]));
             line("OPEN %d:%s", t->depth, buf);
         }
+    }
+    for (unsigned i = 0; i < SLOTS; i++) {
+        if (table[i].id && table[i].late == 1 && ++lateclass <= 5) line("LATECLASS %s", table[i].name);
     }
     if (count_prefix[0]) {
         for (unsigned i = 0; i < SLOTS; i++) {

@@ -210,6 +210,24 @@ impl VtEnv {
     }
 }
 
+/// Keeps the [`VtEnv`] of the virtual thread that is the current thread in its JVMTI
+/// thread-local storage (the shim's main environment's, used for nothing else; null to clear).
+pub fn set_vt_env_of_current(vt: *const VtEnv) -> Result<()> {
+    // SAFETY: a NULL thread is the current thread; the pointer is only stored.
+    unsafe { env()?.set_thread_local_storage(std::ptr::null_mut(), vt as *const c_void) }
+}
+
+/// `f` of the [`VtEnv`] kept by [`set_vt_env_of_current`] for the current thread, if any. One
+/// JVMTI call that reads the current thread's own state: no lock, no wait for transitions.
+/// The caller guarantees what keeps it alive: the record that owns it lives at least until the
+/// virtual thread's end, which clears the storage first.
+pub fn with_vt_env_of_current<R>(f: impl FnOnce(&VtEnv) -> R) -> Option<R> {
+    // SAFETY: a NULL thread is the current thread.
+    let p = unsafe { env().ok()?.get_thread_local_storage(std::ptr::null_mut()).ok()? } as *const VtEnv;
+    // SAFETY: only `set_vt_env_of_current` stores there, a live VtEnv or null (see above).
+    (!p.is_null()).then(|| f(unsafe { &*p }))
+}
+
 /// Whether this platform can give virtual threads a [`VtEnv`] (the forwarding stubs exist).
 pub fn vt_envs_supported() -> bool {
     forwarding_table().is_some()
