@@ -36,7 +36,7 @@ fn thread_dump(jdk: &Jdk, shim_opts: &str) -> Dump {
 /// see compat-matrix.md, MONITOR_DUMP); every name and `file:line` frame of the demo's own
 /// methods as `Thread.getStackTrace()` gave them; every thread released after the dump.
 #[track_caller]
-fn check_report(jdk: &Jdk, d: &Dump) {
+fn check_report(d: &Dump) {
     let r = &d.run;
     let all = || format!("{}\n--- library ---\n{}", r.describe(), d.lines.join("\n"));
     r.assert_ok();
@@ -98,7 +98,7 @@ fn check_report(jdk: &Jdk, d: &Dump) {
 fn jvmpi_for_a_library_without_an_agent() {
     for_each_jdk(|jdk| {
         let d = thread_dump(jdk, "");
-        check_report(jdk, &d);
+        check_report(&d);
         assert!(d.run.significant_stderr().is_empty(), "{}", d.run.describe());
     });
 }
@@ -113,7 +113,7 @@ fn jvmpi_for_a_library_next_to_an_agent() {
     let rec = agent("recorder").display().to_string();
     for_each_jdk(|jdk| {
         let d = thread_dump(jdk, &format!("agent={rec}:log={{log}},enable=init+thread_start+shutdown"));
-        check_report(jdk, &d);
+        check_report(&d);
         let r = &d.run;
         let warned: Vec<&str> = r.significant_stderr();
         assert_eq!(warned.len(), 1, "{}", r.describe());
@@ -134,7 +134,7 @@ fn jvmpi_for_a_library_next_to_an_agent() {
         assert_eq!(r.count("VIOLATION"), 0, "{}", r.describe());
         // A do-nothing agent (the way users ran such a library before): nothing to disable.
         let d = thread_dump(jdk, &format!("agent={rec}:log={{log}}"));
-        check_report(jdk, &d);
+        check_report(&d);
         assert!(d.run.significant_stderr().is_empty(), "{}", d.run.describe());
     });
 }
