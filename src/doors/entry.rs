@@ -414,10 +414,11 @@ fn deferred_start(env: *mut JNIEnv) -> *const JNINativeInterface_ {
     // Not while the caller has an exception pending: the start makes JNI calls of its own.
     // SAFETY: the JVM's own table, on the calling thread's own JNIEnv.
     let pending = unsafe { startup::exception_check(original, env) } != 0;
-    // SAFETY: the JVM's own GetEnv, saved by `defer`, with its JavaVM.
-    let fire = !pending
-        && !STATE.deferred_fired.load(Ordering::Acquire)
-        && unsafe { startup::jvmti_reachable(d.get_env, d.vm as *mut JavaVM) };
+    let reachable = || {
+        // SAFETY: the JVM's own GetEnv, saved by `defer`, with its JavaVM.
+        unsafe { startup::jvmti_reachable(d.get_env, d.vm as *mut JavaVM) }
+    };
+    let fire = !pending && !STATE.deferred_fired.load(Ordering::Acquire) && reachable();
     if fire && !STATE.deferred_fired.swap(true, Ordering::AcqRel) {
         // SAFETY: `env` is the calling thread's JNIEnv.
         unsafe { d.table.remove(env) };

@@ -65,9 +65,9 @@ pub fn install() -> Result<(), String> {
     #[cfg(target_arch = "x86_64")]
     {
         STATE.new_object_orig.store(original_new_object() as usize, std::sync::atomic::Ordering::SeqCst);
+        let tramp = new_object_trampoline as *const ();
         // SAFETY: the trampoline has NewObject's signature and ends in a jump to the JVM's own.
-        t.NewObject =
-            unsafe { std::mem::transmute::<*const (), jni::JniNewObjectFn>(new_object_trampoline as *const ()) };
+        t.NewObject = unsafe { std::mem::transmute::<*const (), jni::JniNewObjectFn>(tramp) };
     }
     t.NewObjectArray = new_object_array;
     t.NewBooleanArray = new_boolean_array;

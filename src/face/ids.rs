@@ -591,8 +591,8 @@ fn entry(tag: jlong, make: bool) -> Option<(&'static Chunk, usize)> {
 /// page-aligned so that [`forget_group`] can give a group's pages back; None if the kernel
 /// refuses the memory.
 fn zeroed_chunk() -> Option<*mut Chunk> {
-    // SAFETY: an anonymous private mapping of the chunk's size, asked of the kernel; nothing
-    // else refers to it.
+    // An anonymous private mapping of the chunk's size, asked of the kernel.
+    // SAFETY: mmap with no address and no file; nothing else refers to the mapping.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -648,8 +648,9 @@ fn forget_group(g: u64) {
     if p.is_null() {
         return;
     }
-    // SAFETY: chunks are never freed once published; the group's entries are all zero and no
-    // thread may write them until one of its slots is handed out again (see above).
+    // Chunks are never freed once published; the group's entries are all zero and no thread may
+    // write them until one of its slots is handed out again (see above).
+    // SAFETY: the two ranges are this group's pages of a live chunk, which hold only zeros.
     unsafe {
         let weak = std::ptr::addr_of!((*p).weak[i]) as *mut libc::c_void;
         let desc = std::ptr::addr_of!((*p).desc[i]) as *mut libc::c_void;

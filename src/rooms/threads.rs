@@ -92,6 +92,31 @@ impl Drop for ThreadRec {
 }
 
 impl ThreadRec {
+    /// A fresh record: `env` its key (a JNIEnv, or a virtual thread's own), `global` a global
+    /// reference to its `java.lang.Thread`, `tag` that object's tag.
+    fn new(
+        env: usize,
+        global: jvmti_bindings::sys::jni::jobject,
+        tag: jlong,
+        vt: Option<Box<jvm::VtEnv>>,
+    ) -> Arc<ThreadRec> {
+        Arc::new(ThreadRec {
+            env,
+            thread: global as usize,
+            tag,
+            tls: [const { AtomicUsize::new(0) }; MAX_AGENTS],
+            announced: AtomicU32::new(0),
+            told: AtomicU32::new(0),
+            cpu_at_suspend: AtomicI64::new(-1),
+            has_run: AtomicBool::new(true),
+            pins: AtomicUsize::new(0),
+            ending: AtomicBool::new(false),
+            suspension: Mutex::new(Suspension::default()),
+            vt,
+            runs_seen: AtomicU32::new(0),
+        })
+    }
+
     fn jthread(&self) -> jthread {
         self.thread as jthread
     }
@@ -213,21 +238,7 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
     if global.is_null() {
         return None;
     }
-    let rec = Arc::new(ThreadRec {
-        env,
-        thread: global as usize,
-        tag,
-        tls: [const { AtomicUsize::new(0) }; MAX_AGENTS],
-        announced: AtomicU32::new(0),
-        told: AtomicU32::new(0),
-        cpu_at_suspend: AtomicI64::new(-1),
-        has_run: AtomicBool::new(true),
-        pins: AtomicUsize::new(0),
-        ending: AtomicBool::new(false),
-        suspension: Mutex::new(Suspension::default()),
-        vt: None,
-        runs_seen: AtomicU32::new(0),
-    });
+    let rec = ThreadRec::new(env, global, tag, None);
     let entry = STATE.threads.entry(env).or_insert(rec.clone()).clone();
     if !Arc::ptr_eq(&entry, &rec) {
         jni.delete_global_ref(global);
@@ -418,21 +429,7 @@ pub fn on_vthread_start(env: *mut JNIEnv, thread: jthread) {
         return;
     }
     let key = vt.as_env() as usize;
-    let rec = Arc::new(ThreadRec {
-        env: key,
-        thread: global as usize,
-        tag,
-        tls: [const { AtomicUsize::new(0) }; MAX_AGENTS],
-        announced: AtomicU32::new(0),
-        told: AtomicU32::new(0),
-        cpu_at_suspend: AtomicI64::new(-1),
-        has_run: AtomicBool::new(true),
-        pins: AtomicUsize::new(0),
-        ending: AtomicBool::new(false),
-        suspension: Mutex::new(Suspension::default()),
-        vt: Some(vt),
-        runs_seen: AtomicU32::new(0),
-    });
+    let rec = ThreadRec::new(key, global, tag, Some(vt));
     STATE.threads.insert(key, rec.clone());
     STATE.by_tag.insert(tag, key);
     if let Some(vt) = rec.vt.as_deref() {

@@ -84,8 +84,9 @@ pub fn enable_virtual_thread_events(mount: VtCallback, unmount: VtCallback) -> b
     else {
         return false;
     };
-    // SAFETY: HotSpot calls these extension events with (jvmtiEnv*, JNIEnv*, jthread), which
-    // is what a `VtCallback` takes; the variadic type is only how JVMTI declares them.
+    // HotSpot calls these extension events with (jvmtiEnv*, JNIEnv*, jthread), which is what a
+    // `VtCallback` takes; the variadic type is only how JVMTI declares them.
+    // SAFETY: the callbacks' real signature is the one HotSpot calls them with (above).
     let (mount, unmount) = unsafe {
         (
             std::mem::transmute::<VtCallback, jvmti::jvmtiExtensionEvent>(mount),

@@ -506,8 +506,9 @@ pub fn here_and_room() -> (u8, *mut c_void) {
 #[inline(always)]
 pub fn here_counter_env(env: *mut JNIEnv) -> (u8, Option<&'static AtomicUsize>, *mut JNIEnv) {
     let h = here_ptr();
-    // SAFETY: `h` points to this thread's HERE, alive as long as the thread (see `here_ptr`);
-    // a mounted virtual thread's VtEnv outlives its mount (its record owns it).
+    // `h` points to this thread's HERE, alive as long as the thread (see `here_ptr`); a mounted
+    // virtual thread's VtEnv outlives its mount (its record owns it).
+    // SAFETY: both pointers are alive for this call (above).
     unsafe {
         let vt = (*h).vt.get();
         let env = if vt.is_null() { env } else { (*vt).event_env(env) };
@@ -525,9 +526,12 @@ pub fn event_env_here(env: *mut JNIEnv) -> *mut JNIEnv {
 /// `f` of the virtual thread mounted on the current thread, if any.
 pub fn with_vt_here<R>(f: impl FnOnce(&VtEnv) -> R) -> Option<R> {
     let vt = HERE.with(|h| h.vt.get());
-    // SAFETY: a mounted virtual thread's VtEnv outlives its mount (its record owns it, and the
-    // record is kept until after its end, which clears this first).
-    (!vt.is_null()).then(|| f(unsafe { &*vt }))
+    // A mounted virtual thread's VtEnv outlives its mount (its record owns it, and the record is
+    // kept until after its end, which clears this first).
+    (!vt.is_null()).then(|| {
+        // SAFETY: `vt` is the mounted virtual thread's VtEnv, alive (above).
+        f(unsafe { &*vt })
+    })
 }
 
 /// Adds `ns` to the CPU time virtual threads used on the current (carrier) thread.
@@ -993,9 +997,10 @@ impl Jni {
     /// no collection. `f` must make no JNI or JVMTI call and must not wait for a Java thread.
     /// None if the JVM refused the array.
     pub fn with_critical<R>(&self, array: jobject, f: impl FnOnce() -> R) -> Option<R> {
-        // SAFETY: `array` is a live primitive array (the caller's global reference); the guard
-        // is released exactly once, when it drops at the end of this block, and `f` obeys the
+        // `array` is a live primitive array (the caller's global reference); the guard is
+        // released exactly once, when it drops at the end of this block, and `f` obeys the
         // critical section's rules (the caller's contract).
+        // SAFETY: a live primitive array, released once (above).
         let held = unsafe { self.0.get_primitive_array_critical(array as jni::jarray) }?;
         let r = f();
         drop(held);
