@@ -25,7 +25,9 @@
 //! `jvmpi_shim_rewriter` (`crates/rewriter/`), re-exported here as [`bci`]: it knows nothing of
 //! the shim.
 //!
-//! Arrows run down only, and no two modules reach each other (tests/layers.rs). Two functions
+//! Arrows run down only, and no two modules reach each other (tests/layers.rs). Every path
+//! inside the crate names its layer (`use crate::vm::jvm`, `crate::rooms::gc::…`); the
+//! re-exports below are for the crate's users only. Two functions
 //! are handed down at start-up where a direct call would run up a layer: the gate's announcing
 //! of a sending thread (`threads::before_send`, registered with `events::set_announcer`) and the
 //! JNI hooks the facade installs on demand (`jvm::set_jni_hooks`).
@@ -84,13 +86,3 @@ pub use face::abi;
 pub use face::event_table::{self, support, Support};
 pub use rooms::loader::check_elf;
 pub use vm::bci;
-
-// The one-hop index: every room by its own name.
-pub(crate) use face::{events, ids, table};
-pub(crate) use rooms::{
-    alloc, calltrace, classes, compiled, control, deaths, dumps, gc, hooks, javamonitors, lifecycle, lines, loader,
-    methods, monitors, natives, objects, options, report, reset, threads,
-};
-pub(crate) use vm::{idhash, jvm, logger, rewrites, safemem};
-
-pub(crate) use vm::logger::{guard, lock, lock_until};

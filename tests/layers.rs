@@ -10,10 +10,10 @@
 //!   vm/     (the JVMTI/JNI facade, class-file rewriting, the logger, safe memory)
 //! ```
 //!
-//! Every `use crate::…` and `crate::x::…` path (and `super::…`) in `src/` is read, resolved to
-//! the module it names (through the re-exports of `src/lib.rs`, the one-hop index), and checked:
-//! no arrow may point to a higher layer or to an item of the crate root, and no two modules may
-//! reach each other (no circle, within a layer or across). A folder inside a layer folder
+//! Every `use crate::…` and `crate::x::…` path (and `super::…`) in `src/` is read and checked:
+//! it names its layer (`crate::vm::jvm`, never a name re-exported by `src/lib.rs`, whose
+//! re-exports are for the crate's users), no arrow may point to a higher layer, and no two
+//! modules may reach each other (no circle, within a layer or across). A folder inside a layer folder
 //! (`vm/jvm/`) is one module here: its files are the parts of one thing. The class-file
 //! rewriter is a crate of its own (`crates/rewriter/`, re-exported as `vm::bci`): it cannot
 //! name the shim at all, and its own unit test `modules_form_no_circle` holds its modules to one
@@ -238,44 +238,10 @@ fn references(module: &str, is_mod_rs: bool, text: &str) -> Vec<String> {
     out
 }
 
-/// The re-exports of the crate root: `pub use face::{abi, events};` → abi → face::abi, …
-fn reexports(lib: &str) -> BTreeMap<String, String> {
-    let text = strip_comments(lib);
-    let mut out = BTreeMap::new();
-    for stmt in text.split(';') {
-        let stmt = stmt.trim();
-        let Some(rest) = stmt.strip_prefix("pub use ").or_else(|| stmt.strip_prefix("pub(crate) use ")) else {
-            continue;
-        };
-        for p in parse_paths(rest) {
-            let name = p.rsplit("::").next().unwrap().to_string();
-            out.insert(name, p);
-        }
-        // `x as y` keeps `y`: the parser drops the alias, so aliases are read here.
-        for part in rest.split([',', '{', '}']) {
-            if let Some((path, alias)) = part.split_once(" as ") {
-                let tail = path.trim().rsplit("::").next().unwrap_or("").to_string();
-                if let Some(full) = out.remove(&tail) {
-                    out.insert(alias.trim().to_string(), full);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Resolves a path from the crate root to the longest module it names ("" = the crate root).
-fn resolve(path: &str, modules: &BTreeSet<String>, reexports: &BTreeMap<String, String>) -> String {
-    let mut segs: Vec<String> = path.split("::").filter(|s| !s.is_empty()).map(String::from).collect();
-    if let Some(first) = segs.first() {
-        if !modules.contains(first) {
-            if let Some(full) = reexports.get(first) {
-                let mut v: Vec<String> = full.split("::").map(String::from).collect();
-                v.extend(segs.drain(1..));
-                segs = v;
-            }
-        }
-    }
+/// Resolves a path from the crate root to the longest module it names ("" = the crate root, or
+/// a name the path does not give its layer).
+fn resolve(path: &str, modules: &BTreeSet<String>) -> String {
+    let segs: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
     let mut best = String::new();
     for n in 1..=segs.len() {
         let candidate = segs[..n].join("::");
@@ -289,8 +255,6 @@ fn resolve(path: &str, modules: &BTreeSet<String>, reexports: &BTreeMap<String, 
 /// Checks the sources (path under `src/` → text); returns the problems found.
 fn check(sources: &BTreeMap<String, String>) -> Vec<String> {
     let modules: BTreeSet<String> = sources.keys().map(|f| module_of(f)).collect();
-    let lib = sources.get("lib.rs").map(String::as_str).unwrap_or("");
-    let reexports = reexports(lib);
     let mut problems = Vec::new();
     // unit → (unit it reaches, an example of the reference)
     let mut arrows: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
@@ -305,14 +269,15 @@ fn check(sources: &BTreeMap<String, String>) -> Vec<String> {
         };
         let from = unit_of(&module);
         for r in references(&module, file.ends_with("mod.rs"), text) {
-            let target = resolve(&r, &modules, &reexports);
+            let target = resolve(&r, &modules);
             let to = unit_of(&target);
             if to == from || (!target.is_empty() && module.starts_with(&format!("{target}::"))) {
                 continue; // within one unit, or a file's own folder module
             }
             match layer_of(&target) {
                 None => problems.push(format!(
-                    "src/{file}: `{r}` is an item of the crate root: lib.rs holds only the layers and re-exports"
+                    "src/{file}: `{r}` does not name its layer ({}): lib.rs holds only the layers and the crate's exports",
+                    LAYERS.join(", ")
                 )),
                 Some(to_layer) if to_layer < from_layer => problems.push(format!(
                     "src/{file}: `{r}` ({target}) runs up from {} to {}",
@@ -389,21 +354,23 @@ fn the_check_finds_an_upward_import_a_circle_and_a_root_item() {
         *text = format!("{line}\n{text}");
         check(&s)
     };
-    // face → rooms, by a re-exported name and by the full path, in a group.
-    let p = plant("face/ids.rs", "use crate::{abi, threads};");
+    // face → rooms, in a group.
+    let p = plant("face/ids.rs", "use crate::{face::abi, rooms::threads};");
     assert!(p.iter().any(|p| p.contains("face/ids.rs") && p.contains("runs up from face to rooms")), "{p:?}");
     let p = plant("vm/jvm/heap.rs", "fn f() { crate::doors::jvmti::table(); }");
     assert!(p.iter().any(|p| p.contains("vm/jvm/heap.rs") && p.contains("runs up from vm to doors")), "{p:?}");
     let p = plant("vm/logger.rs", "use super::super::face::events;");
     assert!(p.iter().any(|p| p.contains("vm/logger.rs") && p.contains("runs up from vm to face")), "{p:?}");
     // A circle within a layer: threads → gc, and gc → threads already, or a new pair.
-    let p = plant("rooms/reset.rs", "use crate::lifecycle;");
+    let p = plant("rooms/reset.rs", "use crate::rooms::lifecycle;");
     assert!(p.iter().any(|p| p.starts_with("circle between") && p.contains("rooms::reset")), "{p:?}");
-    // An item of the crate root.
+    // An item of the crate root, and a name the crate root re-exports for its users.
     let p = plant("rooms/gc.rs", "fn g() { crate::no_such_thing(); }");
-    assert!(p.iter().any(|p| p.contains("rooms/gc.rs") && p.contains("crate root")), "{p:?}");
+    assert!(p.iter().any(|p| p.contains("rooms/gc.rs") && p.contains("does not name its layer")), "{p:?}");
+    let p = plant("rooms/gc.rs", "use crate::abi::*;");
+    assert!(p.iter().any(|p| p.contains("`abi`") && p.contains("does not name its layer")), "{p:?}");
     // Comments are not read.
-    let p = plant("face/ids.rs", "// use crate::threads;\n/* crate::lifecycle::x */");
+    let p = plant("face/ids.rs", "// use crate::rooms::threads;\n/* crate::rooms::lifecycle::x */");
     assert_eq!(p, check(&sources));
 }
 

@@ -9,11 +9,13 @@
 //! Several agents: the first `Agent_OnLoad` sets everything up; each later one (one per further
 //! `-agentpath` of the shim) only loads its agent and installs its table (`add_agent`).
 
-use crate::abi::*;
 use crate::doors::{jni as jni_hooks, jvmpi, jvmti as callbacks};
+use crate::face::abi::*;
 use crate::face::record;
+use crate::face::{events, table};
+use crate::rooms::{lifecycle, loader, options, report, threads};
 use crate::vm::jvm::startup;
-use crate::{events, guard, jvm, lifecycle, loader, logger, options, report, table, threads};
+use crate::vm::{jvm, logger, logger::guard};
 use jvmti_bindings::sys::jni::{
     jboolean, jclass, jfieldID, jint, jmethodID, jthrowable, JNIEnv, JNINativeInterface_, JavaVM, JNI_EDETACHED,
     JNI_ERR, JNI_OK, JNI_VERSION_1_2,
@@ -115,14 +117,14 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
             options::OWNED_MONITORS_FREE_FROM_JDK
         );
     }
-    crate::alloc::keep_new_objects(locals);
-    crate::methods::set_up(opts.methods_jvmti)?;
-    crate::rewrites::configure(opts.cache.as_deref());
+    crate::rooms::alloc::keep_new_objects(locals);
+    crate::rooms::methods::set_up(opts.methods_jvmti)?;
+    crate::vm::rewrites::configure(opts.cache.as_deref());
     if let Some(d) = opts.disable_gc_max {
-        crate::gc::set_disable_max(d);
+        crate::rooms::gc::set_disable_max(d);
     }
     if jvm::phase().ok() == Some(jvmti::JVMTI_PHASE_ONLOAD) {
-        crate::rewrites::prefetch();
+        crate::vm::rewrites::prefetch();
     }
     jvm::set_callbacks(callbacks::table()).map_err(|e| format!("JVMTI callbacks: {}", jvm::err_name(e)))?;
     jvm::set_up_hook_env(callbacks::agent_class_file_load_hook, callbacks::early_class_file_load_hook)
@@ -138,7 +140,7 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
     // JDK 21+: each virtual thread a JVMPI thread of its own (`vthreads=carrier`: not).
     if !opts.vthreads_carrier && jvm::enable_virtual_thread_events(callbacks::vthread_mount, callbacks::vthread_unmount)
     {
-        crate::threads::virtual_threads_on();
+        crate::rooms::threads::virtual_threads_on();
     }
     lifecycle::keep_vm(vm);
     // SAFETY: `vm` is the JavaVM the JVM passed to Agent_OnLoad.

@@ -15,8 +15,10 @@
 //! first calls the JVM's own function, then tests whether its event is enabled. Global
 //! references the shim makes for itself are not reported.
 
-use crate::abi::*;
-use crate::{alloc, events, ids, jvm};
+use crate::face::abi::*;
+use crate::face::{events, ids};
+use crate::rooms::alloc;
+use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{self, jchar, jclass, jobject, jsize, jstring, JNIEnv, JNINativeInterface_};
 use std::ffi::c_char;
 use std::sync::{Mutex, OnceLock};
@@ -52,7 +54,7 @@ fn orig() -> &'static JNINativeInterface_ {
 }
 
 pub fn install() -> Result<(), String> {
-    let _g = crate::lock(&STATE.install);
+    let _g = crate::vm::logger::lock(&STATE.install);
     if STATE.original.get().is_some() {
         return Ok(());
     }
@@ -90,7 +92,7 @@ pub fn install() -> Result<(), String> {
 }
 
 fn allocated(env: *mut JNIEnv, obj: jobject) -> jobject {
-    crate::guard("JNI allocation hook", (), || alloc::report(env, obj, alloc::Source::VmOrJni));
+    crate::vm::logger::guard("JNI allocation hook", (), || alloc::report(env, obj, alloc::Source::VmOrJni));
     obj
 }
 
@@ -101,11 +103,11 @@ unsafe extern "system" fn alloc_object(env: *mut JNIEnv, k: jclass) -> jobject {
 
 /// Before a JNI constructor call: the announcement (see the allocation room).
 fn constructing(env: *mut JNIEnv, k: jclass, sp: usize) -> Option<jni::jlong> {
-    crate::guard("JNI NewObject hook", None, || alloc::jni_constructing(env, k, sp))
+    crate::vm::logger::guard("JNI NewObject hook", None, || alloc::jni_constructing(env, k, sp))
 }
 
 fn constructed(tag: Option<jni::jlong>) {
-    crate::guard("JNI NewObject hook", (), || alloc::jni_constructed(tag))
+    crate::vm::logger::guard("JNI NewObject hook", (), || alloc::jni_constructed(tag))
 }
 
 fn stack_mark() -> usize {
@@ -254,7 +256,7 @@ fn ref_alloc(env: *mut JNIEnv, kind: i32, obj: jobject, r: jobject) {
     if r.is_null() || jvm::shim_internal() || !events::enabled(kind) {
         return;
     }
-    crate::guard("JNI global reference hook", (), || {
+    crate::vm::logger::guard("JNI global reference hook", (), || {
         let mut ev = JVMPI_Event::new(kind, env);
         ev.u.jni_globalref_alloc =
             JniGlobalrefAlloc { obj_id: ids::id_of(obj).unwrap_or(std::ptr::null_mut()), ref_id: r };
@@ -266,7 +268,7 @@ fn ref_free(env: *mut JNIEnv, kind: i32, r: jobject) {
     if r.is_null() || jvm::shim_internal() || !events::enabled(kind) {
         return;
     }
-    crate::guard("JNI global reference hook", (), || {
+    crate::vm::logger::guard("JNI global reference hook", (), || {
         let mut ev = JVMPI_Event::new(kind, env);
         ev.u.jni_globalref_free = JniGlobalrefFree { ref_id: r };
         events::send(&mut ev);

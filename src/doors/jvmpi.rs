@@ -17,9 +17,11 @@
 //! Who may call each function when (from a thread the JVM does not know, after JVM_SHUT_DOWN)
 //! is [`access`], at the end of this file.
 
-use crate::abi::*;
+use crate::face::abi::*;
 use crate::face::record::{self, Val};
-use crate::{calltrace, classes, control, events, gc, guard, ids, jvm, lifecycle, monitors, threads};
+use crate::face::{events, ids};
+use crate::rooms::{calltrace, classes, control, gc, lifecycle, monitors, threads};
+use crate::vm::{jvm, logger::guard};
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jmethodID, jobject, JNIEnv, JNI_ERR};
 use std::ffi::{c_char, c_void};
 
@@ -31,11 +33,11 @@ pub(crate) unsafe extern "system" fn get_env(
     penv: *mut *mut c_void,
     version: jint,
 ) -> jint {
-    if crate::table::is_jvmpi_version(version) {
+    if crate::face::table::is_jvmpi_version(version) {
         if penv.is_null() {
             return JNI_ERR;
         }
-        let a = crate::table::current();
+        let a = crate::face::table::current();
         if events::is_ready() && !events::in_agent_call() && !called_from_an_agent() {
             // A JNI library asking at run time: HotSpot's one interface, re-initialised for it.
             let n = control::reinitialise(a);
@@ -49,7 +51,7 @@ pub(crate) unsafe extern "system" fn get_env(
             }
         }
         // SAFETY: `penv` is the caller's out-pointer.
-        unsafe { *penv = crate::table::for_version(version) };
+        unsafe { *penv = crate::face::table::for_version(version) };
         log::info!("GetEnv(JVMPI version {version:#x}): the shim's JVMPI interface");
         return jvmti_bindings::sys::jni::JNI_OK;
     }
@@ -66,7 +68,7 @@ fn called_from_an_agent() -> bool {
     // SAFETY: glibc's backtrace writes at most `frames.len()` return addresses into the array.
     let n = unsafe { libc::backtrace(frames.as_mut_ptr(), frames.len() as i32) };
     let Some(&caller) = frames.get(2).filter(|_| n >= 3) else { return true };
-    crate::loader::lies_in_an_agent(caller)
+    crate::rooms::loader::lies_in_an_agent(caller)
 }
 
 /// Agent `a`'s table of doors, installed once in `face::table` (the memory the agent is handed).
@@ -189,7 +191,7 @@ fn arg_val(event: jint, arg: *mut c_void) -> Val {
 
 /// The thread a GetCallTrace names.
 fn unsafe_env(trace: *mut JVMPI_CallTrace) -> usize {
-    crate::safemem::read(trace).map_or(0, |t| t.env_id as usize)
+    crate::vm::safemem::read(trace).map_or(0, |t| t.env_id as usize)
 }
 
 /// The most frames one GetCallTrace fills (a garbage depth must not make the shim allocate
@@ -238,7 +240,7 @@ fn full_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
         }
         // The agent's JVMPI_CallTrace and frames are read and written through `safemem`: a
         // garbage pointer gives no frames and one log line, not a crash.
-        crate::safemem::checked(|mem| {
+        crate::vm::safemem::checked(|mem| {
             let Some(mut copy) = mem.read(trace) else {
                 log::warn!("GetCallTrace: the JVMPI_CallTrace at {trace:p} is not readable; ignored");
                 return;
@@ -295,7 +297,7 @@ fn quick_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) -> bool {
         return false;
     }
     let Some(env) = jvm::current_jni_kept() else { return false };
-    crate::safemem::checked(|mem| {
+    crate::vm::safemem::checked(|mem| {
         if !mem.known(trace as usize, std::mem::size_of::<JVMPI_CallTrace>(), true) {
             return false;
         }
@@ -325,7 +327,7 @@ unsafe extern "C" fn profiler_exit(code: jint) {
 
 unsafe extern "C" fn raw_monitor_create(name: *mut c_char) -> JVMPI_RawMonitor {
     door(&[("name", Val::Ptr(name as usize))], outcome::monitor, "RawMonitorCreate", std::ptr::null_mut(), || {
-        match crate::safemem::c_str(name) {
+        match crate::vm::safemem::c_str(name) {
             Ok(n) => monitors::create(n),
             Err(e) => {
                 log::warn!("RawMonitorCreate: {e}; NULL");
@@ -395,7 +397,7 @@ unsafe extern "C" fn create_system_thread<const A: usize>(
         "CreateSystemThread",
         JNI_ERR,
         || {
-            access::call("CreateSystemThread", JNI_ERR, || match crate::safemem::c_str(name) {
+            access::call("CreateSystemThread", JNI_ERR, || match crate::vm::safemem::c_str(name) {
                 Ok(n) => threads::create_system_thread(A, &n.unwrap_or_default(), priority, f),
                 Err(e) => {
                     log::warn!("CreateSystemThread: {e}; JNI_ERR");
@@ -452,11 +454,11 @@ unsafe extern "C" fn jobject_id_to_jobject(id: jobjectID) -> jobject {
             return std::ptr::null_mut();
         }
         access::call("jobjectID2jobject", std::ptr::null_mut(), || {
-            if crate::alloc::pending_description(id).is_some() {
+            if crate::rooms::alloc::pending_description(id).is_some() {
                 // Announced by OBJECT_ALLOC at its `new` in this thread; its constructor has not
                 // reached `Object.<init>` yet: found in the frame of its `new` while its hook runs
                 // (the OBJECT_ALLOC handler), else not to be had before its constructor runs.
-                if let Some(o) = crate::alloc::pending_object(id) {
+                if let Some(o) = crate::rooms::alloc::pending_object(id) {
                     ids::handed_out(o, id);
                     return o;
                 }
@@ -524,18 +526,18 @@ fn thread_list(count: jint, list: *mut *mut JNIEnv, results: *mut jint, suspend:
     // The agent's list and results are copied through `safemem`: garbage is one log line.
     let mut envs = vec![std::ptr::null_mut::<JNIEnv>(); count as usize];
     let mut res = vec![JVMPI_FAIL; count as usize];
-    if !crate::safemem::read_bytes(list as *const u8, slice_bytes(&mut envs)) {
+    if !crate::vm::safemem::read_bytes(list as *const u8, slice_bytes(&mut envs)) {
         log::warn!("{name}: the list at {list:p} is not readable for {count} entries; ignored");
         return;
     }
-    if !crate::safemem::write_slice(results, &res) {
+    if !crate::vm::safemem::write_slice(results, &res) {
         log::warn!("{name}: the results at {results:p} are not writable for {count} entries; ignored");
         return;
     }
     if access::permitted(name) {
         threads::for_list(&envs, &mut res, suspend);
     }
-    crate::safemem::write_slice(results, &res);
+    crate::vm::safemem::write_slice(results, &res);
 }
 
 /// The bytes of a slice of plain pointers, to copy into.
@@ -574,7 +576,8 @@ pub mod access {
     //! know (the agent's mistake: HotSpot crashed there), an info line after JVM_SHUT_DOWN (a
     //! sampler racing the JVM's exit does it as a matter of course; HotSpot blocked it silently).
 
-    use crate::{events, jvm};
+    use crate::face::events;
+    use crate::vm::jvm;
     use jvmti_bindings::sys::jvmti;
     use std::sync::Mutex;
 
@@ -722,7 +725,7 @@ pub mod access {
         // The door's only state, and only this function's: the refusals logged so far (function,
         // after shutdown), added here. A one-off, so it stays here rather than in a struct.
         static SAID: Mutex<Vec<(&'static str, bool)>> = Mutex::new(Vec::new());
-        let mut said = crate::lock(&SAID);
+        let mut said = crate::vm::logger::lock(&SAID);
         if said.contains(&(function, after)) {
             return false;
         }

@@ -1,7 +1,8 @@
 //! The JVMTI callbacks: thin doors from the JVM into the rooms. Each converts its raw
 //! arguments once, catches panics, and calls safe code.
 
-use crate::{alloc, classes, compiled, gc, guard, hooks, javamonitors, jvm, lifecycle, methods, natives, threads};
+use crate::rooms::{alloc, classes, compiled, gc, hooks, javamonitors, lifecycle, methods, natives, threads};
+use crate::vm::{jvm, logger::guard};
 use jvmti_bindings::sys::jni::{jboolean, jclass, jint, jlong, jmethodID, jobject, jthread, jvalue, JNIEnv};
 use jvmti_bindings::sys::jvmti::{self, jvmtiEnv};
 use std::ffi::{c_char, c_uchar, c_void, CStr};

@@ -13,7 +13,7 @@
 //!
 //! Nowhere else does the shim `match` on event numbers (`tests/event_table.rs` checks).
 
-use crate::abi::*;
+use crate::face::abi::*;
 use jvmti_bindings::sys::jni::jint;
 use jvmti_bindings::sys::jvmti::{self, jvmtiEvent};
 use std::ffi::CStr;

@@ -18,10 +18,10 @@
 //! announced to the agent before its first event — is a function the threads room registers
 //! with [`set_announcer`].
 
-use crate::abi::*;
+use crate::face::abi::*;
 use crate::face::record;
 use crate::face::table::{self, MAX_AGENTS};
-use crate::jvm;
+use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jint, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::cell::Cell;
@@ -218,7 +218,7 @@ pub fn enabled_for(a: usize, event: jint) -> bool {
 /// Sets or clears agent `a`'s bit for an event (the control room does, on EnableEvent/DisableEvent).
 pub fn set_enabled(a: usize, event: jint, on: bool) {
     if (0..64).contains(&event) && a < MAX_AGENTS {
-        let _g = crate::lock(&GATE.union);
+        let _g = crate::vm::logger::lock(&GATE.union);
         if on {
             GATE.enabled[a].fetch_or(1 << event, SeqCst);
             GATE.ever.fetch_or(1 << event, SeqCst);
@@ -538,7 +538,7 @@ impl Drop for Owner {
     fn drop(&mut self) {
         if let Some(c) = self.0.take() {
             jvm::set_counter_here(None);
-            crate::lock(&GATE.counters).1.push(c);
+            crate::vm::logger::lock(&GATE.counters).1.push(c);
         }
     }
 }
@@ -555,7 +555,7 @@ pub fn take_counter() -> Option<&'static AtomicUsize> {
             let c = match o.0.get() {
                 Some(c) => c,
                 None => {
-                    let mut g = crate::lock(&GATE.counters);
+                    let mut g = crate::vm::logger::lock(&GATE.counters);
                     let c = g.1.pop().unwrap_or_else(|| {
                         let c: &'static Counter = Box::leak(Box::new(Counter(AtomicUsize::new(0))));
                         g.0.push(c);
@@ -578,7 +578,7 @@ fn mine() -> usize {
 
 /// Events being delivered by every thread, on every path.
 fn in_flight() -> usize {
-    let g = crate::lock(&GATE.counters);
+    let g = crate::vm::logger::lock(&GATE.counters);
     GATE.in_flight.load(SeqCst) + g.0.iter().map(|c| c.0.load(SeqCst)).sum::<usize>()
 }
 
@@ -614,7 +614,7 @@ pub fn set_holder(f: fn() -> bool) {
 pub fn open() {
     register_barrier();
     make(Move::Open);
-    let _g = crate::lock(&GATE.union);
+    let _g = crate::vm::logger::lock(&GATE.union);
     refresh_fast();
 }
 

@@ -42,9 +42,9 @@
 //! Entries go when the slot is released. The index and the descriptions take 16 bytes per slot
 //! of the chunks (65,536 slots) that have any entry; none for a program that never asks.
 
-use crate::abi::jobjectID;
-use crate::jvm;
-use crate::safemem;
+use crate::face::abi::jobjectID;
+use crate::vm::jvm;
+use crate::vm::safemem;
 use jvmti_bindings::sys::jni::{jlong, jobject};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
@@ -195,7 +195,7 @@ impl FreeSet {
 fn take(n: usize, into: &mut Vec<u64>) {
     let start = into.len();
     if STATE.high.load(Relaxed) >= reuse_after() {
-        let mut f = crate::lock(&STATE.free);
+        let mut f = crate::vm::logger::lock(&STATE.free);
         let got = f.take(n, into);
         for &s in &into[start..] {
             counted_out(s, s + 1);
@@ -232,7 +232,7 @@ fn give_back(slots: &[u64]) {
     if slots.is_empty() {
         return;
     }
-    let mut f = crate::lock(&STATE.free);
+    let mut f = crate::vm::logger::lock(&STATE.free);
     for &s in slots {
         if f.put(s) {
             let g = s / GROUP;
@@ -471,7 +471,7 @@ pub fn tag_of(obj: jobject) -> Result<jlong, String> {
     if t != 0 {
         return Ok(t);
     }
-    let _g = crate::lock(&STATE.assign);
+    let _g = crate::vm::logger::lock(&STATE.assign);
     let t = jvm::get_tag(obj).map_err(jvm::err_name)?;
     if t != 0 {
         return Ok(t);
@@ -820,7 +820,7 @@ pub fn object_of(id: jobjectID) -> Result<jobject, String> {
 /// Enters every tagged object in the index (one heap iteration; see the module comment).
 fn rebuild(jni: &jvm::Jni) {
     let before = STATE.rebuilds.load(SeqCst);
-    let _one = crate::lock(&STATE.rebuild);
+    let _one = crate::vm::logger::lock(&STATE.rebuild);
     if STATE.rebuilds.load(SeqCst) != before {
         return; // another thread rebuilt it meanwhile
     }

@@ -5,7 +5,7 @@
 //! below the rooms because both the rooms that do such work (classes, dumps, alloc) and the one
 //! that hides it (calltrace) use it.
 
-use crate::idhash::IdMap;
+use crate::vm::idhash::IdMap;
 use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jclass, jmethodID, JNIEnv};
 use std::sync::atomic::{AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};

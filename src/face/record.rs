@@ -7,7 +7,7 @@
 //! given as small numbers in order of first appearance, per kind (thread, object, method, raw
 //! monitor), so that two runs of the same program can be compared line by line.
 
-use crate::abi::*;
+use crate::face::abi::*;
 use crate::face::event_table::{self, cstr};
 use jvmti_bindings::sys::jni::jint;
 use std::collections::HashMap;
@@ -130,7 +130,7 @@ pub fn start(report: bool, trace: Option<TraceConfig>) -> Result<(), String> {
     LazyLock::force(&STATE.started);
     if let Some(t) = trace {
         let f = std::fs::File::create(&t.path).map_err(|e| format!("trace file {}: {e}", t.path))?;
-        *crate::lock(&STATE.trace) = Some(Trace {
+        *crate::vm::logger::lock(&STATE.trace) = Some(Trace {
             out: std::io::BufWriter::new(f),
             families: t.families,
             max_lines: t.max_lines,
@@ -150,7 +150,7 @@ pub fn start(report: bool, trace: Option<TraceConfig>) -> Result<(), String> {
 
 /// Flushes the trace (at VM death, after the last event).
 pub fn finish_trace() {
-    if let Some(t) = crate::lock(&STATE.trace).as_mut() {
+    if let Some(t) = crate::vm::logger::lock(&STATE.trace).as_mut() {
         if t.dropped > 0 {
             let _ = writeln!(t.out, "{{\"truncated\":true,\"dropped_lines\":{}}}", t.dropped);
             t.dropped = 0;
@@ -213,7 +213,7 @@ pub fn event(ev: &JVMPI_Event, nanos: u64) {
         return;
     }
     let fields = event_table::fields(ev);
-    let mut g = crate::lock(&STATE.trace);
+    let mut g = crate::vm::logger::lock(&STATE.trace);
     let Some(tr) = g.as_mut() else { return };
     // SAFETY: the active member of the union is the one of `t`; the shim built the event.
     unsafe {
@@ -267,12 +267,12 @@ pub fn call(func: &str, thread: usize, args: &[(&str, Val)], result: Val, error:
     let Some(i) = func_index(func) else { return };
     STATE.calls[i].fetch_add(1, Relaxed);
     if let Some(e) = error {
-        *crate::lock(&STATE.errors).entry((i, e)).or_insert(0) += 1;
+        *crate::vm::logger::lock(&STATE.errors).entry((i, e)).or_insert(0) += 1;
     }
     if !STATE.tracing.load(Relaxed) {
         return;
     }
-    let mut g = crate::lock(&STATE.trace);
+    let mut g = crate::vm::logger::lock(&STATE.trace);
     let Some(tr) = g.as_mut() else { return };
     if !tr.wants("call") {
         return;
@@ -306,7 +306,7 @@ pub struct Snapshot {
 }
 
 pub fn snapshot() -> Snapshot {
-    let errors = crate::lock(&STATE.errors).clone();
+    let errors = crate::vm::logger::lock(&STATE.errors).clone();
     let functions = FUNCTIONS
         .iter()
         .enumerate()

@@ -8,7 +8,7 @@
 //! asking is the agent the current thread is running on behalf of ([`within`]: its
 //! `JVM_OnLoad`, its `NotifyEvent`, a thread it made with `CreateSystemThread`), else the first.
 
-use crate::abi::*;
+use crate::face::abi::*;
 use jvmti_bindings::sys::jni::jint;
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::c_void;

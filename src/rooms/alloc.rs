@@ -38,9 +38,11 @@
 //! sees it; the second path to see the same object finds the tag and stays silent, so each
 //! object is reported once.
 
-use crate::abi::*;
-use crate::idhash::IdMap;
-use crate::{bci, calltrace, classes, events, ids, jvm, rewrites, threads};
+use crate::face::abi::*;
+use crate::face::{events, ids};
+use crate::rooms::{calltrace, classes, threads};
+use crate::vm::idhash::IdMap;
+use crate::vm::{bci, jvm, rewrites};
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, jobject, jvalue, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::cell::{Cell, RefCell};
@@ -254,7 +256,7 @@ pub fn installed() -> bool {
 pub fn enable() -> Result<(), String> {
     let env = jvm::attach_current().ok_or("the calling thread cannot be attached to the JVM")?;
     let jni = jvm::Jni::of(env);
-    let _g = crate::lock(&STATE.switch);
+    let _g = crate::vm::logger::lock(&STATE.switch);
     if !installed() {
         define_tracker(&jni)?;
     }
@@ -274,7 +276,7 @@ pub fn enable() -> Result<(), String> {
 /// retransformed back to its uninstrumented form, so the program runs at full speed again.
 pub fn disable() {
     let Some(env) = jvm::attach_current() else { return };
-    let _g = crate::lock(&STATE.switch);
+    let _g = crate::vm::logger::lock(&STATE.switch);
     set_on(&jvm::Jni::of(env), false);
     if STATE.instrumenting.swap(false, SeqCst) {
         jvm::unwant(jvmti::JVMTI_EVENT_VM_OBJECT_ALLOC);
@@ -387,7 +389,7 @@ fn publish_table(jni: &jvm::Jni, tracker: jclass, shape: jclass) -> Result<(), S
     ];
     let probe = jni.new_object(shape, ctor as jmethodID, &zero).ok_or("cannot make a shape")?;
     jni.delete_local_ref(probe);
-    *crate::lock(&STATE.published) =
+    *crate::vm::logger::lock(&STATE.published) =
         Some(Published { table: global as usize, class: shape as usize, ctor, slots: vec![0; bci::SHAPES] });
     Ok(())
 }
@@ -450,7 +452,7 @@ unsafe extern "system" fn on_init_shaped(
     size: jint,
     kind: jint,
 ) {
-    crate::guard("JvmpiShimTracker.onInitShaped", (), || init(env, obj, known(klass, tag, id, size, kind)))
+    crate::vm::logger::guard("JvmpiShimTracker.onInitShaped", (), || init(env, obj, known(klass, tag, id, size, kind)))
 }
 
 /// The tracker's native `onNewShaped(Object, Class, long, long, int, int)`: [`on_new`] for an
@@ -465,7 +467,7 @@ unsafe extern "system" fn on_new_shaped(
     size: jint,
     kind: jint,
 ) {
-    crate::guard("JvmpiShimTracker.onNewShaped", (), || {
+    crate::vm::logger::guard("JvmpiShimTracker.onNewShaped", (), || {
         report_with(env, obj, Source::Bytecode, known(klass, tag, id, size, kind))
     })
 }
@@ -481,7 +483,7 @@ unsafe extern "system" fn on_new_object_shaped(
     size: jint,
 ) {
     let sp = stack_mark();
-    crate::guard("JvmpiShimTracker.onNewObjectShaped", (), || {
+    crate::vm::logger::guard("JvmpiShimTracker.onNewObjectShaped", (), || {
         reserve_with(env, klass, sp, false, true, known(klass, tag, id, size, JVMPI_NORMAL_OBJECT));
     })
 }
@@ -490,7 +492,7 @@ unsafe extern "system" fn on_new_object_shaped(
 /// hash is given) has just been made in this thread.
 unsafe extern "system" fn on_new(env: *mut JNIEnv, _tracker: jclass, obj: jobject, klass: jclass, hash: jint) {
     let hint = if klass.is_null() { Hint::None } else { Hint::Hashed(klass, hash as u32) };
-    crate::guard("JvmpiShimTracker.onNew", (), || report_with(env, obj, Source::Bytecode, hint))
+    crate::vm::logger::guard("JvmpiShimTracker.onNew", (), || report_with(env, obj, Source::Bytecode, hint))
 }
 
 /// The tracker's native `onInit(Object, Class, int)`, first thing in `java.lang.Object.<init>`:
@@ -498,14 +500,14 @@ unsafe extern "system" fn on_new(env: *mut JNIEnv, _tracker: jclass, obj: jobjec
 /// allocated.
 unsafe extern "system" fn on_init(env: *mut JNIEnv, _tracker: jclass, obj: jobject, klass: jclass, hash: jint) {
     let hint = if klass.is_null() { Hint::None } else { Hint::Hashed(klass, hash as u32) };
-    crate::guard("JvmpiShimTracker.onInit", (), || init(env, obj, hint))
+    crate::vm::logger::guard("JvmpiShimTracker.onInit", (), || init(env, obj, hint))
 }
 
 /// The tracker's native `onNewObject(Class, int)`, right after a `new` of that class (its
 /// identity hash given): OBJECT_ALLOC now, with an ID the object takes in `Object.<init>`.
 unsafe extern "system" fn on_new_object(env: *mut JNIEnv, _tracker: jclass, klass: jobject, hash: jint) {
     let sp = stack_mark();
-    crate::guard("JvmpiShimTracker.onNewObject", (), || {
+    crate::vm::logger::guard("JvmpiShimTracker.onNewObject", (), || {
         reserve_with(env, klass, sp, false, true, Hint::Hashed(klass, hash as u32));
     })
 }
@@ -513,14 +515,14 @@ unsafe extern "system" fn on_new_object(env: *mut JNIEnv, _tracker: jclass, klas
 /// The tracker's native `onMade(Object)`: `Unsafe.allocateInstance` has just made this object
 /// (method handles and reflection do, before they run a constructor).
 unsafe extern "system" fn on_made(env: *mut JNIEnv, _tracker: jclass, obj: jobject) {
-    crate::guard("JvmpiShimTracker.onMade", (), || report(env, obj, Source::VmOrJni))
+    crate::vm::logger::guard("JvmpiShimTracker.onMade", (), || report(env, obj, Source::VmOrJni))
 }
 
 /// The tracker's native `onReflectNew(Constructor)`: the VM is about to make an instance of the
 /// constructor's class and run the constructor on it (the JDK's native reflective call).
 unsafe extern "system" fn on_reflect_new(env: *mut JNIEnv, _tracker: jclass, ctor: jobject) {
     let sp = stack_mark();
-    crate::guard("JvmpiShimTracker.onReflectNew", (), || {
+    crate::vm::logger::guard("JvmpiShimTracker.onReflectNew", (), || {
         if ctor.is_null() || !events::enabled(JVMPI_EVENT_OBJECT_ALLOC) {
             return;
         }
@@ -775,7 +777,7 @@ fn stack_mark() -> usize {
 /// at the next GC bracket.
 fn abandon(p: Pending) {
     if !p.bound {
-        crate::deaths::on_object_free(p.tag);
+        crate::rooms::deaths::on_object_free(p.tag);
     }
 }
 

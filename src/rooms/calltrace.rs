@@ -22,10 +22,10 @@
 //!   that call (verification, and the classes it loads, through the program's loaders too) is
 //!   the definition's, not a frame of its own.
 
-use crate::abi::{JVMPI_CallFrame, JVMPI_CallTrace, JVMPI_EVENT_CLASS_LOAD, LINE_NATIVE};
-use crate::idhash::{IdMap, IdSet};
-use crate::{bci, jvm};
-use crate::{classes, lines, threads};
+use crate::face::abi::{JVMPI_CallFrame, JVMPI_CallTrace, JVMPI_EVENT_CLASS_LOAD, LINE_NATIVE};
+use crate::rooms::{classes, lines, threads};
+use crate::vm::idhash::{IdMap, IdSet};
+use crate::vm::{bci, jvm};
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID, JNIEnv};
 use jvmti_bindings::sys::jvmti::jvmtiFrameInfo;
 use std::cell::{Cell, RefCell};
@@ -372,7 +372,7 @@ pub fn quick(frames: &mut [MaybeUninit<JVMPI_CallFrame>]) -> Option<usize> {
             slot.write(JVMPI_CallFrame { lineno, method_id });
         }
         // Read after the walk: a trace taken once the gate closed takes the long way.
-        (!crate::events::is_dead()).then_some(buf.len())
+        (!crate::face::events::is_dead()).then_some(buf.len())
     })
 }
 
@@ -431,7 +431,7 @@ fn fill_here(
             Ok(b) => b,
             Err(e) => {
                 let quiet = e == jvmti_bindings::sys::jvmti::jvmtiError::THREAD_NOT_ALIVE;
-                let level = if quiet { log::Level::Debug } else { crate::events::edge_level(Some(e)) };
+                let level = if quiet { log::Level::Debug } else { crate::face::events::edge_level(Some(e)) };
                 log::log!(level, "GetCallTrace({:p}): {}", trace.env_id, jvm::err_name(e));
                 return 0;
             }
@@ -499,8 +499,8 @@ fn fill_here(
             // the class is announced by the linker thread right after, and later traces
             // go on past it. (Not from here: the caller may be a sampler with threads
             // suspended.)
-            let check = crate::events::enabled(JVMPI_EVENT_CLASS_LOAD);
-            let closed = check && crate::events::is_dead();
+            let check = crate::face::events::enabled(JVMPI_EVENT_CLASS_LOAD);
+            let closed = check && crate::face::events::is_dead();
             let mut n = 0;
             // An obsolete version's frame (its class was retransformed while it ran) is named
             // by the current method, the one CLASS_LOAD lists; its line is its own.

@@ -13,9 +13,11 @@
 //! `STATE.methods` knows every method ID the shim has handed out or listed, so that an ID that comes
 //! back from an agent can be checked before JVMTI sees it.
 
-use crate::abi::*;
-use crate::idhash::IdMap;
-use crate::{events, ids, jvm, lines};
+use crate::face::abi::*;
+use crate::face::{events, ids};
+use crate::rooms::lines;
+use crate::vm::idhash::IdMap;
+use crate::vm::jvm;
 use dashmap::DashMap;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
@@ -54,7 +56,7 @@ struct ClassesState {
     pending: Mutex<Vec<(usize, Instant)>>,
     /// Methods whose class a trace met before any CLASS_LOAD ([`announce_soon`]): each class
     /// queued once.
-    soon: LazyLock<crate::idhash::IdSet<usize>>,
+    soon: LazyLock<crate::vm::idhash::IdSet<usize>>,
     /// The thread that announces pending classes (registered by the GC room's delivery thread
     /// with [`set_linker`]).
     linker: OnceLock<std::thread::Thread>,
@@ -209,7 +211,7 @@ impl Described {
         let mut methods = Vec::with_capacity(mids.len());
         for &m in &mids {
             let (n, s) = jvm::method_name(m).map_err(e)?;
-            if n.starts_with(crate::bci::NATIVE_PREFIX) {
+            if n.starts_with(crate::vm::bci::NATIVE_PREFIX) {
                 // A native the shim renamed when it wrapped it: the agent knows the method by
                 // its wrapper, which has the native's name.
                 continue;
@@ -450,14 +452,14 @@ pub fn announce_soon(m: jmethodID) {
         return;
     }
     let due = Instant::now().checked_sub(PENDING_AGE).unwrap_or_else(Instant::now);
-    crate::lock(&STATE.pending).push((g as usize, due));
+    crate::vm::logger::lock(&STATE.pending).push((g as usize, due));
     if let Some(t) = STATE.linker.get() {
         t.unpark();
     }
 }
 
 pub fn has_pending() -> bool {
-    !crate::lock(&STATE.pending).is_empty()
+    !crate::vm::logger::lock(&STATE.pending).is_empty()
 }
 
 /// JVMTI ClassLoad, in the thread that defined the class. HotSpot 1.5 sent CLASS_LOAD there,
@@ -498,7 +500,7 @@ pub fn on_class_load(env: *mut JNIEnv, k: jclass) {
         }
     }
     let first = {
-        let mut p = crate::lock(&STATE.pending);
+        let mut p = crate::vm::logger::lock(&STATE.pending);
         p.push((g as usize, loaded));
         p.len() == 1
     };
@@ -533,7 +535,7 @@ pub fn flush_own(env: *mut JNIEnv) {
 pub fn flush_pending(env: *mut JNIEnv, age: Duration) {
     let now = Instant::now();
     let due: Vec<usize> = {
-        let mut p = crate::lock(&STATE.pending);
+        let mut p = crate::vm::logger::lock(&STATE.pending);
         let (due, keep): (Vec<_>, Vec<_>) = p.drain(..).partition(|&(_, when)| now.duration_since(when) >= age);
         *p = keep;
         due.into_iter().map(|(g, _)| g).collect()
@@ -612,7 +614,7 @@ pub fn forget(tag: jlong) -> bool {
         }
         // No CLASS_UNLOAD will tell the agent: what its CLASS_LOADs pointed to stays readable
         // for good (the tag, once reused, names nothing of it).
-        crate::lock(&STATE.untold).push(d);
+        crate::vm::logger::lock(&STATE.untold).push(d);
     }
     lines::invalidate(&methods);
     for m in &methods {
@@ -705,7 +707,7 @@ pub fn listed(m: jmethodID) -> jmethodID {
 
 fn current_version(m: jmethodID) -> Option<jmethodID> {
     let (name, sig) = jvm::method_name(m).ok()?;
-    let renamed = name.strip_prefix(crate::bci::NATIVE_PREFIX);
+    let renamed = name.strip_prefix(crate::vm::bci::NATIVE_PREFIX);
     if renamed.is_none() && !jvm::is_obsolete(m).unwrap_or(false) {
         return Some(m);
     }

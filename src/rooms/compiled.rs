@@ -18,9 +18,11 @@
 //! a method reported twice while enabling (by the live event and by `GenerateEvents`) is sent
 //! once, and so that an unload goes only to code the agent heard of.
 
-use crate::abi::*;
-use crate::idhash::IdMap;
-use crate::{classes, events, jvm};
+use crate::face::abi::*;
+use crate::face::events;
+use crate::rooms::classes;
+use crate::vm::idhash::IdMap;
+use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
 use std::cell::Cell;
 use std::ffi::c_void;

@@ -4,7 +4,7 @@
 //! The event table (`face::event_table`) says, for each JVMPI event number, whether the shim
 //! emulates it, which JVMTI events it needs, and what its room does when it is switched on,
 //! caught up or requested; this room acts on those columns. Enabling a JVMPI event asks
-//! [`crate::jvm::want`] for its JVMTI events and switches on the room that produces it;
+//! [`crate::vm::jvm::want`] for its JVMTI events and switches on the room that produces it;
 //! disabling gives them back, so a disabled event costs nothing. Enabling a defining event
 //! (THREAD_START, CLASS_LOAD) announces what already exists. The enabled set itself and the delivery live in the gate (`face::events`),
 //! which never calls back into this room or any other.
@@ -14,10 +14,12 @@
 //! and off when the last one disables it. A late enabler of a defining event gets its own
 //! catch-up (only it hears it; the other agents heard those threads and classes already).
 
-use crate::abi::*;
+use crate::face::abi::*;
 use crate::face::event_table::{self, CatchUp, Request, Support, Switch};
+use crate::face::events;
 use crate::face::record;
-use crate::{alloc, classes, dumps, events, jvm, methods, objects, threads};
+use crate::rooms::{alloc, classes, dumps, methods, objects, threads};
+use crate::vm::jvm;
 use jvmti_bindings::sys::jni::jint;
 use jvmti_bindings::sys::jvmti::jvmtiEvent;
 use std::ffi::c_void;
@@ -43,9 +45,9 @@ static STATE: ControlState = ControlState { switch: Mutex::new(()), explained: A
 /// there may be resumed only after JVM_SHUT_DOWN. None when it stays held.
 fn switch_lock() -> Option<std::sync::MutexGuard<'static, ()>> {
     if !events::shutting_down() {
-        return Some(crate::lock(&STATE.switch));
+        return Some(crate::vm::logger::lock(&STATE.switch));
     }
-    crate::lock_until(&STATE.switch, jvm::set_exiting())
+    crate::vm::logger::lock_until(&STATE.switch, jvm::set_exiting())
 }
 
 /// Logs `why` for `event` at info level, the first time only.
@@ -184,7 +186,7 @@ fn switch(event: jint, on: bool) -> Result<(), String> {
             Ok(())
         }
         (Switch::JniHooks, true) => jvm::install_jni_hooks(),
-        (Switch::ResetSignal, true) => crate::reset::arm(),
+        (Switch::ResetSignal, true) => crate::rooms::reset::arm(),
         (Switch::JniHooks | Switch::ResetSignal, false) => Ok(()),
         (Switch::Methods, on) => methods::switch(event, on),
     }
@@ -197,7 +199,7 @@ fn catch_up(what: CatchUp) {
         CatchUp::Nothing => {}
         CatchUp::Threads => threads::announce_all(),
         CatchUp::Classes => classes::announce_all(),
-        CatchUp::Compiled => crate::compiled::catch_up(),
+        CatchUp::Compiled => crate::rooms::compiled::catch_up(),
     }
 }
 
@@ -246,11 +248,11 @@ pub fn request(event: jint, arg: *mut c_void) -> jint {
 pub fn open_gate() {
     methods::gate_opening();
     // No start-up retransformation is to come: the rewrite cache's file read ahead goes.
-    crate::rewrites::gate_opened();
+    crate::vm::rewrites::gate_opened();
     events::open();
     // Threads first: every later event comes from a thread the agent has heard of.
     catch_up_if_enabled(CatchUp::Threads);
-    crate::hooks::offer_early();
+    crate::rooms::hooks::offer_early();
     catch_up_if_enabled(CatchUp::Classes);
     catch_up_if_enabled(CatchUp::Compiled);
 }

@@ -154,7 +154,7 @@ pub fn queue_peak() -> (usize, usize) {
 
 /// JVMTI ObjectFree (inside the collection on JDK 11, later on the Service Thread since 16).
 pub fn on_object_free(tag: jlong) {
-    let mut q = crate::lock(&STATE.dead_tags);
+    let mut q = crate::vm::logger::lock(&STATE.dead_tags);
     q.push(tag);
     STATE.received.store(STATE.received.load(Relaxed).wrapping_add(1), Relaxed);
     if q.len() & 0xFFF == 0 && q.bytes() > STATE.peak_bytes.load(Relaxed) {
@@ -167,12 +167,12 @@ pub fn on_object_free(tag: jlong) {
 
 /// Every death queued so far, taken out for a GC bracket.
 pub fn take() -> DeadQueue {
-    std::mem::replace(&mut *crate::lock(&STATE.dead_tags), DeadQueue::new())
+    std::mem::replace(&mut *crate::vm::logger::lock(&STATE.dead_tags), DeadQueue::new())
 }
 
 /// Whether no death waits.
 pub fn is_empty() -> bool {
-    crate::lock(&STATE.dead_tags).is_empty()
+    crate::vm::logger::lock(&STATE.dead_tags).is_empty()
 }
 
 #[cfg(test)]

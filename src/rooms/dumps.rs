@@ -59,9 +59,11 @@
 //! classes (field layouts, cached between dumps), the static values of classes, the traces, and
 //! the lengths of object arrays seen but not yet visited by the walk. Nothing else per object.
 
-use crate::abi::*;
-use crate::idhash::IdMap;
-use crate::{calltrace, classes, events, ids, jvm, threads};
+use crate::face::abi::*;
+use crate::face::{events, ids};
+use crate::rooms::{calltrace, classes, threads};
+use crate::vm::idhash::IdMap;
+use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, jobject, jvalue, JNIEnv};
 use jvmti_bindings::sys::jvmti::{self, jvmtiHeapReferenceInfo, jvmtiHeapReferenceKind, jvmtiPrimitiveType};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -188,7 +190,7 @@ static STATE: DumpsState = DumpsState {
 };
 
 fn prim_ty(sig: &str) -> Option<u8> {
-    crate::objects::array_kind(sig).filter(|&k| k != JVMPI_CLASS).map(|k| k as u8)
+    crate::rooms::objects::array_kind(sig).filter(|&k| k != JVMPI_CLASS).map(|k| k as u8)
 }
 
 /// Own fields of `k` in declaration order: (signature's first byte, is_static).
@@ -1454,7 +1456,7 @@ pub fn request_heap_dump(arg: *mut c_void) -> Result<(), String> {
     let level = if arg.is_null() {
         JVMPI_DUMP_LEVEL_2
     } else {
-        crate::safemem::read(arg as *const JVMPI_HeapDumpArg)
+        crate::vm::safemem::read(arg as *const JVMPI_HeapDumpArg)
             .ok_or_else(|| format!("the JVMPI_HeapDumpArg at {arg:p} is not readable"))?
             .heap_dump_level
     };
@@ -1648,7 +1650,7 @@ fn java_monitors(jni: &jvm::Jni) -> Result<Vec<JavaMonitor>, String> {
 /// Writes the monitor records: HotSpot 1.5's layout, and its "entry count", which was the
 /// number of threads waiting to enter plus those waiting to be notified (not the owner's
 /// recursion count).
-fn write_monitors(java: &[JavaMonitor], raw: &[crate::monitors::RawMonitorState]) -> Vec<u8> {
+fn write_monitors(java: &[JavaMonitor], raw: &[crate::rooms::monitors::RawMonitorState]) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 * (java.len() + raw.len()));
     let word = |out: &mut Vec<u8>, w: usize| out.extend_from_slice(&w.to_ne_bytes());
     let tail = |out: &mut Vec<u8>, enter: &[usize], notify: &[usize]| {
@@ -1691,7 +1693,7 @@ pub fn request_monitor_dump() -> Result<(), String> {
     let suspended = suspend_others(&jni);
     let ours: Vec<jlong> = suspended.0.iter().filter_map(|&t| jvm::get_tag(t).ok().filter(|&g| g != 0)).collect();
     let java = java_monitors(&jni);
-    let mut raw = crate::monitors::snapshot();
+    let mut raw = crate::rooms::monitors::snapshot();
     for m in &mut raw {
         // Only threads the agent knows (pinned until the dump is delivered).
         m.owner = if m.owner == 0 { 0 } else { threads::known_env(m.owner) };

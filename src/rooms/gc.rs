@@ -31,8 +31,10 @@
 //! sections (G1 from JDK 22, Shenandoah: they pin the array instead) nothing can hold the
 //! collections off: said once in the log and in the migration report.
 
-use crate::abi::*;
-use crate::{alloc, classes, deaths, events, ids, jvm, objects, threads};
+use crate::face::abi::*;
+use crate::face::{events, ids};
+use crate::rooms::{alloc, classes, deaths, objects, threads};
+use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jlong, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::cell::Cell;
@@ -110,7 +112,7 @@ pub fn on_gc_finish() {
     }
 }
 
-pub use crate::deaths::{on_object_free, queue_peak};
+pub use crate::rooms::deaths::{on_object_free, queue_peak};
 
 fn wants_bracket() -> bool {
     [JVMPI_EVENT_GC_START, JVMPI_EVENT_GC_FINISH, JVMPI_EVENT_CLASS_UNLOAD, JVMPI_EVENT_OBJECT_FREE]
@@ -124,7 +126,7 @@ thread_local! {
 }
 
 fn deliver_bracket(env: *mut JNIEnv) {
-    let one = crate::lock(&STATE.bracket);
+    let one = crate::vm::logger::lock(&STATE.bracket);
     if STATE.stop.load(SeqCst) {
         return; // the JVM is going down: what is owed goes in the last bracket
     }
@@ -247,7 +249,7 @@ impl Drop for Released {
 
 unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut JNIEnv, _arg: *mut c_void) {
     threads::own_thread_here();
-    crate::guard("GC events thread", (), || {
+    crate::vm::logger::guard("GC events thread", (), || {
         let _ = STATE.wake.set(std::thread::current());
         // Between brackets this thread also announces classes nothing else links.
         classes::set_linker(std::thread::current());
@@ -487,7 +489,7 @@ struct Locker {
 }
 
 fn set_note(msg: String) {
-    let mut n = crate::lock(&STATE.locker_note);
+    let mut n = crate::vm::logger::lock(&STATE.locker_note);
     *n = Some(match n.take() {
         Some(old) if !old.contains(&msg) => format!("{old} {msg}"),
         _ => msg,
@@ -496,7 +498,7 @@ fn set_note(msg: String) {
 
 /// The report's note on DisableGC for this run (None: it did what HotSpot's did).
 pub fn locker_note() -> Option<String> {
-    crate::lock(&STATE.locker_note).clone()
+    crate::vm::logger::lock(&STATE.locker_note).clone()
 }
 
 /// `disable-gc-max=<seconds>`: how long DisableGC may hold collections off.
@@ -509,7 +511,7 @@ pub fn set_disable_max(d: Duration) {
 const LOCKER_WAIT: Duration = Duration::from_secs(5);
 
 fn locker() -> MutexGuard<'static, Locker> {
-    crate::lock(&STATE.locker)
+    crate::vm::logger::lock(&STATE.locker)
 }
 
 pub fn disable_gc() {
@@ -660,7 +662,7 @@ fn start_locker() -> Result<(), String> {
 /// The GC locker thread: holds a JNI critical section while DisableGC is in force.
 unsafe extern "system" fn locker_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut JNIEnv, _arg: *mut c_void) {
     threads::own_thread_here();
-    crate::guard("GC locker thread", (), || {
+    crate::vm::logger::guard("GC locker thread", (), || {
         let jni = jvm::Jni::of(env);
         let Some(array) = jni.new_int_array_global(1) else {
             log::warn!("DisableGC: the GC locker has no array to hold; collections are not held off");

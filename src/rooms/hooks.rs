@@ -34,8 +34,10 @@
 //! retransformation refuses (a field or method added, removed or renamed; a class file the JVM
 //! cannot parse or verify) is one warning, and that class keeps its own bytes.
 
-use crate::abi::*;
-use crate::{alloc, classes, events, jvm};
+use crate::face::abi::*;
+use crate::face::events;
+use crate::rooms::{alloc, classes};
+use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, JNIEnv};
 use std::collections::HashSet;
 use std::ffi::{c_uchar, c_uint, c_void, CStr};
@@ -136,14 +138,17 @@ pub fn on_agent_class_hook(env: *mut JNIEnv, name: Option<&CStr>, data: &[u8]) -
         return None;
     }
     let name = name.map(CStr::to_bytes);
-    if name.and_then(|n| std::str::from_utf8(n).ok()).is_some_and(|n| crate::bci::is_tracker_class(alloc::TRACKER, n)) {
+    if name
+        .and_then(|n| std::str::from_utf8(n).ok())
+        .is_some_and(|n| crate::vm::bci::is_tracker_class(alloc::TRACKER, n))
+    {
         // The shim's own classes (defined when OBJECT_ALLOC is first enabled): not the program's.
         return None;
     }
     if !STATE.early_done.load(SeqCst) {
         if let Some(n) = name {
             // Offered here while the early classes are being listed: not to be offered again.
-            crate::lock(&STATE.recent).push(n.to_vec());
+            crate::vm::logger::lock(&STATE.recent).push(n.to_vec());
         }
     }
     let out = offer(env, data)?;
@@ -213,7 +218,7 @@ pub fn on_early_class_hook(env: *mut JNIEnv, k: jclass, name: Option<&CStr>, dat
     }
     STATE.last.store(slot, SeqCst);
     {
-        let mut slots = crate::lock(&STATE.slots);
+        let mut slots = crate::vm::logger::lock(&STATE.slots);
         let state = slots.get_mut(slot)?;
         match state {
             State::Own => return None,
@@ -239,7 +244,7 @@ pub fn on_early_class_hook(env: *mut JNIEnv, k: jclass, name: Option<&CStr>, dat
     let output = out.bytes().to_vec();
     drop(out);
     let r = to_jvm(&output);
-    crate::lock(&STATE.slots)[slot] = State::Changed { input: fingerprint(data), output };
+    crate::vm::logger::lock(&STATE.slots)[slot] = State::Changed { input: fingerprint(data), output };
     r
 }
 
@@ -248,7 +253,7 @@ pub fn on_early_class_hook(env: *mut JNIEnv, k: jclass, name: Option<&CStr>, dat
 pub fn offer_early() {
     let done = || {
         STATE.early_done.store(true, SeqCst);
-        *crate::lock(&STATE.recent) = Vec::new();
+        *crate::vm::logger::lock(&STATE.recent) = Vec::new();
     };
     if !events::enabled(JVMPI_EVENT_CLASS_LOAD_HOOK) {
         return done();
@@ -276,7 +281,7 @@ pub fn offer_early() {
     offered += late.len();
     retransform(&jni, late);
     done();
-    let changed = crate::lock(&STATE.slots).iter().filter(|s| matches!(s, State::Changed { .. })).count();
+    let changed = crate::vm::logger::lock(&STATE.slots).iter().filter(|s| matches!(s, State::Changed { .. })).count();
     if changed == 0 {
         // Nothing to hand back on later retransformations.
         let _ = jvm::set_early_hook(false);
@@ -291,15 +296,15 @@ pub fn offer_early() {
 /// references.
 fn waiting(jni: &jvm::Jni) -> Vec<(usize, jclass)> {
     let Ok(all) = jvm::loaded_classes() else { return Vec::new() };
-    let recent: HashSet<Vec<u8>> = crate::lock(&STATE.recent).iter().cloned().collect();
-    let mut slots = crate::lock(&STATE.slots);
+    let recent: HashSet<Vec<u8>> = crate::vm::logger::lock(&STATE.recent).iter().cloned().collect();
+    let mut slots = crate::vm::logger::lock(&STATE.slots);
     let mut out = Vec::new();
     for k in all {
         let take = jvm::is_modifiable(k)
             && jvm::early_tag(k).is_ok_and(|t| t == 0)
             && jvm::class_signature(k).is_ok_and(|s| {
                 let name = s.strip_prefix('L').and_then(|s| s.strip_suffix(';')).unwrap_or(&s);
-                !crate::bci::is_tracker_class(alloc::TRACKER, name) && !recent.contains(name.as_bytes())
+                !crate::vm::bci::is_tracker_class(alloc::TRACKER, name) && !recent.contains(name.as_bytes())
             });
         if take && jvm::set_early_tag(k, slots.len() as jlong + 1).is_ok() {
             out.push((slots.len(), k));
@@ -331,7 +336,7 @@ fn retransform(jni: &jvm::Jni, mut pending: Vec<(usize, jclass)>) {
         let (slot, k) = pending.remove(i);
         let name = classes::jvmpi_name(&jvm::class_signature(k).unwrap_or_default());
         jni.delete_local_ref(k);
-        let was = std::mem::replace(&mut crate::lock(&STATE.slots)[slot], State::Own);
+        let was = std::mem::replace(&mut crate::vm::logger::lock(&STATE.slots)[slot], State::Own);
         if matches!(was, State::Changed { .. }) {
             log::warn!(
                 "CLASS_LOAD_HOOK: {name}: the class file the agent made cannot replace the loaded class ({}; a class loaded \
@@ -344,7 +349,7 @@ fn retransform(jni: &jvm::Jni, mut pending: Vec<(usize, jclass)>) {
                 jvm::err_name(e)
             );
         }
-        let slots = crate::lock(&STATE.slots);
+        let slots = crate::vm::logger::lock(&STATE.slots);
         pending.retain(|&(s, k)| {
             let again = !matches!(slots[s], State::Own);
             if !again {

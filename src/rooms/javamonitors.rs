@@ -25,9 +25,11 @@
 //! - `Thread.sleep` (HotSpot 1.5: WAIT/WAITED with a NULL object): JVMTI reports no event for a
 //!   sleep on any JDK, so none is sent.
 
-use crate::abi::*;
-use crate::idhash::IdMap;
-use crate::{events, ids, jvm, threads};
+use crate::face::abi::*;
+use crate::face::{events, ids};
+use crate::rooms::threads;
+use crate::vm::idhash::IdMap;
+use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jlong, jobject, JNIEnv};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU8, Ordering::SeqCst};

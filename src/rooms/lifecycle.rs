@@ -13,9 +13,11 @@
 //! Several agents: at VMInit every agent's `JVM_OnLoad` runs in load order, then the gate opens
 //! once for all.
 
-use crate::abi::*;
+use crate::face::abi::*;
 use crate::face::record;
-use crate::{alloc, classes, control, events, gc, jvm, loader, natives, report, reset, rewrites, table, threads};
+use crate::face::{events, table};
+use crate::rooms::{alloc, classes, control, gc, loader, natives, report, reset, threads};
+use crate::vm::{jvm, rewrites};
 use jvmti_bindings::sys::jni::{jint, jthread, JNIEnv, JavaVM, JNI_OK};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -115,7 +117,7 @@ pub fn on_thread_end(env: *mut JNIEnv, thread: jthread) {
         gc::quiesce_for_exit();
     }
     alloc::on_thread_end(env);
-    crate::javamonitors::on_thread_end(env);
+    crate::rooms::javamonitors::on_thread_end(env);
     if exiting && events::is_ready() {
         // Its THREAD_END comes at VM death, just before JVM_SHUT_DOWN, as in HotSpot 1.5.
         threads::hold_end(env, thread);
@@ -240,7 +242,7 @@ const EXIT_STUCK: std::time::Duration = std::time::Duration::from_secs(8);
 /// the process too.
 fn exit_watchdog(code: jint, env: *mut JNIEnv) {
     let env = env as usize;
-    let me = crate::monitors::identity();
+    let me = crate::rooms::monitors::identity();
     let spawned = std::thread::Builder::new().name("JVMPI exit watchdog".into()).spawn(move || {
         let start = std::time::Instant::now();
         let mut over_at: Option<std::time::Instant> = None;
@@ -277,7 +279,7 @@ fn exit_watchdog(code: jint, env: *mut JNIEnv) {
                 // stuck JVM does not keep the process alive either.
                 let last = std::thread::spawn(move || {
                     // On behalf of the stuck exiting thread, whose raw monitors it holds.
-                    crate::monitors::assume_identity(me);
+                    crate::rooms::monitors::assume_identity(me);
                     let mut patience = events::Patience::new();
                     if events::close(&mut patience) && events::enabled(JVMPI_EVENT_JVM_SHUT_DOWN) {
                         events::send_last(&mut JVMPI_Event::new(JVMPI_EVENT_JVM_SHUT_DOWN, env as *mut JNIEnv));

@@ -16,9 +16,9 @@
 //! -3 for a native method; -2 ("compiled") is never needed because JVMTI always knows the
 //! bytecode index.
 
-use crate::abi::{LINE_NATIVE, LINE_UNKNOWN};
-use crate::idhash::IdMap;
-use crate::jvm;
+use crate::face::abi::{LINE_NATIVE, LINE_UNKNOWN};
+use crate::vm::idhash::IdMap;
+use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jint, jlong, jmethodID};
 use jvmti_bindings::sys::jvmti::{self, jvmtiError};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Acquire, Ordering::Release, Ordering::SeqCst};
@@ -142,7 +142,7 @@ fn chain(m: jmethodID) -> Chain {
                 if let Some(jni) = jvm::Jni::current() {
                     jni.delete_local_ref(k);
                 }
-                crate::bci::chaining_init_calls(&code, &pool?).map_err(|e| e.to_string())
+                crate::vm::bci::chaining_init_calls(&code, &pool?).map_err(|e| e.to_string())
             });
             match calls {
                 Ok(v) => Some(v.into()),

@@ -2,9 +2,10 @@
 //! `JVM_OnLoad`. Not here: the `JavaVM` whose `GetEnv` answers JVMPI (its door is
 //! `doors::jvmpi::get_env`, installed by `jvm::hook_get_env`).
 
-use crate::abi::JvmOnLoadFn;
+use crate::face::abi::JvmOnLoadFn;
 use crate::face::table::MAX_AGENTS;
-use crate::{jvm, options::Options};
+use crate::rooms::options::Options;
+use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jint, JavaVM};
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
@@ -122,7 +123,7 @@ fn jdk_library_dirs() -> Vec<PathBuf> {
 /// Finds and opens the agent library and its `JVM_OnLoad`, as the next agent. Errors are
 /// one-line messages.
 pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
-    let _g = crate::lock(&STATE.loading);
+    let _g = crate::vm::logger::lock(&STATE.loading);
     let Some(name) = &opts.agent else { return Err("no legacy agent named (agent=<path-or-name>)".into()) };
     if count() == MAX_AGENTS {
         return Err(format!("agent={name}: at most {MAX_AGENTS} legacy agents can run in one JVM"));

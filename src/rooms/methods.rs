@@ -63,9 +63,11 @@
 //! same hot path (one native call per instruction; `scripts/bench-instructions.sh` compares it
 //! with the JNI floor).
 
-use crate::abi::*;
-use crate::idhash::IdMap;
-use crate::{alloc, bci, calltrace, classes, events, ids, jvm, lines, rewrites};
+use crate::face::abi::*;
+use crate::face::{events, ids};
+use crate::rooms::{alloc, calltrace, classes, lines};
+use crate::vm::idhash::IdMap;
+use crate::vm::{bci, jvm, rewrites};
 use jvmti_bindings::sys::jni::{jboolean, jclass, jint, jmethodID, jobject, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;
@@ -161,7 +163,7 @@ fn new_index() -> Option<i32> {
 /// Chunk `c` of the slots exists when this returns.
 fn make_chunk(c: usize) {
     if STATE.slots[c].load(Acquire).is_null() {
-        let _g = crate::lock(&STATE.grow);
+        let _g = crate::vm::logger::lock(&STATE.grow);
         if STATE.slots[c].load(Acquire).is_null() {
             let chunk: Box<Chunk> = Box::new([const { AtomicUsize::new(0) }; CHUNK]);
             STATE.slots[c].store(Box::into_raw(chunk), Release);
@@ -246,7 +248,7 @@ fn wrapped_natives_of(k: jclass) -> Option<Vec<(String, String)>> {
 /// EnableEvent / DisableEvent of METHOD_ENTRY, METHOD_ENTRY2, METHOD_EXIT, INSTRUCTION_START
 /// (the event's bit is already set or cleared).
 pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
-    let _g = crate::lock(&STATE.switch);
+    let _g = crate::vm::logger::lock(&STATE.switch);
     let calls =
         [JVMPI_EVENT_METHOD_ENTRY, JVMPI_EVENT_METHOD_ENTRY2, JVMPI_EVENT_METHOD_EXIT].into_iter().any(events::enabled);
     let jvmti_path = STATE.jvmti_path.load(SeqCst);
@@ -336,7 +338,7 @@ pub fn gate_opening() {
     if !STATE.deferred.swap(false, SeqCst) {
         return;
     }
-    let _g = crate::lock(&STATE.switch);
+    let _g = crate::vm::logger::lock(&STATE.switch);
     let plan = STATE.plan.load(SeqCst);
     let (begun, ended) = jvm::retransforms();
     if begun > STATE.deferred_at.load(SeqCst) && begun == ended {
@@ -721,7 +723,7 @@ unsafe extern "system" fn enter_this(env: *mut JNIEnv, _k: jclass, this: jobject
 #[inline(never)]
 fn enter_general(env: *mut JNIEnv, index: jint, receiver: Option<jobject>) {
     let what = if receiver.is_some() { "JvmpiShimMethods.enterThis" } else { "JvmpiShimMethods.enter" };
-    crate::guard(what, (), || on_enter(env, index, receiver))
+    crate::vm::logger::guard(what, (), || on_enter(env, index, receiver))
 }
 
 unsafe extern "system" fn exit(env: *mut JNIEnv, _k: jclass, index: jint) {
@@ -734,7 +736,7 @@ unsafe extern "system" fn exit(env: *mut JNIEnv, _k: jclass, index: jint) {
 #[cold]
 #[inline(never)]
 fn exit_general(env: *mut JNIEnv, index: jint) {
-    crate::guard("JvmpiShimMethods.exit", (), || {
+    crate::vm::logger::guard("JvmpiShimMethods.exit", (), || {
         if !events::enabled(JVMPI_EVENT_METHOD_EXIT) {
             return;
         }
@@ -755,7 +757,7 @@ unsafe extern "system" fn init_throw(env: *mut JNIEnv, _k: jclass, index: jint) 
     if !fast(env, JVMPI_EVENT_METHOD_EXIT, index) {
         exit_general(env, index)
     }
-    crate::guard("JvmpiShimMethods.initThrow", (), || exit_chaining_callers(env))
+    crate::vm::logger::guard("JvmpiShimMethods.initThrow", (), || exit_chaining_callers(env))
 }
 
 /// METHOD_EXIT for the callers of a constructor that an exception is leaving, innermost first,
@@ -827,7 +829,7 @@ fn on_insn(what: &'static str, env: *mut JNIEnv, index: jint, offset: jint, u: I
 #[cold]
 #[inline(never)]
 fn insn_general(what: &'static str, env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) {
-    crate::guard(what, (), || send_insn(env, index, offset, u))
+    crate::vm::logger::guard(what, (), || send_insn(env, index, offset, u))
 }
 
 unsafe extern "system" fn insn(env: *mut JNIEnv, _k: jclass, index: jint, offset: jint) {
@@ -855,7 +857,7 @@ unsafe extern "system" fn if_acmp(
     offset: jint,
     op: jint,
 ) {
-    crate::guard("JvmpiShimMethods.ifAcmp", (), || {
+    crate::vm::logger::guard("JvmpiShimMethods.ifAcmp", (), || {
         let same = jvm::Jni::of(env).is_same(a, b);
         // Identity as 1 == 1 (same) or 0 != 1 (different).
         send_insn(env, index, offset, if_info(bci::branch_taken(op, same as i32, 1)))
@@ -881,7 +883,7 @@ unsafe extern "system" fn table_switch(
 }
 
 unsafe extern "system" fn lookup_switch(env: *mut JNIEnv, _k: jclass, key: jint, index: jint, offset: jint) {
-    crate::guard("JvmpiShimMethods.lookupSwitch", (), || {
+    crate::vm::logger::guard("JvmpiShimMethods.lookupSwitch", (), || {
         let (chosen, total) = match STATE.lookups.get(&(index as u32, offset as u32)) {
             Some(keys) => {
                 let total = keys.len() as jint;

@@ -13,9 +13,10 @@
 //! The handle given to the agent is a key into this room's table, so a stale or garbage handle
 //! is refused with a log line instead of reaching JVMTI.
 
-use crate::abi::*;
-use crate::idhash::IdMap;
-use crate::{events, jvm};
+use crate::face::abi::*;
+use crate::face::events;
+use crate::vm::idhash::IdMap;
+use crate::vm::jvm;
 use jvmti_bindings::sys::jni::jlong;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
@@ -47,11 +48,11 @@ struct Queues {
 
 /// The current thread's env_id for the agent (in the shim's own threads, the stand-in's).
 fn env_now() -> usize {
-    jvm::current_jni().map_or(0, |e| crate::threads::event_env(e) as usize)
+    jvm::current_jni().map_or(0, |e| crate::rooms::threads::event_env(e) as usize)
 }
 
 fn queue(m: &RawMon, notify: bool, env: usize, add: bool) {
-    let mut q = crate::lock(&m.queues);
+    let mut q = crate::vm::logger::lock(&m.queues);
     let v = if notify { &mut q.notify } else { &mut q.enter };
     if add {
         v.push(env);
@@ -85,7 +86,7 @@ pub fn snapshot() -> Vec<RawMonitorState> {
         .map(|e| {
             let m: &'static RawMon = e.value();
             let (enter, notify) = {
-                let q = crate::lock(&m.queues);
+                let q = crate::vm::logger::lock(&m.queues);
                 (q.enter.clone(), q.notify.clone())
             };
             let owner = if m.owner.load(SeqCst) != 0 { m.owner_env.load(SeqCst) } else { 0 };
@@ -325,7 +326,7 @@ struct LockState {
 
 impl Lock {
     fn state(&self) -> MutexGuard<'_, LockState> {
-        crate::lock(&self.state)
+        crate::vm::logger::lock(&self.state)
     }
 
     /// Waits on `cv` until `done` (the state lock is released while waiting).

@@ -21,7 +21,8 @@
 //! the agent exports the agent's function wins over one in a library the class loads itself
 //! with `System.loadLibrary`.
 
-use crate::{classes, jvm, loader};
+use crate::rooms::{classes, loader};
+use crate::vm::jvm;
 use jvmti_bindings::mutf8;
 use jvmti_bindings::sys::jni::{jclass, jmethodID, JNIEnv};
 use jvmti_bindings::sys::jvmti;
@@ -165,7 +166,7 @@ impl Agent {
         }
         let list = found
             .iter()
-            .map(|(n, s, sym, _)| format!("{}{s} → {sym}", n.strip_prefix(crate::bci::NATIVE_PREFIX).unwrap_or(n)))
+            .map(|(n, s, sym, _)| format!("{}{s} → {sym}", n.strip_prefix(crate::vm::bci::NATIVE_PREFIX).unwrap_or(n)))
             .collect::<Vec<_>>()
             .join(", ");
         let natives: Vec<(CString, CString, *mut c_void)> =
@@ -191,7 +192,7 @@ impl Agent {
         }
         let (name, sig) = jvm::method_name(m).ok()?;
         // A native the shim wrapped (renamed with the prefix) is implemented under its own name.
-        let own = name.strip_prefix(crate::bci::NATIVE_PREFIX).unwrap_or(&name);
+        let own = name.strip_prefix(crate::vm::bci::NATIVE_PREFIX).unwrap_or(&name);
         let short = short_name(class, own)?;
         let (sym, f) = match self.lookup(&short) {
             Some(f) => (short, f),

@@ -6,13 +6,15 @@
 //! `java.lang.Class`, and the class object of `java.lang.Class` is described with
 //! `class_id = NULL`, as HotSpot 1.5 did.
 
-use crate::abi::*;
-use crate::idhash::{IdMap, IdSet};
-use crate::{classes, events, ids, jvm};
+use crate::face::abi::*;
+use crate::face::{events, ids};
+use crate::rooms::classes;
+use crate::vm::idhash::{IdMap, IdSet};
+use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jint, jlong, jobject};
 use std::sync::LazyLock;
 
-pub use crate::alloc::{array_kind, ARENA};
+pub use crate::rooms::alloc::{array_kind, ARENA};
 
 /// The `obj_alloc` fields describing a live object; announces its class first.
 pub fn describe(env: *mut jvmti_bindings::sys::jni::JNIEnv, obj: jobject) -> Result<ObjAlloc, String> {
@@ -143,7 +145,7 @@ fn describe_kept(env: *mut jvmti_bindings::sys::jni::JNIEnv, tag: jlong) -> Opti
 /// `RequestEvent(JVMPI_EVENT_OBJECT_ALLOC, id)`.
 pub fn request(id: jobjectID) -> Result<(), String> {
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
-    if let Some(info) = crate::alloc::pending_description(id) {
+    if let Some(info) = crate::rooms::alloc::pending_description(id) {
         // Announced by this thread's allocation hook, its constructor not yet run.
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_ALLOC, env);
         ev.u.obj_alloc = info;

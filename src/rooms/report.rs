@@ -13,7 +13,7 @@
 //! `events` and `shim`; see docs/report-and-trace.md ("Migration report") for every field.
 
 use crate::face::{event_table, record};
-use crate::{gc, methods};
+use crate::rooms::{gc, methods};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::Write;
@@ -206,7 +206,7 @@ pub fn text() -> String {
 /// Writes the report where `report=` said (or to `dest`). Errors are one log line.
 pub fn write(dest: Option<&str>) {
     let Some(dest) = dest.or(destination()) else { return };
-    let _one = crate::lock(&STATE.writing);
+    let _one = crate::vm::logger::lock(&STATE.writing);
     let body =
         if dest.ends_with(".json") { serde_json::to_string_pretty(&json()).unwrap_or_default() + "\n" } else { text() };
     let r = if dest == "-" { std::io::stderr().write_all(body.as_bytes()) } else { std::fs::write(dest, body) };

@@ -9,8 +9,10 @@
 //! Java thread of the shim, `JVMPI reset request`, reads the pipe and sends the event, so the
 //! agent's handler runs in an ordinary Java thread as other requests do.
 
-use crate::abi::*;
-use crate::{events, jvm, threads};
+use crate::face::abi::*;
+use crate::face::events;
+use crate::rooms::threads;
+use crate::vm::jvm;
 use jvmti_bindings::sys::jni::JNIEnv;
 use jvmti_bindings::sys::jvmti::jvmtiEnv;
 use std::ffi::c_void;
@@ -54,7 +56,7 @@ pub fn disarm() {
 
 /// Installs the trigger (once): the reading thread, then the signal handler.
 pub fn arm() -> Result<(), String> {
-    let mut armed = crate::lock(&STATE.armed);
+    let mut armed = crate::vm::logger::lock(&STATE.armed);
     if *armed {
         return Ok(());
     }
@@ -108,7 +110,7 @@ unsafe extern "system" fn reader_main(_j: *mut jvmtiEnv, env: *mut JNIEnv, arg: 
             return;
         }
         // Signals that arrive together ask for one reset.
-        crate::guard("DATA_RESET_REQUEST", (), || {
+        crate::vm::logger::guard("DATA_RESET_REQUEST", (), || {
             if events::enabled(JVMPI_EVENT_DATA_RESET_REQUEST) {
                 // In a thread the agent knows of (this one is the shim's).
                 threads::with_stand_in(|| events::send(&mut JVMPI_Event::new(JVMPI_EVENT_DATA_RESET_REQUEST, env)));

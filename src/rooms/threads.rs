@@ -31,10 +31,11 @@
 //! suspended: after the VMDeath callback JVMTI can resume nothing, and the exiting thread
 //! itself may be one of them.
 
-use crate::abi::*;
+use crate::face::abi::*;
 use crate::face::table::MAX_AGENTS;
-use crate::idhash::IdMap;
-use crate::{events, ids, jvm, table};
+use crate::face::{events, ids, table};
+use crate::vm::idhash::IdMap;
+use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::c_void;
@@ -121,7 +122,7 @@ impl ThreadRec {
         self.thread as jthread
     }
     fn suspension(&self) -> std::sync::MutexGuard<'_, Suspension> {
-        crate::lock(&self.suspension)
+        crate::vm::logger::lock(&self.suspension)
     }
 }
 
@@ -228,7 +229,7 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
         if STATE.threads.remove_if(&env, |_, cur| Arc::ptr_eq(cur, &r)).is_some() {
             log::debug!("JNIEnv {env:#x} now belongs to a new thread; the old record is retired");
             STATE.by_tag.remove_if(&r.tag, |_, e| *e == env);
-            crate::lock(&STATE.graveyard).push((Instant::now(), r));
+            crate::vm::logger::lock(&STATE.graveyard).push((Instant::now(), r));
         }
     }
     if is_own(tag) {
@@ -363,7 +364,7 @@ fn forget_ended(env_id: *mut JNIEnv, env: *mut JNIEnv, rec: Arc<ThreadRec>, thre
         // A virtual thread's reference goes with its record (see `ThreadRec`'s `drop`), which
         // is kept one second, not ten: a program may end a hundred thousand of them a second.
         // They leave `ended` in the order they came, from a queue (no walk over the table).
-        let mut q = crate::lock(&STATE.vt_ended);
+        let mut q = crate::vm::logger::lock(&STATE.vt_ended);
         q.push_back((now, env_key));
         if sweep {
             while let Some(&(when, key)) = q.front() {
@@ -377,7 +378,7 @@ fn forget_ended(env_id: *mut JNIEnv, env: *mut JNIEnv, rec: Arc<ThreadRec>, thre
         return;
     }
     if !sweep {
-        crate::lock(&STATE.graveyard).push((now, rec));
+        crate::vm::logger::lock(&STATE.graveyard).push((now, rec));
         return;
     }
     // A JVMPI call racing this end may still hold the reference: delete it a while later, and
@@ -386,7 +387,7 @@ fn forget_ended(env_id: *mut JNIEnv, env: *mut JNIEnv, rec: Arc<ThreadRec>, thre
     // the VM, where this thread stops if it is suspended (by a suspension that was under way
     // as it ended, until the resumer gets to it), and `register` takes that lock too.
     let old: Vec<Arc<ThreadRec>> = {
-        let mut grave = crate::lock(&STATE.graveyard);
+        let mut grave = crate::vm::logger::lock(&STATE.graveyard);
         let mut old = Vec::new();
         grave.retain(|(when, r)| {
             let gone = now.duration_since(*when) > Duration::from_secs(2) && !r.suspension().by_jvmpi;
@@ -636,13 +637,13 @@ fn wait_unpinned(rec: &ThreadRec) {
 // ---- the shim's own threads --------------------------------------------------------------------
 
 fn is_own(tag: jlong) -> bool {
-    crate::lock(&STATE.own_tags).contains(&tag)
+    crate::vm::logger::lock(&STATE.own_tags).contains(&tag)
 }
 
 /// Marks a thread object the shim made for itself, before it starts (its JVMTI ThreadStart).
 pub fn mark_own(t: jthread) {
     if let Ok(tag) = ids::tag_of(t) {
-        crate::lock(&STATE.own_tags).push(tag);
+        crate::vm::logger::lock(&STATE.own_tags).push(tag);
     }
 }
 
@@ -691,7 +692,7 @@ pub fn with_stand_in<R>(f: impl FnOnce() -> R) -> R {
 /// Hands an ended thread that is still suspended to the resumer (no call into the VM: the
 /// calling thread may be the suspended one).
 fn resume_later(rec: &Arc<ThreadRec>) {
-    crate::lock(&STATE.owed).push(rec.clone());
+    crate::vm::logger::lock(&STATE.owed).push(rec.clone());
     match STATE.resumer.get() {
         Some(t) => t.unpark(),
         None => log::warn!("a thread suspended at its end waits for the agent's ResumeThread (no resumer thread)"),
@@ -700,11 +701,11 @@ fn resume_later(rec: &Arc<ThreadRec>) {
 
 unsafe extern "system" fn resumer_main(_jvmti: *mut jvmti::jvmtiEnv, _env: *mut JNIEnv, _arg: *mut c_void) {
     own_thread_here();
-    crate::guard("JVMPI thread resumer", (), || {
+    crate::vm::logger::guard("JVMPI thread resumer", (), || {
         let _ = STATE.resumer.set(std::thread::current());
         loop {
             let owed = {
-                let mut o = crate::lock(&STATE.owed);
+                let mut o = crate::vm::logger::lock(&STATE.owed);
                 STATE.resuming.store(!o.is_empty(), SeqCst);
                 std::mem::take(&mut *o)
             };
@@ -782,10 +783,10 @@ fn release_suspended() {
         return;
     };
     log::debug!("VM death: {} threads suspended by the agent are resumed", held.len());
-    crate::lock(&STATE.owed).extend(held);
+    crate::vm::logger::lock(&STATE.owed).extend(held);
     resumer.unpark();
     loop {
-        let done = crate::lock(&STATE.owed).is_empty() && !STATE.resuming.load(SeqCst);
+        let done = crate::vm::logger::lock(&STATE.owed).is_empty() && !STATE.resuming.load(SeqCst);
         if done || Instant::now() >= deadline {
             break;
         }
@@ -850,13 +851,13 @@ pub fn hold_end(env: *mut JNIEnv, thread: jthread) {
     }
     // Two threads taking the JVM down: the later one is kept (VM death comes in it); the earlier
     // one's end stays unrecorded (its JNIEnv is another thread's: no JNI call through it here).
-    let _ = crate::lock(&STATE.exiting).replace((env as usize, g as usize));
+    let _ = crate::vm::logger::lock(&STATE.exiting).replace((env as usize, g as usize));
 }
 
 /// VM death, after JVM_SHUT_DOWN (the gate closed, so no THREAD_END reaches the agent): the end
 /// of the thread taking the JVM down ([`hold_end`]) is recorded.
 pub fn end_exiting() {
-    let Some((e, t)) = crate::lock(&STATE.exiting).take() else { return };
+    let Some((e, t)) = crate::vm::logger::lock(&STATE.exiting).take() else { return };
     // Only in that thread itself (VM death comes in it): its JNIEnv is used for JNI calls.
     if jvm::current_jni() == Some(e as *mut JNIEnv) {
         on_thread_end(e as *mut JNIEnv, t as jthread);
@@ -998,7 +999,7 @@ fn retire_if_new(rec: &Arc<ThreadRec>) {
     if STATE.threads.remove_if(&rec.env, |_, cur| Arc::ptr_eq(cur, rec)).is_some() {
         log::debug!("a thread listed after its THREAD_END ({:#x}) is not entered again", rec.env);
         STATE.by_tag.remove_if(&rec.tag, |_, e| *e == rec.env);
-        crate::lock(&STATE.graveyard).push((Instant::now(), rec.clone()));
+        crate::vm::logger::lock(&STATE.graveyard).push((Instant::now(), rec.clone()));
     }
 }
 

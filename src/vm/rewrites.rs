@@ -91,7 +91,7 @@ pub fn configure(option: Option<&str>) {
         Some(d) => Some(PathBuf::from(d)),
         None => default_dir(),
     };
-    *crate::lock(&STATE.dir) = Some(dir);
+    *crate::vm::logger::lock(&STATE.dir) = Some(dir);
 }
 
 /// The largest file [`prefetch`] reads (a file is at most [`FRESH_MAX`] of new outputs and the
@@ -122,7 +122,7 @@ pub fn prefetch() {
     log::debug!("rewrite cache: reading {} ({len} bytes) ahead", path.display());
     let p = path.clone();
     match std::thread::Builder::new().name("jvmpi-shim cache".into()).spawn(move || read_file(&dir, &p)) {
-        Ok(h) => *crate::lock(&STATE.prefetched) = Some((h, path)),
+        Ok(h) => *crate::vm::logger::lock(&STATE.prefetched) = Some((h, path)),
         Err(e) => log::debug!("rewrite cache: not read ahead: {e}"),
     }
 }
@@ -131,7 +131,7 @@ pub fn prefetch() {
 /// retransformation is to come, what was read ahead and not taken is dropped (a thread still
 /// reading drops it itself).
 pub fn gate_opened() {
-    *crate::lock(&STATE.prefetched) = None;
+    *crate::vm::logger::lock(&STATE.prefetched) = None;
 }
 
 /// The file at `path`, read ahead or read now.
@@ -149,7 +149,7 @@ fn read_file(dir: &Path, path: &Path) -> Option<Read> {
 /// The file at `path` as [`prefetch`] read it, if it did (waiting for its thread if it is still
 /// reading it); None if it was not read ahead, was taken already, or was not a usable file.
 fn take_prefetched(path: &Path) -> Option<Read> {
-    let mut g = crate::lock(&STATE.prefetched);
+    let mut g = crate::vm::logger::lock(&STATE.prefetched);
     let (h, _) = g.take_if(|(_, p)| p == path)?;
     h.join().ok().flatten()
 }
@@ -163,7 +163,7 @@ fn default_dir() -> Option<PathBuf> {
 }
 
 fn dir() -> Option<PathBuf> {
-    let mut d = crate::lock(&STATE.dir);
+    let mut d = crate::vm::logger::lock(&STATE.dir);
     d.get_or_insert_with(default_dir).clone()
 }
 
@@ -172,18 +172,18 @@ fn dir() -> Option<PathBuf> {
 /// classes loaded afterwards, until [`at_exit`].
 pub fn retransform_all(before_gate: bool) -> usize {
     if !before_gate || dir().is_none() {
-        return crate::jvm::retransform_all(before_gate);
+        return crate::vm::jvm::retransform_all(before_gate);
     }
     // A second start-up retransformation (OBJECT_ALLOC switched on in JVM_OnLoad, method events
     // when the gate opens) runs with another plan: the first one's file is closed first.
-    let first = crate::lock(&STATE.session).take();
+    let first = crate::vm::logger::lock(&STATE.session).take();
     if let Some(s) = first {
         s.finish();
     }
     STATE.active.store(true, SeqCst);
     let (hits, misses) = figures();
-    let r = crate::jvm::retransform_all(before_gate);
-    let open = crate::lock(&STATE.session).as_ref().map(|s| (s.path.clone(), s.ahead));
+    let r = crate::vm::jvm::retransform_all(before_gate);
+    let open = crate::vm::logger::lock(&STATE.session).as_ref().map(|s| (s.path.clone(), s.ahead));
     if let Some((path, ahead)) = open {
         let (h, m) = figures();
         let how = if ahead { "read ahead" } else { "not read ahead" };
@@ -202,7 +202,7 @@ pub fn retransform_all(before_gate: bool) -> usize {
 pub fn at_exit() {
     STATE.active.store(false, SeqCst);
     gate_opened();
-    let open = crate::lock(&STATE.session).take();
+    let open = crate::vm::logger::lock(&STATE.session).take();
     if let Some(s) = open {
         let (h, m) = figures();
         let r = STATE.reordered.load(Relaxed);
@@ -284,11 +284,11 @@ pub struct Keys {
 /// The rewriting's result for a [`Probe::Miss`]: its output (`None`: unchanged) and the method
 /// numbers it gave out (`first..end`; empty if none).
 pub fn record(keys: Keys, plan: u64, output: Option<&[u8]>, numbers: std::ops::Range<u32>) {
-    let Some(s) = crate::lock(&STATE.session).clone() else { return };
+    let Some(s) = crate::vm::logger::lock(&STATE.session).clone() else { return };
     if s.plan != plan {
         return;
     }
-    let mut fresh = crate::lock(&s.fresh);
+    let mut fresh = crate::vm::logger::lock(&s.fresh);
     let size = output.map_or(0, <[u8]>::len);
     if fresh.1 + size > FRESH_MAX || fresh.0.len() >= FRESH_ENTRIES {
         return;
@@ -351,7 +351,7 @@ struct Session {
 
 /// The session of the retransformation under way, opened for `plan` at the first lookup.
 fn session(plan: u64, reserve: &dyn Fn(u32) -> u32) -> Option<Arc<Session>> {
-    if let Some(s) = crate::lock(&STATE.session).as_ref() {
+    if let Some(s) = crate::vm::logger::lock(&STATE.session).as_ref() {
         return (s.plan == plan).then(|| s.clone());
     }
     let dir = dir()?;
@@ -361,7 +361,7 @@ fn session(plan: u64, reserve: &dyn Fn(u32) -> u32) -> Option<Arc<Session>> {
         // waits for it rather than reading the file again; nothing there can stop this thread
         // (no JVMTI call; at most a wait for the reading thread to finish its files, and it
         // takes no lock of the shim's).
-        let mut g = crate::lock(&STATE.session);
+        let mut g = crate::vm::logger::lock(&STATE.session);
         if let Some(s) = g.as_ref() {
             return (s.plan == plan).then(|| s.clone());
         }
@@ -371,7 +371,7 @@ fn session(plan: u64, reserve: &dyn Fn(u32) -> u32) -> Option<Arc<Session>> {
     }
     // Not read ahead: read without the lock; the first thread to install its session wins.
     let read = read_file(&dir, &path);
-    let mut g = crate::lock(&STATE.session);
+    let mut g = crate::vm::logger::lock(&STATE.session);
     if let Some(s) = g.as_ref() {
         return (s.plan == plan).then(|| s.clone());
     }
@@ -496,10 +496,10 @@ fn methods_of(b: &[u8]) -> Option<(&[u8], Vec<&[u8]>, &[u8])> {
 fn jdk_key() -> u64 {
     let mut text = String::new();
     for p in ["java.home", "java.vm.version", "java.runtime.version", "java.vm.name"] {
-        text.push_str(&crate::jvm::system_property(p).unwrap_or_default());
+        text.push_str(&crate::vm::jvm::system_property(p).unwrap_or_default());
         text.push('\n');
     }
-    if let Some(home) = crate::jvm::system_property("java.home") {
+    if let Some(home) = crate::vm::jvm::system_property("java.home") {
         if let Ok(m) = std::fs::metadata(Path::new(&home).join("lib/modules")) {
             let t = m
                 .modified()
@@ -559,7 +559,7 @@ fn parse(d: &[u8]) -> Option<(Entries, u32)> {
 impl Session {
     /// After the retransformation: the file written again if it was missing or stale.
     fn finish(&self) {
-        let (fresh, _) = std::mem::take(&mut *crate::lock(&self.fresh));
+        let (fresh, _) = std::mem::take(&mut *crate::vm::logger::lock(&self.fresh));
         let used: Vec<&Loaded> = self.entries.list.iter().filter(|e| e.used.load(SeqCst)).collect();
         let total = used.len() + fresh.len();
         if total == 0 || (self.loaded && fresh.len() * 8 <= total) {

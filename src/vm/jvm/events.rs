@@ -129,7 +129,7 @@ fn set_mode(ev: jvmtiEvent, on: bool) -> Result<()> {
 /// JVMTI call (see [`set_exiting`]); when it is still held at `deadline`, nothing is flushed
 /// and `Ok(false)` says it.
 pub fn flush_object_frees(deadline: std::time::Instant) -> Result<bool> {
-    let Some(_g) = crate::lock_until(&STATE.event_switch, deadline) else { return Ok(false) };
+    let Some(_g) = crate::vm::logger::lock_until(&STATE.event_switch, deadline) else { return Ok(false) };
     if STATE.wanted[jvmti::JVMTI_EVENT_OBJECT_FREE as usize].load(Ordering::Relaxed) == 0 {
         return Ok(true);
     }
@@ -168,8 +168,8 @@ fn exit_wait() -> Option<std::time::Instant> {
 /// until [`set_exiting`]'s limit (None: still held).
 fn switch() -> Option<std::sync::MutexGuard<'static, ()>> {
     match exit_wait() {
-        None => Some(crate::lock(&STATE.event_switch)),
-        Some(deadline) => crate::lock_until(&STATE.event_switch, deadline),
+        None => Some(crate::vm::logger::lock(&STATE.event_switch)),
+        Some(deadline) => crate::vm::logger::lock_until(&STATE.event_switch, deadline),
     }
 }
 
@@ -214,7 +214,7 @@ pub fn unwant(ev: jvmtiEvent) {
 pub fn silence_for_exit() {
     STATE.gc_events_silenced.store(true, Ordering::SeqCst);
     let deadline = set_exiting();
-    let Some(_g) = crate::lock_until(&STATE.event_switch, deadline) else {
+    let Some(_g) = crate::vm::logger::lock_until(&STATE.event_switch, deadline) else {
         log::info!("ProfilerExit: the JVMTI event switch is held by another thread (suspended in a JVMTI call?); collection events left on");
         return;
     };

@@ -133,7 +133,7 @@ impl Reentrant {
     }
     fn lock(&'static self) -> Held {
         let me = std::thread::current().id();
-        let mut g = crate::lock(&self.state);
+        let mut g = crate::vm::logger::lock(&self.state);
         loop {
             match g.0 {
                 Some(o) if o == me => break,
@@ -151,7 +151,7 @@ impl Reentrant {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        let mut g = crate::lock(&self.0.state);
+        let mut g = crate::vm::logger::lock(&self.0.state);
         g.1 -= 1;
         if g.1 == 0 {
             g.0 = None;
@@ -921,7 +921,7 @@ impl Jni {
     pub fn is_valid_ref(&self, obj: jobject) -> bool {
         // A handle's low bits tag its kind (weak, global) on some JDKs; the slot is aligned.
         let slot = (obj as usize) & !7;
-        if crate::safemem::read(slot as *const usize).is_none_or(|v| v == 0) {
+        if crate::vm::safemem::read(slot as *const usize).is_none_or(|v| v == 0) {
             return false;
         }
         let _i = Internal::enter();
