@@ -12,7 +12,11 @@
 # bench-times.sh, and allocation counting on javac on JDK 21's and 25's VMs when asked for), and each
 # script's own settings (RUNS, N, ...), passed through. QUICK=1 runs fewer rounds and smaller
 # workloads (a smoke test of the scripts, not figures to publish).
-# A full run takes about 12 minutes per JDK on a 2-core machine, and 12 more for the javac ones.
+# OLD=<path to another build's libjvmpi_shim.so> compares two builds in one interleaved run:
+# each script runs on the old build and then on this tree's, JDK by JDK, and each SUMMARY line
+# says which (`[old]`, `[new]`) — for a change that must not move the ratios.
+# A full run takes about 12 minutes per JDK on a 2-core machine, and 12 more for the javac ones
+# (twice that with OLD).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -39,10 +43,24 @@ for jdk in "${jdks[@]}"; do
         if [ "$quick" = 1 ]; then
             case $b in alloc) env_extra=(N=2000000 WINDOW=100000) ;; heapdump) env_extra=(N=200000) ;; esac
         fi
-        if ! env "${env_extra[@]}" "$script" "$jdk" >"$log" 2>&1; then
-            echo "SUMMARY|$b|$jdk|the script failed: see $log|-|-" >>"$summary"
+        if [ -z "${OLD:-}" ]; then
+            if ! env "${env_extra[@]}" "$script" "$jdk" >"$log" 2>&1; then
+                echo "SUMMARY|$b|$jdk|the script failed: see $log|-|-" >>"$summary"
+            fi
+            grep '^SUMMARY|' "$log" >>"$summary" || echo "SUMMARY|$b|$jdk|no summary line: see $log|-|-" >>"$summary"
+            continue
         fi
-        grep '^SUMMARY|' "$log" >>"$summary" || echo "SUMMARY|$b|$jdk|no summary line: see $log|-|-" >>"$summary"
+        # Two builds, one after the other for each script and JDK: the old, then this tree's.
+        for build in old new; do
+            blog=${log%.log}-$build.log
+            [ "$build" = old ] && shim_so=$(readlink -f "$OLD") || shim_so=$(readlink -f target/release/libjvmpi_shim.so)
+            echo "bench.sh: JDK $jdk, $b, $build build (log: $blog)" >&2
+            if ! env "${env_extra[@]}" SHIM="$shim_so" "$script" "$jdk" >"$blog" 2>&1; then
+                echo "SUMMARY|$b|$jdk|[$build] the script failed: see $blog|-|-" >>"$summary"
+            fi
+            grep '^SUMMARY|' "$blog" | sed "s/^\(SUMMARY|[^|]*|[^|]*|\)/\1[$build] /" >>"$summary" \
+                || echo "SUMMARY|$b|$jdk|[$build] no summary line: see $blog|-|-" >>"$summary"
+        done
     done
 done
 # The real program (JDK 17's javac on StarJ's analyzer), once: needs the git mirrors and the
