@@ -21,6 +21,16 @@
 //!            the logger, non-faulting reads of agent memory
 //! ```
 //!
+//! Every way in is a door, with three kinds of exception that stay in their room, each an
+//! `extern "system"` function the room registers with the JVM itself: the bytecode trackers'
+//! natives (`rooms::methods`' `enter`/`exit`/`insn`/…, `rooms::alloc`'s `on_new`/`on_init`/…,
+//! the hottest entries: their room's per-event code inlines into each native, one function
+//! per call from Java, which a door calling into the room would cost a call and make that
+//! code public), the heap walk's JVMTI callbacks (`rooms::dumps`), and the main functions of
+//! the shim's own agent threads (`rooms::gc`, `rooms::threads`, `rooms::reset`). They do what
+//! a door does: no pointer from the agent, and everything but the trackers' hot path (which
+//! cannot panic) inside `guard`.
+//!
 //! Class-file rewriting (bytecode instrumentation) is a crate of its own in the workspace,
 //! `jvmpi_shim_rewriter` (`crates/rewriter/`), re-exported here as [`bci`]: it knows nothing of
 //! the shim.

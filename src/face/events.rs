@@ -369,6 +369,30 @@ pub fn leaving<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// The one call into an agent's `NotifyEvent`: every path of the gate ends here. The caller
+/// owns every buffer `ev` points into, for the duration of the call.
+#[inline(always)]
+fn notify(f: NotifyEventFn, ev: &mut JVMPI_Event) {
+    // SAFETY: `ev` is a fully initialised JVMPI_Event built by a room (`JVMPI_Event::new` and its
+    // union's fields), whose pointers stay valid during the call (above); `f` is the agent's
+    // NotifyEvent, read from its interface table just before.
+    unsafe { f(ev) }
+}
+
+/// `call` (a delivery, ending in [`notify`]) with the event trace's recording around it
+/// (`trace=`, the report): the time spent in the agent and what it was given.
+#[inline(always)]
+fn recorded(ev: &mut JVMPI_Event, call: impl FnOnce(&mut JVMPI_Event)) {
+    if record::on() {
+        let t = Instant::now();
+        call(ev);
+        record::event(ev, t.elapsed().as_nanos() as u64);
+    } else {
+        call(ev);
+    }
+}
+
+/// The general delivery to agent `a` (every path but the trackers' hot ones).
 fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
     if jvm::temporarily_attached() && jvm::current_jni() == Some(ev.env_id) {
         // Caused by a call from an agent's thread the JVM does not know (attached for that
@@ -384,16 +408,7 @@ fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
     let open = (in_last || !closed(b)) && (!needs_ready || b & OPENED != 0);
     let sent = match (open, table::notify_event(a)) {
         (true, Some(f)) => {
-            // The caller owns every buffer `ev` points into, for the duration of the call.
-            if record::on() {
-                let t = Instant::now();
-                // SAFETY: `ev` is a fully initialised JVMPI_Event (see above); `f` is the agent's NotifyEvent.
-                table::within(a, || jvm::as_agent(|| unsafe { f(ev) }));
-                record::event(ev, t.elapsed().as_nanos() as u64);
-            } else {
-                // SAFETY: as above.
-                table::within(a, || jvm::as_agent(|| unsafe { f(ev) }));
-            }
+            recorded(ev, |ev| table::within(a, || jvm::as_agent(|| notify(f, ev))));
             true
         }
         (true, None) => no_handler(a, ev.event_type),
@@ -447,13 +462,12 @@ pub fn send_within_last(mask: u32, ev: &mut JVMPI_Event) -> bool {
     deliver_to(mask, ev, false)
 }
 
-/// The hot path of [`send`], for events sent from Java code many times a second (method
-/// events): the caller has read the current thread's flags with [`jvm::here`] and found it
-/// announced and not inside the shim's own JNI call, so nothing is left to do but the gate's
-/// checks and the call. With more than one agent listening, the general path.
+/// The trackers' path when the hot one is not open to the event ([`send_tracked`]): the
+/// caller has read the current thread's flags and found it announced and not inside the shim's
+/// own JNI call, and `ev.env_id` is the one the thread's events carry, so nothing is left to do
+/// but the gate's checks and the call. With more than one agent listening, the general path.
 #[inline]
-pub fn send_here(ev: &mut JVMPI_Event) -> bool {
-    ev.env_id = jvm::event_env_here(ev.env_id);
+fn send_here(ev: &mut JVMPI_Event) -> bool {
     let mask = listeners(ev.event_type);
     if !mask.is_power_of_two() {
         return send_to(mask, ev);
@@ -462,15 +476,8 @@ pub fn send_here(ev: &mut JVMPI_Event) -> bool {
     GATE.in_flight.fetch_add(1, SeqCst);
     let sent = match (is_ready(), table::notify_event(a)) {
         (true, Some(f)) => {
-            if record::on() {
-                let t = Instant::now();
-                // SAFETY: as in `deliver`; the thread is not inside the shim's JNI call.
-                table::within(a, || unsafe { f(ev) });
-                record::event(ev, t.elapsed().as_nanos() as u64);
-            } else {
-                // SAFETY: as above.
-                table::within(a, || unsafe { f(ev) });
-            }
+            // The thread is not inside the shim's JNI call: no `as_agent`.
+            recorded(ev, |ev| table::within(a, || notify(f, ev)));
             true
         }
         (true, None) => no_handler(a, ev.event_type),
@@ -495,13 +502,65 @@ fn no_handler(a: usize, event_type: jint) -> bool {
     false
 }
 
-/// The hottest path, for method events: [`fast`] said yes for the event (one agent listens, the
-/// gate is open, nothing records), and the caller has read the current thread's flags and
-/// found it announced and not inside the shim's own JNI call. With one agent there is no
-/// restriction ([`only`]) and no agent switch ([`table::within`]) to make: what is left is the
-/// in-flight count that VM death waits for, the gate's last check and the call.
+/// The send path of the trackers' events (OBJECT_ALLOC, METHOD_ENTRY/ENTRY2/EXIT,
+/// INSTRUCTION_START: the bytecode trackers' natives, JVMTI VMObjectAlloc and the JNI hooks,
+/// many times a second), made in the current thread, `ev.env_id` its JNIEnv. A mounted virtual
+/// thread's events get its env_id. A thread the agent knows, not inside the shim's own JNI call
+/// and with no entry held back, takes the hot path ([`send_fast`]) when [`fast`] says yes for
+/// the event (its first such event gives it its in-flight counter); an announced thread
+/// otherwise [`send_here`]; any other goes the full way ([`send`]: announced first).
 #[inline]
-pub fn send_fast(ev: &mut JVMPI_Event, counter: &AtomicUsize) -> bool {
+pub fn send_tracked(ev: &mut JVMPI_Event) -> bool {
+    let (h, counter, env) = jvm::here_counter_env(ev.env_id);
+    ev.env_id = env;
+    if h & (jvm::QUIET | jvm::ANNOUNCED) != jvm::ANNOUNCED {
+        return send(ev);
+    }
+    if h & jvm::UNSENT == 0 && fast(ev.event_type) {
+        if let Some(counter) = counter.or_else(take_counter) {
+            return send_fast(ev, counter);
+        }
+    }
+    send_here(ev)
+}
+
+/// A thread fit for the trackers' hottest path, [`Hot::send`]: announced, not inside the shim's
+/// own JNI call, no entry held back, with its in-flight counter. The method natives ask for it
+/// before they build their event (a method's first event takes [`send_tracked`], which
+/// resolves it).
+pub struct Hot {
+    /// The `env_id` the thread's events carry (a mounted virtual thread's own).
+    pub env: *mut JNIEnv,
+    counter: &'static AtomicUsize,
+}
+
+impl Hot {
+    /// The current thread, `env` its JNIEnv, if it is fit for the hottest path (else None: its
+    /// event takes [`send_tracked`]). The caller has found the event in [`fast_events`].
+    #[inline(always)]
+    pub fn here(env: *mut JNIEnv) -> Option<Hot> {
+        let (h, counter, env) = jvm::here_counter_env(env);
+        if h & (jvm::QUIET | jvm::ANNOUNCED | jvm::UNSENT) != jvm::ANNOUNCED {
+            return None;
+        }
+        // A thread's first event takes the general path, which gives it its counter.
+        Some(Hot { env, counter: counter? })
+    }
+
+    /// Sends `ev` (built with [`Hot::env`]) on the hottest path.
+    #[inline(always)]
+    pub fn send(self, ev: &mut JVMPI_Event) -> bool {
+        send_fast(ev, self.counter)
+    }
+}
+
+/// The hottest path, for the trackers' events: [`fast`] said yes for the event (one agent
+/// listens, the gate is open, nothing records), and the thread is announced and not inside the
+/// shim's own JNI call ([`Hot`]). With one agent there is no restriction ([`only`]) and no
+/// agent switch ([`table::within`]) to make: what is left is the in-flight count that VM death
+/// waits for, the gate's last check and the call.
+#[inline]
+fn send_fast(ev: &mut JVMPI_Event, counter: &AtomicUsize) -> bool {
     // The thread's own counter, written with plain stores: VM death ([`close`]) first closes
     // the gate and then makes every thread pass a full barrier (`membarrier`), so either this
     // thread sees the gate closed below or `close` sees the count. Without `membarrier`, a fence here.
@@ -516,9 +575,8 @@ pub fn send_fast(ev: &mut JVMPI_Event, counter: &AtomicUsize) -> bool {
         false
     } else if let Some(f) = table::notify_first() {
         // The thread is not inside the shim's JNI call, and with one agent it already runs on
-        // that agent's behalf.
-        // SAFETY: as in `deliver`.
-        unsafe { f(ev) };
+        // that agent's behalf: no `as_agent`, no `within`, and nothing records.
+        notify(f, ev);
         true
     } else {
         no_handler(0, ev.event_type)
@@ -549,7 +607,7 @@ thread_local! {
 
 /// The current thread's counter for [`send_fast`], given to it now (once per thread; the
 /// caller found none in [`jvm::here_and_counter`]). None while the thread is ending.
-pub fn take_counter() -> Option<&'static AtomicUsize> {
+fn take_counter() -> Option<&'static AtomicUsize> {
     OWNER
         .try_with(|o| {
             let c = match o.0.get() {
@@ -762,14 +820,12 @@ pub fn send_last(ev: &mut JVMPI_Event) {
     for a in (0..MAX_AGENTS).filter(|&a| enabled_for(a, ev.event_type)) {
         if let Some(f) = table::notify_event(a) {
             let mut copy = JVMPI_Event { event_type: ev.event_type, env_id: ev.env_id, u: ev.u };
-            let t = Instant::now();
-            HERE.with(|h| h.in_last.set(true));
-            // SAFETY: as in `deliver`; this is the last call the shim makes into the agent.
-            table::within(a, || unsafe { f(&mut copy) });
-            HERE.with(|h| h.in_last.set(false));
-            if record::on() {
-                record::event(&copy, t.elapsed().as_nanos() as u64);
-            }
+            // The last call the shim makes into the agent.
+            recorded(&mut copy, |ev| {
+                HERE.with(|h| h.in_last.set(true));
+                table::within(a, || notify(f, ev));
+                HERE.with(|h| h.in_last.set(false));
+            });
         }
     }
 }

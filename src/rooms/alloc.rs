@@ -1311,23 +1311,11 @@ pub fn test_shape(ctag: jlong, keep: bool) -> bool {
     STATE.shapes.contains_key(&ctag)
 }
 
-/// Sends an OBJECT_ALLOC made in this thread. When only one agent listens and this thread is
-/// announced and not inside the shim's own JNI call, it takes the events' hot path (as method
-/// events do: no listener mask, no agent switch, the thread's own in-flight counter).
+/// Sends an OBJECT_ALLOC made in this thread, on the gate's path for the trackers' events
+/// (when only one agent listens and this thread is announced, its hot path, as method events
+/// take it: no listener mask, no agent switch, the thread's own in-flight counter).
 fn send(ev: &mut JVMPI_Event) {
-    if events::fast(JVMPI_EVENT_OBJECT_ALLOC) {
-        // A mounted virtual thread's allocation carries its own env_id.
-        let (h, counter, env) = jvm::here_counter_env(ev.env_id);
-        ev.env_id = env;
-        if h & (jvm::QUIET | jvm::ANNOUNCED | jvm::UNSENT) == jvm::ANNOUNCED {
-            // A thread's first event here gives it its in-flight counter.
-            if let Some(counter) = counter.or_else(events::take_counter) {
-                events::send_fast(ev, counter);
-                return;
-            }
-        }
-    }
-    events::send(ev);
+    events::send_tracked(ev);
 }
 
 /// ARENA_NEW for arena 1, once, before the first OBJECT_ALLOC that follows its enabling.

@@ -54,11 +54,11 @@
 //! trace or report: one relaxed load of the events open to the hot path, the thread's flags —
 //! inside the shim's own JNI call? announced to the agent? — and its in-flight counter, found
 //! by the thread pointer (`jvm::here_and_counter`, no `__tls_get_addr`), two loads from the
-//! method number to its `jmethodID`, and `events::send_fast` (a plain store to the thread's
+//! method number to its `jmethodID`, and the gate's hottest path, `events::Hot` (a plain store to the thread's
 //! counter, a compiler fence, the closed check, the call). No allocation, no map lookup, no
 //! lock, no locked instruction, no `GetEnv`; about 40 instructions (the emulation floor of
 //! `benches/fib_emul.c`, which only fills the event and calls the agent, 25). Otherwise the
-//! general path (`events::send_here` / `events::send`), out of line. The rest of the cost is
+//! general path (`events::send_tracked`), out of line. The rest of the cost is
 //! the JNI call itself: two Java→native transitions per Java call. INSTRUCTION_START takes the
 //! same hot path (one native call per instruction; `scripts/bench-instructions.sh` compares it
 //! with the JNI floor).
@@ -529,22 +529,13 @@ fn live() -> bool {
     events::is_ready() && !jvm::shim_internal()
 }
 
-/// Sends an event from the current thread. `here` is the thread's flags ([`jvm::here`], read
-/// once per native call): a thread the agent knows takes the gate's hot path; the first event
-/// of a thread goes the full way (the thread is announced first).
+/// Sends an event from the current thread on the gate's path for the trackers' events: a
+/// thread the agent knows takes its hot path; the first event of a thread goes the full way
+/// (the thread is announced first) and gives the thread its in-flight counter, so that its
+/// next events take the hottest path ([`fast`]).
 #[inline]
-fn post(here: u8, ev: &mut JVMPI_Event) {
-    // A mounted virtual thread's events carry its own env_id.
-    ev.env_id = jvm::event_env_here(ev.env_id);
-    if here & jvm::ANNOUNCED != 0 {
-        if events::fast(ev.event_type) && jvm::here_and_counter().1.is_none() {
-            // The next events of this thread take the hot path ([`fast`]).
-            let _ = events::take_counter();
-        }
-        events::send_here(ev);
-    } else {
-        events::send(ev);
-    }
+fn post(ev: &mut JVMPI_Event) {
+    events::send_tracked(ev);
 }
 
 /// The current thread's flags if method events may be sent in it now: the gate is open and
@@ -556,11 +547,11 @@ fn here_if_live() -> Option<u8> {
 }
 
 #[inline]
-fn send_entry(here: u8, env: *mut JNIEnv, m: jmethodID, receiver: Option<jobject>) {
+fn send_entry(env: *mut JNIEnv, m: jmethodID, receiver: Option<jobject>) {
     if events::enabled(JVMPI_EVENT_METHOD_ENTRY) {
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_METHOD_ENTRY, env);
         ev.u.method = Method { method_id: m };
-        post(here, &mut ev);
+        post(&mut ev);
     }
     if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) {
         let obj_id = match receiver {
@@ -569,15 +560,15 @@ fn send_entry(here: u8, env: *mut JNIEnv, m: jmethodID, receiver: Option<jobject
         };
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_METHOD_ENTRY2, env);
         ev.u.method_entry2 = MethodEntry2 { method_id: m, obj_id };
-        post(here, &mut ev);
+        post(&mut ev);
     }
 }
 
 #[inline]
-fn send_exit(here: u8, env: *mut JNIEnv, m: jmethodID) {
+fn send_exit(env: *mut JNIEnv, m: jmethodID) {
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_METHOD_EXIT, env);
     ev.u.method = Method { method_id: m };
-    post(here, &mut ev);
+    post(&mut ev);
 }
 
 /// The natives `enter`, `enterThis`: one relaxed load when neither entry event is on; else
@@ -589,7 +580,7 @@ fn on_enter(env: *mut JNIEnv, index: jint, receiver: Option<jobject>) {
     }
     let Some(h) = here_if_live() else { return };
     if let Some(m) = method_of(index) {
-        send_entry(h, env, m, receiver);
+        send_entry(env, m, receiver);
         held_back_entry(h);
     }
 }
@@ -635,7 +626,7 @@ fn held_back_exit() -> bool {
     })
 }
 
-/// The hottest path of the natives: the event alone takes [`events::send_fast`] and the thread
+/// The hottest path of the natives: the event alone takes the gate's hottest path ([`events::Hot`]) and the thread
 /// is announced and not inside the shim's JNI call. One relaxed load, one thread-local read,
 /// the method's slot, the gate. False: take the general path.
 #[inline(always)]
@@ -652,18 +643,14 @@ fn fast_with(env: *mut JNIEnv, event: jint, index: jint, fill: impl FnOnce(&mut 
 /// [`fast_with`] once the caller has found `event` in [`events::fast_events`].
 #[inline(always)]
 fn fast_known(env: *mut JNIEnv, event: jint, index: jint, fill: impl FnOnce(&mut JVMPI_Event, jmethodID)) -> bool {
-    // A mounted virtual thread's events carry its own env_id.
-    let (h, counter, env) = jvm::here_counter_env(env);
-    if h & (jvm::QUIET | jvm::ANNOUNCED | jvm::UNSENT) != jvm::ANNOUNCED {
-        return false;
-    }
-    // A thread's first event takes the general path, which gives it its counter.
-    let Some(counter) = counter else { return false };
+    // A thread fit for the gate's hottest path (its events carry a mounted virtual thread's
+    // own env_id); a thread's first event takes the general path, which gives it its counter.
+    let Some(hot) = events::Hot::here(env) else { return false };
     // A method's first event takes the general path, which resolves it.
     let Some(m) = method_known(index) else { return false };
-    let mut ev = Aligned(std::mem::MaybeUninit::uninit(), JVMPI_Event::new(event, env));
+    let mut ev = Aligned(std::mem::MaybeUninit::uninit(), JVMPI_Event::new(event, hot.env));
     fill(&mut ev.1, m);
-    events::send_fast(&mut ev.1, counter);
+    hot.send(&mut ev.1);
     true
 }
 
@@ -745,7 +732,7 @@ fn exit_general(env: *mut JNIEnv, index: jint) {
             return;
         }
         if let Some(m) = method_of(index) {
-            send_exit(h, env, m)
+            send_exit(env, m)
         }
     })
 }
@@ -788,7 +775,7 @@ fn exit_chaining_callers(env: *mut JNIEnv) {
             if h & jvm::UNSENT != 0 && held_back_exit() {
                 continue;
             }
-            send_exit(h, env, m);
+            send_exit(env, m);
         }
         if frames.len() < exited + want {
             return;
@@ -801,11 +788,13 @@ fn send_insn(env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) {
     if !events::enabled(JVMPI_EVENT_INSTRUCTION_START) {
         return;
     }
-    let Some(h) = here_if_live() else { return };
+    if here_if_live().is_none() {
+        return;
+    }
     let Some(m) = method_of(index) else { return };
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_INSTRUCTION_START, env);
     ev.u.instruction = Instruction { method_id: m, offset, u };
-    post(h, &mut ev);
+    post(&mut ev);
 }
 
 /// A branch's outcome. The whole union is written (the other bytes zero): the event is copied
@@ -916,7 +905,7 @@ pub fn on_jvmti_entry(env: *mut JNIEnv, thread: jthread, m: jmethodID) {
     }
     classes::note_method(m);
     let receiver = if events::enabled(JVMPI_EVENT_METHOD_ENTRY2) { jvm::frame_receiver(thread, 0) } else { None };
-    send_entry(0, env, m, receiver);
+    send_entry(env, m, receiver);
     if let Some(r) = receiver {
         jvm::Jni::of(env).delete_local_ref(r);
     }
@@ -927,5 +916,5 @@ pub fn on_jvmti_exit(env: *mut JNIEnv, m: jmethodID) {
     if !live() || !STATE.jvmti_on.load(Relaxed) || !events::enabled(JVMPI_EVENT_METHOD_EXIT) {
         return;
     }
-    send_exit(0, env, m);
+    send_exit(env, m);
 }
