@@ -74,6 +74,7 @@
 //! | [`event_table`](face::event_table)           | one row per JVMPI event: name, family, support, JVMTI needs, room columns |
 //! | [`events`](face::events)                     | the gate: the enabled set, delivery to `NotifyEvent`, closing at VM death |
 //! | [`ids`](face::ids)                           | jobjectIDs as JVMTI tags (slots reused), the ID → object index |
+//! | [`error`](face::error)                     | the face's error: IDs refused, the trace file not opened; the doors act on its kind |
 //! | [`own_work`](face::own_work)                 | the shim's own Java work in a program's thread, left out of call traces |
 //! | [`record`](face::record)                     | calls, refused IDs and deliveries, for the report and the trace |
 //! | [`jvm`](vm::jvm)                             | the JVMTI environments, capabilities, event switching, JVMTI/JNI facade |

@@ -467,7 +467,9 @@ unsafe extern "C" fn jobject_id_to_jobject(id: jobjectID) -> jobject {
             }
             ids::object_of(id).inspect(|&o| ids::handed_out(o, id)).unwrap_or_else(|e| {
                 record::refused("jobjectID2jobject");
-                log::log!(events::edge_level(None), "jobjectID2jobject: {e}; NULL");
+                // A JVMTI refusal while the VM goes away is said quietly; a bad or dead ID is the
+                // agent's mistake.
+                log::log!(events::edge_level(e.jvmti()), "jobjectID2jobject: {e}; NULL");
                 std::ptr::null_mut()
             })
         })
@@ -492,7 +494,7 @@ unsafe extern "C" fn jobject_to_jobject_id(obj: jobject) -> jobjectID {
                 return std::ptr::null_mut();
             }
             ids::id_of(obj).unwrap_or_else(|e| {
-                log::log!(events::edge_level(None), "jobject2jobjectID: {e}; NULL");
+                log::log!(events::edge_level(e.jvmti()), "jobject2jobjectID: {e}; NULL");
                 std::ptr::null_mut()
             })
         })

@@ -43,6 +43,7 @@
 //! of the chunks (65,536 slots) that have any entry; none for a program that never asks.
 
 use crate::face::abi::jobjectID;
+use crate::face::error::FaceError;
 use crate::vm::jvm;
 use crate::vm::safemem;
 use jvmti_bindings::sys::jni::{jlong, jobject};
@@ -279,6 +280,22 @@ fn recent_slot(h: usize) -> usize {
     (h >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - RECENT_SLOTS.trailing_zeros())
 }
 
+// ---- typed identities --------------------------------------------------------------------------
+
+/// An object's JVMTI tag as the shim gives them out: a multiple of 8 (the slot, shifted), with
+/// the [`DEFINED`] bit for an object OBJECT_ALLOC defined; its jobjectID is the same bits
+/// ([`to_id`]). Zero cost: the `jlong` JVMTI reads and writes, `#[repr(transparent)]`.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Tag(pub jlong);
+
+/// The tag of a class (its `java.lang.Class` object), where an object's tag and its class's go
+/// side by side (what a heap walk records of an object: [`note`], [`described`]); a class is
+/// an object too, so both come from the same slots, and the compiler keeps them apart.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct ClassTag(pub jlong);
+
 /// Notes that `jobjectID2jobject(id)` gave this thread the local reference `h`.
 pub fn handed_out(h: jobject, id: jobjectID) {
     let a = h as usize;
@@ -429,7 +446,7 @@ fn mark_bit(tag: jlong) -> (usize, u64) {
 }
 
 /// Marks `tag` as possibly a key of a table of classes, before it is entered in one.
-pub fn mark_class(tag: jlong) {
+pub fn mark_class(ClassTag(tag): ClassTag) {
     let (i, b) = mark_bit(tag);
     if CLASS_MARKS[i].load(Relaxed) & b == 0 {
         CLASS_MARKS[i].fetch_or(b, SeqCst);
@@ -439,7 +456,7 @@ pub fn mark_class(tag: jlong) {
 /// Whether `tag` may be a key of a table of classes (false: it is not). The class was marked
 /// when it was entered, while it was alive; its death reaches the GC bracket only after the
 /// collection that found it dead.
-pub fn may_be_class(tag: jlong) -> bool {
+pub fn may_be_class(Tag(tag): Tag) -> bool {
     let (i, b) = mark_bit(tag);
     CLASS_MARKS[i].load(SeqCst) & b != 0
 }
@@ -463,32 +480,32 @@ pub fn to_tag(id: jobjectID) -> jlong {
 }
 
 /// The tag of a live object, giving it one if it has none.
-pub fn tag_of(obj: jobject) -> Result<jlong, String> {
+pub fn tag_of(obj: jobject) -> Result<jlong, FaceError> {
     if obj.is_null() {
-        return Err("NULL object".into());
+        return Err(FaceError::Null);
     }
-    let t = jvm::get_tag(obj).map_err(jvm::err_name)?;
+    let t = jvm::get_tag(obj).map_err(FaceError::Jvmti)?;
     if t != 0 {
         return Ok(t);
     }
     let _g = crate::vm::logger::lock(&STATE.assign);
-    let t = jvm::get_tag(obj).map_err(jvm::err_name)?;
+    let t = jvm::get_tag(obj).map_err(FaceError::Jvmti)?;
     if t != 0 {
         return Ok(t);
     }
     let t = fresh_tag();
-    jvm::set_tag(obj, t).map_err(jvm::err_name)?;
+    jvm::set_tag(obj, t).map_err(FaceError::Jvmti)?;
     Ok(t)
 }
 
 /// [`tag_of`] for a thread that has suspended the others (a dump): one of them may be stopped
 /// inside the assignment's lock, so it is only tried for a while (a thread that runs holds it
 /// for two JVMTI calls); an error if the object has no tag and the lock stays held.
-pub fn tag_of_while_others_suspended(obj: jobject) -> Result<jlong, String> {
+pub fn tag_of_while_others_suspended(obj: jobject) -> Result<jlong, FaceError> {
     if obj.is_null() {
-        return Err("NULL object".into());
+        return Err(FaceError::Null);
     }
-    let t = jvm::get_tag(obj).map_err(jvm::err_name)?;
+    let t = jvm::get_tag(obj).map_err(FaceError::Jvmti)?;
     if t != 0 {
         return Ok(t);
     }
@@ -501,22 +518,22 @@ pub fn tag_of_while_others_suspended(obj: jobject) -> Result<jlong, String> {
                 std::thread::sleep(std::time::Duration::from_micros(200))
             }
             Err(std::sync::TryLockError::WouldBlock) => {
-                return Err("the tag assignment is held by a suspended thread".into());
+                return Err(FaceError::Held);
             }
         }
     };
-    let t = jvm::get_tag(obj).map_err(jvm::err_name)?;
+    let t = jvm::get_tag(obj).map_err(FaceError::Jvmti)?;
     if t != 0 {
         return Ok(t);
     }
     let t = fresh_tag();
-    jvm::set_tag(obj, t).map_err(jvm::err_name)?;
+    jvm::set_tag(obj, t).map_err(FaceError::Jvmti)?;
     Ok(t)
 }
 
 /// [`tag_of`] for an object that is also entered in the index: classes and threads (they are
 /// few, and their IDs come back in requested OBJECT_ALLOC, CLASS_LOAD and THREAD_START).
-pub fn indexed_tag_of(k: jobject) -> Result<jlong, String> {
+pub fn indexed_tag_of(k: jobject) -> Result<jlong, FaceError> {
     let t = tag_of(k)?;
     if let Some((c, i)) = entry(t, true) {
         if c.weak[i].load(Relaxed) == 0 {
@@ -529,7 +546,7 @@ pub fn indexed_tag_of(k: jobject) -> Result<jlong, String> {
 }
 
 /// The ID of a live object (NULL for a NULL reference).
-pub fn id_of(obj: jobject) -> Result<jobjectID, String> {
+pub fn id_of(obj: jobject) -> Result<jobjectID, FaceError> {
     if obj.is_null() {
         return Ok(std::ptr::null_mut());
     }
@@ -679,14 +696,14 @@ fn index(jni: &jvm::Jni, tag: jlong, obj: jobject) {
 /// Records, from inside a heap walk, what a requested OBJECT_ALLOC says about the object with
 /// `tag`: its class (tag) and size. Valid for the object's life (neither ever changes).
 #[inline]
-pub fn note(tag: jlong, class_tag: jlong, size: jlong) {
+pub fn note(tag: Tag, class_tag: ClassTag, size: jlong) {
     note_in_walk(tag, class_tag, size);
     noting();
 }
 
 /// [`note`] for a heap walk, which calls [`noting`] once when it is done instead of once per object.
 #[inline]
-pub fn note_in_walk(tag: jlong, class_tag: jlong, size: jlong) {
+pub fn note_in_walk(Tag(tag): Tag, ClassTag(class_tag): ClassTag, size: jlong) {
     if class_tag <= 0 || (class_tag as u64) >> 3 >= 1 << 30 {
         return;
     }
@@ -701,13 +718,13 @@ pub fn noting() {
 }
 
 /// What a heap walk recorded about the object with `tag`: (class tag, size).
-pub fn described(tag: jlong) -> Option<(jlong, jlong)> {
+pub fn described(Tag(tag): Tag) -> Option<(ClassTag, jlong)> {
     if !plausible(tag) {
         return None;
     }
     let (c, i) = entry(tag, false)?;
     let v = c.desc[i].load(Relaxed);
-    (v & DESC_SET != 0).then_some(((((v & !DESC_SET) >> 32) << 3) as jlong, (v & 0xFFFF_FFFF) as jlong))
+    (v & DESC_SET != 0).then_some((ClassTag((((v & !DESC_SET) >> 32) << 3) as jlong), (v & 0xFFFF_FFFF) as jlong))
 }
 
 /// Marks the object with plain tag `tag` as defined by a requested OBJECT_ALLOC (it gets
@@ -725,7 +742,7 @@ pub fn take_requested(tag: jlong) -> bool {
 }
 
 /// Records what RequestEvent learnt about an object, so the next request finds it.
-pub fn remember(tag: jlong, class_tag: jlong, size: jlong) {
+pub fn remember(tag: Tag, class_tag: ClassTag, size: jlong) {
     note(tag, class_tag, size);
 }
 
@@ -773,14 +790,14 @@ fn lookup(jni: &jvm::Jni, tag: jlong) -> Option<jobject> {
 }
 
 /// The object an ID names, as a local reference of the current thread.
-pub fn object_of(id: jobjectID) -> Result<jobject, String> {
+pub fn object_of(id: jobjectID) -> Result<jobject, FaceError> {
     let tag = to_tag(id);
     if !plausible(tag) {
-        return Err(format!("{id:p} is not a jobjectID this shim gave out"));
+        return Err(FaceError::NotGiven(id));
     }
-    let dead = || format!("object {id:p} is no longer alive");
+    let dead = || FaceError::Dead(id);
     let Some(jni) = jvm::Jni::current() else {
-        return Err("the calling thread is not attached to the JVM".into());
+        return Err(FaceError::NotAttached);
     };
     match lookup(&jni, tag) {
         Some(o) if o.is_null() => return Err(dead()),
@@ -796,7 +813,8 @@ pub fn object_of(id: jobjectID) -> Result<jobject, String> {
     }
     // Misses on objects a heap walk described (a dump's objects, all tagged at once) call for a
     // rebuild soon; scattered misses only when they have cost about as much as one.
-    let described_misses = if described(tag).is_some() { STATE.described_misses.fetch_add(1, Relaxed) + 1 } else { 0 };
+    let described_misses =
+        if described(Tag(tag)).is_some() { STATE.described_misses.fetch_add(1, Relaxed) + 1 } else { 0 };
     if (described_misses >= MISSES_BEFORE_REBUILD && STATE.noted.load(Relaxed))
         || misses >= SCATTERED_MISSES_BEFORE_REBUILD
     {
@@ -813,7 +831,7 @@ pub fn object_of(id: jobjectID) -> Result<jobject, String> {
             Ok(o)
         }
         Ok(None) => Err(dead()),
-        Err(e) => Err(jvm::err_name(e)),
+        Err(e) => Err(FaceError::Jvmti(e)),
     }
 }
 
@@ -869,10 +887,10 @@ mod tests {
         let again = [fresh_tag()];
         // Descriptions.
         let t = again[0];
-        note(t, 0x1230, 24);
-        assert_eq!(described(t), Some((0x1230, 24)));
-        note(t | DEFINED, 0x1238, 1 << 20);
-        assert_eq!(described(t | DEFINED), Some((0x1238, 1 << 20)));
+        note(Tag(t), ClassTag(0x1230), 24);
+        assert_eq!(described(Tag(t)), Some((ClassTag(0x1230), 24)));
+        note(Tag(t | DEFINED), ClassTag(0x1238), 1 << 20);
+        assert_eq!(described(Tag(t | DEFINED)), Some((ClassTag(0x1238), 1 << 20)));
         assert!(mark_requested(t) && take_requested(t) && !take_requested(t));
     }
 

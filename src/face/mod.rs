@@ -8,6 +8,7 @@
 //! thread), a function the start-up hands down (`events::set_announcer(threads::before_send)`).
 
 pub mod abi;
+pub mod error;
 pub mod event_table;
 pub mod events;
 pub mod ids;

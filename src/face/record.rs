@@ -8,6 +8,7 @@
 //! monitor), so that two runs of the same program can be compared line by line.
 
 use crate::face::abi::*;
+use crate::face::error::FaceError;
 use crate::face::event_table::{self, cstr};
 use jvmti_bindings::sys::jni::jint;
 use std::collections::HashMap;
@@ -126,10 +127,10 @@ struct Trace {
 }
 
 /// Switches recording on (for the report) and, with a config, the trace.
-pub fn start(report: bool, trace: Option<TraceConfig>) -> Result<(), String> {
+pub fn start(report: bool, trace: Option<TraceConfig>) -> Result<(), FaceError> {
     LazyLock::force(&STATE.started);
     if let Some(t) = trace {
-        let f = std::fs::File::create(&t.path).map_err(|e| format!("trace file {}: {e}", t.path))?;
+        let f = std::fs::File::create(&t.path).map_err(|e| FaceError::TraceFile(t.path.clone(), e))?;
         *crate::vm::logger::lock(&STATE.trace) = Some(Trace {
             out: std::io::BufWriter::new(f),
             families: t.families,

@@ -1298,7 +1298,7 @@ pub fn forget_class(ctag: jlong) {
 
 /// Keeps the shape of the class with tag `ctag`, marked first as a class key for the GC room.
 fn keep_shape(ctag: jlong, shape: Shape) {
-    ids::mark_class(ctag);
+    ids::mark_class(ids::ClassTag(ctag));
     STATE.shapes.insert(ctag, shape);
 }
 

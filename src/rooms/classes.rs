@@ -266,7 +266,7 @@ impl Described {
         };
         let d = Arc::new(Described::read(&jni, k, sig)?);
         let mut stale = None;
-        ids::mark_class(tag);
+        ids::mark_class(ids::ClassTag(tag));
         let kept = match STATE.described.entry(tag) {
             dashmap::mapref::entry::Entry::Occupied(mut o) => {
                 if seen.as_ref().is_some_and(|s| Arc::ptr_eq(s, o.get())) || o.get().class == 0 {
@@ -335,7 +335,7 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
     if !requested {
         // Claim: for each agent, only the thread that claims the class sends its CLASS_LOAD.
         let want = events::listeners(JVMPI_EVENT_CLASS_LOAD);
-        ids::mark_class(tag);
+        ids::mark_class(ids::ClassTag(tag));
         let told = STATE
             .announced
             .entry(tag)
@@ -393,7 +393,7 @@ pub fn ensure_announced(env: *mut JNIEnv, k: jclass) -> Result<jobjectID, String
     if events::is_ready() && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
         announce(env, k, false)
     } else {
-        ids::id_of(k)
+        Ok(ids::id_of(k)?)
     }
 }
 
@@ -773,7 +773,7 @@ pub fn method_class(m: jmethodID) -> jobjectID {
         let env = jvm::current_jni();
         let id = match env {
             Some(env) => ensure_announced(env, k),
-            None => ids::id_of(k),
+            None => ids::id_of(k).map_err(String::from),
         };
         if let Some(env) = env {
             jvm::Jni::of(env).delete_local_ref(k);

@@ -185,7 +185,7 @@ fn switch(event: jint, on: bool) -> Result<(), String> {
             alloc::disable();
             Ok(())
         }
-        (Switch::JniHooks, true) => jvm::install_jni_hooks(),
+        (Switch::JniHooks, true) => Ok(jvm::install_jni_hooks()?),
         (Switch::ResetSignal, true) => crate::rooms::reset::arm(),
         (Switch::JniHooks | Switch::ResetSignal, false) => Ok(()),
         (Switch::Methods, on) => methods::switch(event, on),

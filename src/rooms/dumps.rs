@@ -1034,7 +1034,7 @@ unsafe extern "system" fn on_reference(
     // request. Writing it for every reference was a store to a cold line per reference, a
     // tenth of the shim's own time in the walk.
     if fresh || tag & ids::DEFINED != 0 {
-        ids::note_in_walk(tag, class_tag, size);
+        ids::note_in_walk(ids::Tag(tag), ids::ClassTag(class_tag), size);
     }
     st.reference(kind, info, class_tag, referrer_class_tag, size, tag, referrer, length);
     if st.single {
@@ -1250,7 +1250,7 @@ fn announce_trace_classes(env: *mut JNIEnv, frames: &[Vec<JVMPI_CallFrame>]) {
         }
         if let Ok(k) = jvm::method_class(f.method_id) {
             // Tagged here, with the threads running (a dump at VM death too: inside JVM_SHUT_DOWN).
-            let r = ids::tag_of(k).and_then(|tag| {
+            let r = ids::tag_of(k).map_err(String::from).and_then(|tag| {
                 if sent {
                     classes::ensure_announced_tagged(env, k, tag)
                 } else {

@@ -210,7 +210,7 @@ fn ours(tag: jlong) -> bool {
 /// it may not have), so that a class that gets the tag later finds none of them. Returns
 /// whether `classes` knew it as a class.
 fn forget_class(tag: jlong, unload: impl FnOnce(jlong) -> bool) -> bool {
-    if !ids::may_be_class(tag) {
+    if !ids::may_be_class(ids::Tag(tag)) {
         return false;
     }
     let was = unload(tag);

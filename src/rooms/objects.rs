@@ -94,7 +94,7 @@ fn shape(env: *mut jvmti_bindings::sys::jni::JNIEnv, ctag: jlong) -> Result<(jin
 
 /// Keeps the shape of the class with tag `ctag`, marked first as a class key for the GC room.
 fn keep_shape(ctag: jlong, s: (jint, jlong)) {
-    ids::mark_class(ctag);
+    ids::mark_class(ids::ClassTag(ctag));
     STATE.shapes.insert(ctag, s);
 }
 
@@ -115,7 +115,7 @@ pub fn forget_class(ctag: jlong) {
 /// The OBJECT_ALLOC description of the object with `tag`, from what a heap walk (or an earlier
 /// request) recorded: no lookup of the object at all.
 fn describe_kept(env: *mut jvmti_bindings::sys::jni::JNIEnv, tag: jlong) -> Option<Result<ObjAlloc, String>> {
-    let (ctag, size) = ids::described(tag)?;
+    let (ids::ClassTag(ctag), size) = ids::described(ids::Tag(tag))?;
     Some((|| {
         let (is_array, idtag) = shape(env, ctag)?;
         // The Class object of java.lang.Class is its own class: class_id NULL (see `describe`).
@@ -165,7 +165,7 @@ pub fn request(id: jobjectID) -> Result<(), String> {
                 let jni = jvm::Jni::of(env);
                 let k = jni.object_class(obj);
                 if let (Ok(ctag), Ok(size)) = (ids::indexed_tag_of(k), jvm::object_size(obj)) {
-                    ids::remember(tag, ctag, size);
+                    ids::remember(ids::Tag(tag), ids::ClassTag(ctag), size);
                 }
                 jni.delete_local_ref(k);
             }

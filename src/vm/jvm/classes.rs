@@ -366,7 +366,7 @@ impl Jni {
         &self,
         k: jclass,
         natives: &[(CString, CString, *mut c_void)],
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), VmError> {
         let m: Vec<jni::JNINativeMethod> = natives
             .iter()
             .map(|(n, s, f)| jni::JNINativeMethod { name: n.as_ptr(), signature: s.as_ptr(), fnPtr: *f })
@@ -385,11 +385,7 @@ impl Jni {
         });
         match (r, thrown) {
             (Ok(()), None) => Ok(()),
-            (r, thrown) => Err(format!(
-                "RegisterNatives returned {}{}",
-                r.err().unwrap_or(0),
-                thrown.map(|t| format!(" and threw {t}")).unwrap_or_default()
-            )),
+            (r, thrown) => Err(VmError::RegisterNatives(r.err().unwrap_or(0), thrown)),
         }
     }
 }

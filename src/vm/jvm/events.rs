@@ -20,9 +20,9 @@ pub fn add_capabilities(
     owned_monitors: bool,
     locals: bool,
     virtual_threads: bool,
-) -> std::result::Result<bool, String> {
-    let j = env().map_err(err_name)?;
-    let potential = j.get_potential_capabilities().map_err(err_name)?;
+) -> std::result::Result<bool, VmError> {
+    let j = env().map_err(VmError::Jvmti)?;
+    let potential = j.get_potential_capabilities().map_err(VmError::Jvmti)?;
     let mut c = jvmti::jvmtiCapabilities::default();
     // Keep only what this JVM can give (a live-phase start cannot have onload-only ones).
     macro_rules! take {
@@ -60,7 +60,7 @@ pub fn add_capabilities(
     if locals {
         c.set_can_access_local_variables(true);
     }
-    j.add_capabilities(&c).map_err(err_name)?;
+    j.add_capabilities(&c).map_err(VmError::Jvmti)?;
     Ok(locals)
 }
 

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 mod classes;
+mod error;
 mod events;
 mod heap;
 mod memory;
@@ -160,6 +161,8 @@ impl Drop for Held {
     }
 }
 
+pub use error::VmError;
+
 pub type Error = jvmtiError;
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -177,9 +180,9 @@ pub fn err_name(e: Error) -> String {
 
 /// Connects to the JVM: remembers its invoke table and gets the shim's JVMTI environment.
 /// Must run before the loader replaces the `JavaVM`'s table.
-pub fn connect(vm: *mut JavaVM) -> std::result::Result<(), String> {
+pub fn connect(vm: *mut JavaVM) -> std::result::Result<(), VmError> {
     if vm.is_null() {
-        return Err("the JVM passed a NULL JavaVM".into());
+        return Err(VmError::NoVm);
     }
     // SAFETY: `vm` is the JavaVM the JVM passed us; its first word is its process-lifetime invoke table.
     let table = unsafe { &**vm };
@@ -202,7 +205,7 @@ pub fn connect(vm: *mut JavaVM) -> std::result::Result<(), String> {
     // SAFETY: calling the JVM's own GetEnv with its own JavaVM and a valid out-pointer.
     let rc = unsafe { (real.get_env)(vm, &mut p, jvmti::JVMTI_VERSION_1_2) };
     if rc != jni::JNI_OK || p.is_null() {
-        return Err(format!("the JVM did not give a JVMTI environment (GetEnv returned {rc})"));
+        return Err(VmError::NoJvmti(rc));
     }
     // SAFETY: `p` is a jvmtiEnv* just returned by GetEnv.
     let _ = STATE.env.set(Env(unsafe { Jvmti::from_raw(p as *mut jvmti::jvmtiEnv) }));
@@ -312,10 +315,10 @@ pub fn set_jni_hooks(install: fn() -> std::result::Result<(), String>) {
 
 /// Installs the JNI function hooks (allocations by native code, JNI global references), once a
 /// room needs them.
-pub fn install_jni_hooks() -> std::result::Result<(), String> {
+pub fn install_jni_hooks() -> std::result::Result<(), VmError> {
     match STATE.jni_hooks.get() {
-        Some(install) => install(),
-        None => Err("the JNI function hooks are not registered".into()),
+        Some(install) => install().map_err(VmError::JniHooks),
+        None => Err(VmError::JniHooks("the JNI function hooks are not registered".into())),
     }
 }
 
