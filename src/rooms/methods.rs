@@ -149,6 +149,15 @@ static STATE: MethodsState = MethodsState {
     rewrite_nanos: std::sync::atomic::AtomicU64::new(0),
 };
 
+/// A method number: the `int` constant the rewritten code passes to every tracker native, the
+/// slot of its method in the table ([`slot_of`]). Made only where the rewriter asks for one
+/// ([`new_index`]) and where the natives receive it: `#[repr(transparent)]`, so the natives take
+/// it in place of the `jint` the JVM passes, and it cannot be mistaken for a bytecode offset or
+/// a branch operand beside it.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct MethodNo(jint);
+
 /// A fresh method number (its slot exists when this returns); None when the table is full.
 fn new_index() -> Option<i32> {
     let i = STATE.next.fetch_add(1, Relaxed);
@@ -173,7 +182,7 @@ fn make_chunk(c: usize) {
 
 /// The slot of method number `index`.
 #[inline(always)]
-fn slot_of(index: jint) -> Option<&'static AtomicUsize> {
+fn slot_of(MethodNo(index): MethodNo) -> Option<&'static AtomicUsize> {
     let i = usize::try_from(index).ok()?;
     let chunk = STATE.slots.get(i >> CHUNK_BITS)?.load(Acquire);
     if chunk.is_null() {
@@ -197,14 +206,14 @@ fn reserve_numbers(end: u32) -> u32 {
 
 /// The method of number `index` if it has been resolved already (loads only).
 #[inline(always)]
-fn method_known(index: jint) -> Option<jmethodID> {
+fn method_known(index: MethodNo) -> Option<jmethodID> {
     let m = slot_of(index)?.load(Relaxed);
     (m != 0).then_some(m as jmethodID)
 }
 
 /// The method of number `index`, resolved from the calling frame the first time.
 #[inline]
-fn method_of(index: jint) -> Option<jmethodID> {
+fn method_of(index: MethodNo) -> Option<jmethodID> {
     let slot = slot_of(index)?;
     let m = slot.load(Relaxed);
     if m != 0 {
@@ -574,7 +583,7 @@ fn send_exit(env: *mut JNIEnv, m: jmethodID) {
 /// The natives `enter`, `enterThis`: one relaxed load when neither entry event is on; else
 /// one thread-local read, an array index (the method's `jmethodID`) and the gate's hot path.
 #[inline]
-fn on_enter(env: *mut JNIEnv, index: jint, receiver: Option<jobject>) {
+fn on_enter(env: *mut JNIEnv, index: MethodNo, receiver: Option<jobject>) {
     if !events::enabled(JVMPI_EVENT_METHOD_ENTRY) && !events::enabled(JVMPI_EVENT_METHOD_ENTRY2) {
         return;
     }
@@ -630,19 +639,19 @@ fn held_back_exit() -> bool {
 /// is announced and not inside the shim's JNI call. One relaxed load, one thread-local read,
 /// the method's slot, the gate. False: take the general path.
 #[inline(always)]
-fn fast(env: *mut JNIEnv, event: jint, index: jint) -> bool {
+fn fast(env: *mut JNIEnv, event: jint, index: MethodNo) -> bool {
     fast_with(env, event, index, |ev, m| ev.u.method = Method { method_id: m })
 }
 
 /// [`fast`] for any method event: `fill` writes the event's body from the method.
 #[inline(always)]
-fn fast_with(env: *mut JNIEnv, event: jint, index: jint, fill: impl FnOnce(&mut JVMPI_Event, jmethodID)) -> bool {
+fn fast_with(env: *mut JNIEnv, event: jint, index: MethodNo, fill: impl FnOnce(&mut JVMPI_Event, jmethodID)) -> bool {
     events::fast(event) && fast_known(env, event, index, fill)
 }
 
 /// [`fast_with`] once the caller has found `event` in [`events::fast_events`].
 #[inline(always)]
-fn fast_known(env: *mut JNIEnv, event: jint, index: jint, fill: impl FnOnce(&mut JVMPI_Event, jmethodID)) -> bool {
+fn fast_known(env: *mut JNIEnv, event: jint, index: MethodNo, fill: impl FnOnce(&mut JVMPI_Event, jmethodID)) -> bool {
     // A thread fit for the gate's hottest path (its events carry a mounted virtual thread's
     // own env_id); a thread's first event takes the general path, which gives it its counter.
     let Some(hot) = events::Hot::here(env) else { return false };
@@ -662,7 +671,7 @@ struct Aligned(std::mem::MaybeUninit<u64>, JVMPI_Event);
 
 /// INSTRUCTION_START on the hot path ([`fast`]): same conditions, same cost as a method event.
 #[inline(always)]
-fn fast_insn(env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) -> bool {
+fn fast_insn(env: *mut JNIEnv, index: MethodNo, offset: jint, u: InstructionInfo) -> bool {
     fast_with(env, JVMPI_EVENT_INSTRUCTION_START, index, |ev, m| {
         ev.u.instruction = Instruction { method_id: m, offset, u }
     })
@@ -674,7 +683,7 @@ fn fast_insn(env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) ->
 /// The entry events' bits in [`events::fast_events`].
 const ENTRY_BITS: u64 = (1 << JVMPI_EVENT_METHOD_ENTRY) + (1 << JVMPI_EVENT_METHOD_ENTRY2);
 
-unsafe extern "system" fn enter(env: *mut JNIEnv, _k: jclass, index: jint) {
+unsafe extern "system" fn enter(env: *mut JNIEnv, _k: jclass, index: MethodNo) {
     // A static method (or one whose receiver is not passed): METHOD_ENTRY2 alone, with no
     // object, takes the hot path too; both entry events at once take the general one. One
     // load tells which.
@@ -692,7 +701,7 @@ unsafe extern "system" fn enter(env: *mut JNIEnv, _k: jclass, index: jint) {
     }
 }
 
-unsafe extern "system" fn enter_this(env: *mut JNIEnv, _k: jclass, this: jobject, index: jint) {
+unsafe extern "system" fn enter_this(env: *mut JNIEnv, _k: jclass, this: jobject, index: MethodNo) {
     // METHOD_ENTRY2 passes the receiver: the general path.
     if events::fast_events() & ENTRY_BITS != 1 << JVMPI_EVENT_METHOD_ENTRY
         || !fast_known(env, JVMPI_EVENT_METHOD_ENTRY, index, |ev, m| ev.u.method = Method { method_id: m })
@@ -708,12 +717,12 @@ unsafe extern "system" fn enter_this(env: *mut JNIEnv, _k: jclass, this: jobject
 /// `enter` and `enterThis` off the hot path.
 #[cold]
 #[inline(never)]
-fn enter_general(env: *mut JNIEnv, index: jint, receiver: Option<jobject>) {
+fn enter_general(env: *mut JNIEnv, index: MethodNo, receiver: Option<jobject>) {
     let what = if receiver.is_some() { "JvmpiShimMethods.enterThis" } else { "JvmpiShimMethods.enter" };
     crate::vm::logger::guard(what, (), || on_enter(env, index, receiver))
 }
 
-unsafe extern "system" fn exit(env: *mut JNIEnv, _k: jclass, index: jint) {
+unsafe extern "system" fn exit(env: *mut JNIEnv, _k: jclass, index: MethodNo) {
     if !fast(env, JVMPI_EVENT_METHOD_EXIT, index) {
         exit_general(env, index)
     }
@@ -722,7 +731,7 @@ unsafe extern "system" fn exit(env: *mut JNIEnv, _k: jclass, index: jint) {
 /// `exit` off the hot path.
 #[cold]
 #[inline(never)]
-fn exit_general(env: *mut JNIEnv, index: jint) {
+fn exit_general(env: *mut JNIEnv, index: MethodNo) {
     crate::vm::logger::guard("JvmpiShimMethods.exit", (), || {
         if !events::enabled(JVMPI_EVENT_METHOD_EXIT) {
             return;
@@ -740,7 +749,7 @@ fn exit_general(env: *mut JNIEnv, index: jint) {
 /// The exit hook of a constructor's catch-all handler: METHOD_EXIT for the constructor, then
 /// for each caller that the exception leaves too without running any code of its own (see
 /// [`exit_chaining_callers`]).
-unsafe extern "system" fn init_throw(env: *mut JNIEnv, _k: jclass, index: jint) {
+unsafe extern "system" fn init_throw(env: *mut JNIEnv, _k: jclass, index: MethodNo) {
     if !fast(env, JVMPI_EVENT_METHOD_EXIT, index) {
         exit_general(env, index)
     }
@@ -784,7 +793,7 @@ fn exit_chaining_callers(env: *mut JNIEnv) {
     }
 }
 
-fn send_insn(env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) {
+fn send_insn(env: *mut JNIEnv, index: MethodNo, offset: jint, u: InstructionInfo) {
     if !events::enabled(JVMPI_EVENT_INSTRUCTION_START) {
         return;
     }
@@ -808,7 +817,7 @@ fn if_info(taken: bool) -> InstructionInfo {
 
 /// An instruction's event: the hot path ([`fast_insn`]), else the general one under `guard`.
 #[inline(always)]
-fn on_insn(what: &'static str, env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) {
+fn on_insn(what: &'static str, env: *mut JNIEnv, index: MethodNo, offset: jint, u: InstructionInfo) {
     if !fast_insn(env, index, offset, u) {
         insn_general(what, env, index, offset, u)
     }
@@ -817,23 +826,31 @@ fn on_insn(what: &'static str, env: *mut JNIEnv, index: jint, offset: jint, u: I
 /// An instruction's event off the hot path (out of line, as `enter_general`).
 #[cold]
 #[inline(never)]
-fn insn_general(what: &'static str, env: *mut JNIEnv, index: jint, offset: jint, u: InstructionInfo) {
+fn insn_general(what: &'static str, env: *mut JNIEnv, index: MethodNo, offset: jint, u: InstructionInfo) {
     crate::vm::logger::guard(what, (), || send_insn(env, index, offset, u))
 }
 
-unsafe extern "system" fn insn(env: *mut JNIEnv, _k: jclass, index: jint, offset: jint) {
+unsafe extern "system" fn insn(env: *mut JNIEnv, _k: jclass, index: MethodNo, offset: jint) {
     on_insn("JvmpiShimMethods.insn", env, index, offset, if_info(false))
 }
 
-unsafe extern "system" fn if_int(env: *mut JNIEnv, _k: jclass, v: jint, index: jint, offset: jint, op: jint) {
+unsafe extern "system" fn if_int(env: *mut JNIEnv, _k: jclass, v: jint, index: MethodNo, offset: jint, op: jint) {
     on_insn("JvmpiShimMethods.ifInt", env, index, offset, if_info(bci::branch_taken(op, 0, v)))
 }
 
-unsafe extern "system" fn if_cmp(env: *mut JNIEnv, _k: jclass, a: jint, b: jint, index: jint, offset: jint, op: jint) {
+unsafe extern "system" fn if_cmp(
+    env: *mut JNIEnv,
+    _k: jclass,
+    a: jint,
+    b: jint,
+    index: MethodNo,
+    offset: jint,
+    op: jint,
+) {
     on_insn("JvmpiShimMethods.ifCmp", env, index, offset, if_info(bci::branch_taken(op, a, b)))
 }
 
-unsafe extern "system" fn if_ref(env: *mut JNIEnv, _k: jclass, o: jobject, index: jint, offset: jint, op: jint) {
+unsafe extern "system" fn if_ref(env: *mut JNIEnv, _k: jclass, o: jobject, index: MethodNo, offset: jint, op: jint) {
     on_insn("JvmpiShimMethods.ifRef", env, index, offset, if_info(bci::branch_taken(op, 0, (!o.is_null()) as i32)))
 }
 
@@ -842,7 +859,7 @@ unsafe extern "system" fn if_acmp(
     _k: jclass,
     a: jobject,
     b: jobject,
-    index: jint,
+    index: MethodNo,
     offset: jint,
     op: jint,
 ) {
@@ -857,7 +874,7 @@ unsafe extern "system" fn table_switch(
     env: *mut JNIEnv,
     _k: jclass,
     key: jint,
-    index: jint,
+    index: MethodNo,
     offset: jint,
     low: jint,
     hi: jint,
@@ -871,9 +888,9 @@ unsafe extern "system" fn table_switch(
     )
 }
 
-unsafe extern "system" fn lookup_switch(env: *mut JNIEnv, _k: jclass, key: jint, index: jint, offset: jint) {
+unsafe extern "system" fn lookup_switch(env: *mut JNIEnv, _k: jclass, key: jint, index: MethodNo, offset: jint) {
     crate::vm::logger::guard("JvmpiShimMethods.lookupSwitch", (), || {
-        let (chosen, total) = match STATE.lookups.get(&(index as u32, offset as u32)) {
+        let (chosen, total) = match STATE.lookups.get(&(index.0 as u32, offset as u32)) {
             Some(keys) => {
                 let total = keys.len() as jint;
                 (keys.iter().position(|&k| k == key).map_or(total, |p| p as jint), total)
