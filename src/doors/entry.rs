@@ -12,6 +12,7 @@
 use crate::doors::{jni as jni_hooks, jvmpi, jvmti as callbacks};
 use crate::face::abi::*;
 use crate::face::record;
+use crate::face::table::Agent;
 use crate::face::{events, table};
 use crate::rooms::{lifecycle, loader, options, report, threads};
 use crate::vm::jvm::startup;
@@ -77,7 +78,7 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
         max_lines: opts.trace_max,
     });
     record::start(opts.report.is_some(), trace)?;
-    table::install(0, jvmpi::doors(0));
+    table::install(Agent(0), jvmpi::doors(0));
     // The gate (face) announces a thread it is about to send from through the threads room:
     // a downward call would run up a layer, so the room's function is handed down here.
     events::set_announcer(threads::before_send);
@@ -180,7 +181,7 @@ fn add_agent(opts: &options::Options) -> Result<(), String> {
     }
     let leg = loader::load(opts)?;
     let a = loader::count() - 1;
-    table::install(a, jvmpi::doors(a));
+    table::install(Agent(a), jvmpi::doors(a));
     log::info!("legacy agent {} loaded (agent {} of this JVM)", leg.path, a + 1);
     Ok(())
 }

@@ -19,6 +19,7 @@
 
 use crate::face::abi::*;
 use crate::face::record::{self, Val};
+use crate::face::table::Agent;
 use crate::face::{events, ids};
 use crate::rooms::{calltrace, classes, control, gc, lifecycle, monitors, threads};
 use crate::vm::{jvm, logger::guard};
@@ -200,13 +201,13 @@ const MAX_DEPTH: jint = 1 << 16;
 
 unsafe extern "C" fn enable_event<const A: usize>(event_type: jint, arg: *mut c_void) -> jint {
     door(&[("event", Val::Int(event_type as i64))], outcome::code, "EnableEvent", JVMPI_FAIL, || {
-        access::call("EnableEvent", JVMPI_NOT_AVAILABLE, || control::enable(A, event_type, arg))
+        access::call("EnableEvent", JVMPI_NOT_AVAILABLE, || control::enable(Agent(A), event_type, arg))
     })
 }
 
 unsafe extern "C" fn disable_event<const A: usize>(event_type: jint, arg: *mut c_void) -> jint {
     door(&[("event", Val::Int(event_type as i64))], outcome::code, "DisableEvent", JVMPI_FAIL, || {
-        access::call("DisableEvent", JVMPI_SUCCESS, || control::disable(A, event_type, arg))
+        access::call("DisableEvent", JVMPI_SUCCESS, || control::disable(Agent(A), event_type, arg))
     })
 }
 
@@ -216,7 +217,11 @@ unsafe extern "C" fn request_event<const A: usize>(event_type: jint, arg: *mut c
         outcome::code,
         "RequestEvent",
         JVMPI_FAIL,
-        || access::call("RequestEvent", JVMPI_FAIL, || events::as_requester(A, || control::request(event_type, arg))),
+        || {
+            access::call("RequestEvent", JVMPI_FAIL, || {
+                events::as_requester(Agent(A), || control::request(event_type, arg))
+            })
+        },
     )
 }
 
@@ -398,7 +403,7 @@ unsafe extern "C" fn create_system_thread<const A: usize>(
         JNI_ERR,
         || {
             access::call("CreateSystemThread", JNI_ERR, || match crate::vm::safemem::c_str(name) {
-                Ok(n) => threads::create_system_thread(A, &n.unwrap_or_default(), priority, f),
+                Ok(n) => threads::create_system_thread(Agent(A), &n.unwrap_or_default(), priority, f),
                 Err(e) => {
                     log::warn!("CreateSystemThread: {e}; JNI_ERR");
                     JNI_ERR
@@ -414,13 +419,13 @@ unsafe extern "C" fn set_thread_local_storage<const A: usize>(env: *mut JNIEnv, 
         outcome::unit,
         "SetThreadLocalStorage",
         (),
-        || threads::set_tls(A, env, p),
+        || threads::set_tls(Agent(A), env, p),
     )
 }
 
 unsafe extern "C" fn get_thread_local_storage<const A: usize>(env: *mut JNIEnv) -> *mut c_void {
     door(&[("env", Val::Env(env as usize))], outcome::ptr, "GetThreadLocalStorage", std::ptr::null_mut(), || {
-        threads::get_tls(A, env)
+        threads::get_tls(Agent(A), env)
     })
 }
 

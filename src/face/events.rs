@@ -20,7 +20,7 @@
 
 use crate::face::abi::*;
 use crate::face::record;
-use crate::face::table::{self, MAX_AGENTS};
+use crate::face::table::{self, Agent, MAX_AGENTS};
 use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jint, JNIEnv};
 use jvmti_bindings::sys::jvmti;
@@ -211,12 +211,12 @@ pub fn ever_enabled(event: jint) -> bool {
 }
 
 /// Whether agent `a` has enabled `event`.
-pub fn enabled_for(a: usize, event: jint) -> bool {
+pub fn enabled_for(Agent(a): Agent, event: jint) -> bool {
     (0..64).contains(&event) && a < MAX_AGENTS && GATE.enabled[a].load(Relaxed) & (1 << event) != 0
 }
 
 /// Sets or clears agent `a`'s bit for an event (the control room does, on EnableEvent/DisableEvent).
-pub fn set_enabled(a: usize, event: jint, on: bool) {
+pub fn set_enabled(Agent(a): Agent, event: jint, on: bool) {
     if (0..64).contains(&event) && a < MAX_AGENTS {
         let _g = crate::vm::logger::lock(&GATE.union);
         if on {
@@ -278,7 +278,7 @@ pub fn requester_mask() -> u32 {
 }
 
 /// Runs `f` with events from this thread going to agent `a` only (its catch-up).
-pub fn only<R>(a: usize, f: impl FnOnce() -> R) -> R {
+pub fn only<R>(Agent(a): Agent, f: impl FnOnce() -> R) -> R {
     let saved = HERE.with(|h| h.only.replace(1 << a));
     let r = f();
     HERE.with(|h| h.only.set(saved));
@@ -286,7 +286,7 @@ pub fn only<R>(a: usize, f: impl FnOnce() -> R) -> R {
 }
 
 /// Runs `f` (agent `a`'s RequestEvent): the requested event goes to `a`.
-pub fn as_requester<R>(a: usize, f: impl FnOnce() -> R) -> R {
+pub fn as_requester<R>(Agent(a): Agent, f: impl FnOnce() -> R) -> R {
     let saved = HERE.with(|h| {
         h.requesting.set(h.requesting.get() + 1);
         h.requester.replace(a)
@@ -393,7 +393,7 @@ fn recorded(ev: &mut JVMPI_Event, call: impl FnOnce(&mut JVMPI_Event)) {
 }
 
 /// The general delivery to agent `a` (every path but the trackers' hot ones).
-fn deliver(a: usize, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
+fn deliver(a: Agent, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
     if jvm::temporarily_attached() && jvm::current_jni() == Some(ev.env_id) {
         // Caused by a call from an agent's thread the JVM does not know (attached for that
         // call only): it is no JVMPI thread, so the event names none.
@@ -442,12 +442,12 @@ pub fn send_to(mask: u32, ev: &mut JVMPI_Event) -> bool {
 
 fn deliver_to(mask: u32, ev: &mut JVMPI_Event, needs_ready: bool) -> bool {
     if mask.is_power_of_two() {
-        return deliver(mask.trailing_zeros() as usize, ev, needs_ready);
+        return deliver(Agent(mask.trailing_zeros() as usize), ev, needs_ready);
     }
     let mut sent = false;
     for a in (0..MAX_AGENTS).filter(|a| mask & (1 << a) != 0) {
         let mut copy = JVMPI_Event { event_type: ev.event_type, env_id: ev.env_id, u: ev.u };
-        sent |= deliver(a, &mut copy, needs_ready);
+        sent |= deliver(Agent(a), &mut copy, needs_ready);
     }
     sent
 }
@@ -472,7 +472,7 @@ fn send_here(ev: &mut JVMPI_Event) -> bool {
     if !mask.is_power_of_two() {
         return send_to(mask, ev);
     }
-    let a = mask.trailing_zeros() as usize;
+    let a = Agent(mask.trailing_zeros() as usize);
     GATE.in_flight.fetch_add(1, SeqCst);
     let sent = match (is_ready(), table::notify_event(a)) {
         (true, Some(f)) => {
@@ -491,7 +491,7 @@ fn send_here(ev: &mut JVMPI_Event) -> bool {
 /// not delivered, and the first such event of each agent is logged (HotSpot 1.5 would have
 /// called through the NULL pointer). Returns false (nothing was sent).
 #[cold]
-fn no_handler(a: usize, event_type: jint) -> bool {
+fn no_handler(Agent(a): Agent, event_type: jint) -> bool {
     if GATE.unhandled_said.fetch_or(1 << a, Relaxed) & (1 << a) == 0 {
         log::warn!(
             "{} not delivered: the agent enabled or requested it but its JVMPI interface has no NotifyEvent; \
@@ -579,7 +579,7 @@ fn send_fast(ev: &mut JVMPI_Event, counter: &AtomicUsize) -> bool {
         notify(f, ev);
         true
     } else {
-        no_handler(0, ev.event_type)
+        no_handler(Agent(0), ev.event_type)
     };
     counter.store(n, Release);
     sent
@@ -647,7 +647,7 @@ pub fn send_requested(ev: &mut JVMPI_Event) -> bool {
     if let Some(announce) = GATE.announcer.get() {
         announce(&mut ev.env_id);
     }
-    deliver(HERE.with(|h| h.requester.get()), ev, false)
+    deliver(Agent(HERE.with(|h| h.requester.get())), ev, false)
 }
 
 /// Registers the function that announces the current thread to the agent before an event
@@ -817,7 +817,7 @@ pub fn send_last(ev: &mut JVMPI_Event) {
     if GATE.phase.load(SeqCst) & OPENED == 0 {
         return;
     }
-    for a in (0..MAX_AGENTS).filter(|&a| enabled_for(a, ev.event_type)) {
+    for a in (0..MAX_AGENTS).map(Agent).filter(|&a| enabled_for(a, ev.event_type)) {
         if let Some(f) = table::notify_event(a) {
             let mut copy = JVMPI_Event { event_type: ev.event_type, env_id: ev.env_id, u: ev.u };
             // The last call the shim makes into the agent.

@@ -17,6 +17,25 @@ use std::sync::OnceLock;
 /// The most legacy agents one JVM can run (one per `-agentpath:…/libjvmpi_shim.so=agent=…`).
 pub const MAX_AGENTS: usize = 4;
 
+/// An agent: its place in load order (0 = the first `-agentpath` of the shim), below
+/// [`MAX_AGENTS`]; bit `n` of the gate's agent masks is agent `n`. Made only by the doors (each
+/// agent's doors know theirs) and the start-up; `#[repr(transparent)]`, zero cost.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Agent(pub usize);
+
+impl Agent {
+    /// Its bit in an agent mask.
+    pub fn bit(self) -> u32 {
+        1 << self.0
+    }
+
+    /// The agents of `mask`, in load order.
+    pub fn of_mask(mask: u32) -> impl Iterator<Item = Agent> {
+        (0..MAX_AGENTS).filter(move |a| mask & (1 << a) != 0).map(Agent)
+    }
+}
+
 struct Table(UnsafeCell<JVMPI_Interface>);
 // SAFETY: the agent writes `NotifyEvent` (and may read anything); the shim writes `version`
 // before handing the table out and reads `NotifyEvent` with volatile loads. Pointer-sized
@@ -46,7 +65,7 @@ thread_local! {
 }
 
 /// Installs agent `a`'s doors (once; later calls keep the first table, which the agent may hold).
-pub fn install(a: usize, doors: JVMPI_Interface) {
+pub fn install(Agent(a): Agent, doors: JVMPI_Interface) {
     if let Some(t) = STATE.tables.get(a) {
         let _ = t.set(Box::new(Table(UnsafeCell::new(doors))));
         if a == 0 {
@@ -63,7 +82,7 @@ pub fn count() -> usize {
 }
 
 /// Runs `f` on behalf of agent `a` (so that `GetEnv(JVMPI…)` answers its table).
-pub fn within<R>(a: usize, f: impl FnOnce() -> R) -> R {
+pub fn within<R>(Agent(a): Agent, f: impl FnOnce() -> R) -> R {
     let saved = CURRENT.with(|c| c.replace(a));
     let r = f();
     CURRENT.with(|c| c.set(saved));
@@ -71,8 +90,8 @@ pub fn within<R>(a: usize, f: impl FnOnce() -> R) -> R {
 }
 
 /// The agent the current thread runs for.
-pub fn current() -> usize {
-    CURRENT.with(|c| c.get())
+pub fn current() -> Agent {
+    Agent(CURRENT.with(|c| c.get()))
 }
 
 pub fn is_jvmpi_version(v: jint) -> bool {
@@ -82,7 +101,7 @@ pub fn is_jvmpi_version(v: jint) -> bool {
 /// The current agent's table for `GetEnv(version)`; its `version` field says which version was
 /// asked for. NULL before the doors are installed.
 pub fn for_version(version: jint) -> *mut c_void {
-    let Some(t) = STATE.tables[current().min(MAX_AGENTS - 1)].get().or_else(|| STATE.tables[0].get()) else {
+    let Some(t) = STATE.tables[current().0.min(MAX_AGENTS - 1)].get().or_else(|| STATE.tables[0].get()) else {
         return std::ptr::null_mut();
     };
     let t = t.0.get();
@@ -104,7 +123,7 @@ pub fn notify_first() -> Option<NotifyEventFn> {
 }
 
 /// Agent `a`'s NotifyEvent, as it is set right now.
-pub fn notify_event(a: usize) -> Option<NotifyEventFn> {
+pub fn notify_event(Agent(a): Agent) -> Option<NotifyEventFn> {
     let t = STATE.tables.get(a)?.get()?.0.get();
     // SAFETY: reading a pointer-sized field of the installed table that the agent may write.
     unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*t).NotifyEvent)) }

@@ -18,6 +18,7 @@ use crate::face::abi::*;
 use crate::face::event_table::{self, CatchUp, Request, Support, Switch};
 use crate::face::events;
 use crate::face::record;
+use crate::face::table::Agent;
 use crate::rooms::{alloc, classes, dumps, methods, objects, threads};
 use crate::vm::jvm;
 use jvmti_bindings::sys::jni::jint;
@@ -58,7 +59,7 @@ fn explain_once(what: &str, event: jint, answer: &str, why: &str) {
     }
 }
 
-pub fn enable(a: usize, event: jint, arg: *mut c_void) -> jint {
+pub fn enable(a: Agent, event: jint, arg: *mut c_void) -> jint {
     let r = enable_inner(a, event, arg);
     if r == JVMPI_SUCCESS {
         record::enabled_event(event);
@@ -66,7 +67,7 @@ pub fn enable(a: usize, event: jint, arg: *mut c_void) -> jint {
     r
 }
 
-fn enable_inner(a: usize, event: jint, _arg: *mut c_void) -> jint {
+fn enable_inner(a: Agent, event: jint, _arg: *mut c_void) -> jint {
     let Some(row) = event_table::get(event) else {
         // A number that is no JVMPI event: the agent's mistake.
         log::warn!("EnableEvent({}): JVMPI_NOT_AVAILABLE: no such JVMPI event", event_table::name(event));
@@ -111,7 +112,7 @@ fn enable_inner(a: usize, event: jint, _arg: *mut c_void) -> jint {
 }
 
 /// The first agent enables an emulated event: its JVMTI events, then the room's switch.
-fn switch_on(a: usize, event: jint, needs: &[jvmtiEvent]) -> Result<(), jint> {
+fn switch_on(a: Agent, event: jint, needs: &[jvmtiEvent]) -> Result<(), jint> {
     for (i, &ev) in needs.iter().enumerate() {
         if let Err(e) = jvm::want(ev) {
             log::error!("EnableEvent({}): JVMTI refused event {ev}: {}", event_table::name(event), jvm::err_name(e));
@@ -129,7 +130,7 @@ fn switch_on(a: usize, event: jint, needs: &[jvmtiEvent]) -> Result<(), jint> {
     Ok(())
 }
 
-pub fn disable(a: usize, event: jint, _arg: *mut c_void) -> jint {
+pub fn disable(a: Agent, event: jint, _arg: *mut c_void) -> jint {
     match event_table::support(event) {
         Support::NotAvailable(why) => {
             log::debug!("DisableEvent({}): JVMPI_NOT_AVAILABLE: {why}", event_table::name(event));
@@ -166,7 +167,7 @@ pub fn disable(a: usize, event: jint, _arg: *mut c_void) -> jint {
 /// HotSpot 1.5's `jvmpi::GetInterface_1` re-initialised its one interface for every caller,
 /// every event agent `a` has enabled is disabled (its `NotifyEvent`, which the library is about
 /// to set, is left alone, as there). Returns how many were.
-pub fn reinitialise(a: usize) -> usize {
+pub fn reinitialise(a: Agent) -> usize {
     let on: Vec<jint> = event_table::ROWS.iter().map(|r| r.event).filter(|&ev| events::enabled_for(a, ev)).collect();
     for &ev in &on {
         disable(a, ev, std::ptr::null_mut());

@@ -36,6 +36,7 @@
 
 use crate::face::abi::*;
 use crate::face::events;
+use crate::face::table::Agent;
 use crate::rooms::{alloc, classes};
 use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jclass, jint, jlong, JNIEnv};
@@ -83,7 +84,7 @@ fn offer(env: *mut JNIEnv, data: &[u8]) -> Option<AgentBytes> {
     }
     let to = events::listeners(JVMPI_EVENT_CLASS_LOAD_HOOK);
     let mut out: Option<AgentBytes> = None;
-    for a in (0..32).filter(|a| to & (1 << a) != 0) {
+    for a in Agent::of_mask(to) {
         let next = offer_to(a, env, out.as_ref().map_or(data, AgentBytes::bytes));
         if next.is_some() {
             out = next;
@@ -93,7 +94,7 @@ fn offer(env: *mut JNIEnv, data: &[u8]) -> Option<AgentBytes> {
 }
 
 /// Sends CLASS_LOAD_HOOK for `data` to agent `a`. Returns its new class file, if it handed one back.
-fn offer_to(a: usize, env: *mut JNIEnv, data: &[u8]) -> Option<AgentBytes> {
+fn offer_to(a: Agent, env: *mut JNIEnv, data: &[u8]) -> Option<AgentBytes> {
     let old = data.as_ptr() as *mut c_uchar;
     let mut ev = JVMPI_Event::new(JVMPI_EVENT_CLASS_LOAD_HOOK, env);
     ev.u.class_load_hook = ClassLoadHook {
@@ -103,7 +104,7 @@ fn offer_to(a: usize, env: *mut JNIEnv, data: &[u8]) -> Option<AgentBytes> {
         new_class_data_len: data.len() as jint,
         malloc_f: Some(hook_malloc),
     };
-    if !events::send_to(1 << a, &mut ev) {
+    if !events::send_to(a.bit(), &mut ev) {
         return None;
     }
     // SAFETY: reading back the union member the agent was given.

@@ -15,6 +15,7 @@
 
 use crate::face::abi::*;
 use crate::face::record;
+use crate::face::table::Agent;
 use crate::face::{events, table};
 use crate::rooms::{alloc, classes, control, gc, loader, natives, report, reset, threads};
 use crate::vm::{jvm, rewrites};
@@ -78,6 +79,7 @@ pub(crate) fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), Strin
     let Some(&vm) = STATE.vm.get() else { return Ok(()) };
     // Each agent's JVM_OnLoad in load order, each on its own behalf (its GetEnv answers its table).
     for (a, leg) in loader::legacies().into_iter().enumerate() {
+        let a = Agent(a);
         let rc = table::within(a, || loader::call_onload(leg, vm as *mut JavaVM));
         if rc != JNI_OK {
             return Err(format!("legacy agent {}: JVM_OnLoad returned {rc} (JNI_ERR)", leg.path));

@@ -32,6 +32,7 @@
 //! itself may be one of them.
 
 use crate::face::abi::*;
+use crate::face::table::Agent;
 use crate::face::table::MAX_AGENTS;
 use crate::face::{events, ids, table};
 use crate::vm::idhash::IdMap;
@@ -1028,14 +1029,14 @@ pub fn get_thread_object(env: *mut JNIEnv) -> jobjectID {
 }
 
 /// `SetThreadLocalStorage` of agent `a`.
-pub fn set_tls(a: usize, env: *mut JNIEnv, p: *mut c_void) {
+pub fn set_tls(Agent(a): Agent, env: *mut JNIEnv, p: *mut c_void) {
     if let Some(rec) = lookup(env, "SetThreadLocalStorage") {
         rec.tls[a].store(p as usize, Release);
     }
 }
 
 /// `GetThreadLocalStorage` of agent `a`.
-pub fn get_tls(a: usize, env: *mut JNIEnv) -> *mut c_void {
+pub fn get_tls(Agent(a): Agent, env: *mut JNIEnv) -> *mut c_void {
     lookup(env, "GetThreadLocalStorage").map_or(std::ptr::null_mut(), |r| r.tls[a].load(Acquire) as *mut c_void)
 }
 
@@ -1211,13 +1212,13 @@ pub type SystemThreadFn = unsafe extern "C" fn(*mut c_void);
 unsafe extern "system" fn system_thread_main(_jvmti: *mut jvmti::jvmtiEnv, _jni: *mut JNIEnv, arg: *mut c_void) {
     // create_system_thread (below) passes the agent's number and function through JVMTI's `void*`.
     // SAFETY: `arg` is that box, handed over to this thread.
-    let (a, f) = *unsafe { Box::from_raw(arg as *mut (usize, SystemThreadFn)) };
+    let (a, f) = *unsafe { Box::from_raw(arg as *mut (Agent, SystemThreadFn)) };
     // SAFETY: the agent asked for `f` to be run in a new thread; JVMPI passes it no argument.
     table::within(a, || unsafe { f(std::ptr::null_mut()) });
 }
 
 /// `CreateSystemThread` of agent `a` (the thread runs on its behalf: its `GetEnv` answers `a`'s table).
-pub fn create_system_thread(a: usize, name: &str, priority: jint, f: Option<SystemThreadFn>) -> jint {
+pub fn create_system_thread(a: Agent, name: &str, priority: jint, f: Option<SystemThreadFn>) -> jint {
     use jvmti_bindings::sys::jni::{JNI_ERR, JNI_OK};
     let Some(f) = f else {
         log::warn!("CreateSystemThread({name}): NULL function; JNI_ERR");
