@@ -198,7 +198,17 @@ def bhavaya():
 
 def nenya():
     return {'rc.txt': '0\n', 'stderr.txt': '',
-            'stdout.txt': 'EXPECT initialized=true\nEXPECT gc_disabled=0\nEXPECT gc_enabled=4\nNENYA-DONE\n'}
+            'stdout.txt': ('EXPECT initialized=true\nEXPECT java=17\nEXPECT gc_frame=0\nEXPECT gc_overflow=0\n'
+                           'EXPECT overflow_ms=420\nEXPECT gc_enabled=4\nNENYA-DONE\n')}
+
+
+def nenya25():
+    return {'rc.txt': '0\n',
+            'stderr.txt': ('jvmpi-shim: warning: DisableGC held collections off for 2000 ms without EnableGC: given up, '
+                           'so that a thread waiting for memory (perhaps the one that would call EnableGC) cannot wait '
+                           'for ever (disable-gc-max=; said once)\n'),
+            'stdout.txt': ('EXPECT initialized=true\nEXPECT java=25\nEXPECT gc_frame=0\nEXPECT gc_overflow=3\n'
+                           'EXPECT overflow_ms=2300\nEXPECT gc_enabled=4\nNENYA-DONE\n')}
 
 
 def samiam():
@@ -304,9 +314,17 @@ CASES = [
         sub('stdout.txt', 'RELEASED 7/7', 'RELEASED 6/7'),
         sub('stdout.txt', 'DEMO-DONE', '')]),
     ('nenya-lib-only', newtools.check_nenya, 'lib-only', {}, nenya, [
-        sub('stdout.txt', 'gc_disabled=0', 'gc_disabled=8'),
+        sub('stdout.txt', 'gc_frame=0', 'gc_frame=1'),
+        sub('stdout.txt', 'gc_overflow=0', 'gc_overflow=8'),
         sub('stdout.txt', 'gc_enabled=4', 'gc_enabled=0'),
+        sub('stdout.txt', 'EXPECT java=17\n', ''),
         sub('stdout.txt', 'initialized=true', 'initialized=false')]),
+    ('nenya-lib-only-jdk25', newtools.check_nenya, 'lib-only', {}, nenya25, [
+        sub('stdout.txt', 'gc_frame=0', 'gc_frame=2'),
+        sub('stdout.txt', 'overflow_ms=2300', 'overflow_ms=10400'),
+        sub('stderr.txt', 'DisableGC held', 'DisableGC kept'),
+        lambda f: f.update({'stderr.txt': f['stderr.txt'] * 2}),
+        sub('stdout.txt', 'gc_enabled=4', 'gc_enabled=0')]),
     ('samiam-agent', newtools.check_samiam, 'agent', {}, samiam, [
         sub('stdout.txt', 'profilerRunning() ? true', 'profilerRunning() ? false'),
         sub('stdout.txt', 'elapsed cpu profile: 900000000', 'elapsed cpu profile: 0'),

@@ -157,7 +157,11 @@ impl FreeSet {
         }
         let (w, b) = ((slot / 64) as usize, slot % 64);
         if w >= self.bits.len() {
-            self.bits.resize((w + 1).next_power_of_two(), 0);
+            // To the word needed, no further: the Vec's own growth spares the copies, and the
+            // words past its length are not written (a power of two here wrote 16 MiB of zeros
+            // once the slots made passed 2^26, where reuse begins, for slots that are never
+            // given back).
+            self.bits.resize(w + 1, 0);
         }
         if self.bits[w] & (1 << b) == 0 {
             self.bits[w] |= 1 << b;
@@ -675,7 +679,25 @@ fn forget_group(g: u64) {
         libc::madvise(desc, GROUP as usize * 8, libc::MADV_DONTNEED);
     }
     STATE.groups_forgotten.fetch_add(1, Relaxed);
+    // The page of requested bits this group shares with the others of its [`REQUESTED_PAGE`]
+    // goes back too once they have all been forgotten: a requested OBJECT_ALLOC now and then
+    // (an agent that checks IDs) touches every such page in turn, 8 KiB per chunk.
+    let first = g - g % REQUESTED_PAGE;
+    let high = STATE.high.load(Relaxed);
+    if (first..first + REQUESTED_PAGE).all(|h| OUT[h as usize].load(Relaxed) == 0 && (h + 1) * GROUP <= high) {
+        let word = (first * GROUP) as usize % CHUNK / 64;
+        // SAFETY: the page holds the requested bits of the groups `first..first + REQUESTED_PAGE`
+        // of a live chunk, all of whose slots are given back (no live object, no bit set); no
+        // slot of theirs can be handed out meanwhile (the caller holds the free slots' lock).
+        unsafe {
+            let req = std::ptr::addr_of!((*p).requested[word]) as *mut libc::c_void;
+            libc::madvise(req, 4096, libc::MADV_DONTNEED);
+        }
+    }
 }
+
+/// Groups whose requested bits share a page (4,096 bytes: 32,768 slots).
+const REQUESTED_PAGE: u64 = 4096 * 8 / GROUP;
 
 /// Enters `obj` (which has tag `tag`, and is alive: the caller holds a reference) in the index.
 fn index(jni: &jvm::Jni, tag: jlong, obj: jobject) {
@@ -738,7 +760,9 @@ pub fn mark_requested(tag: jlong) -> bool {
 /// Whether `tag` was marked by [`mark_requested`] (and forgets it).
 pub fn take_requested(tag: jlong) -> bool {
     let Some((c, i)) = entry(tag, false) else { return false };
-    c.requested[i / 64].fetch_and(!(1 << (i % 64)), Relaxed) & (1 << (i % 64)) != 0
+    let bit = 1 << (i % 64);
+    // Read first: a write would bring a page of zeros back into memory (see [`release`]).
+    c.requested[i / 64].load(Relaxed) & bit != 0 && c.requested[i / 64].fetch_and(!bit, Relaxed) & bit != 0
 }
 
 /// Records what RequestEvent learnt about an object, so the next request finds it.
@@ -755,12 +779,23 @@ pub fn release(jni: &jvm::Jni, tags: &[jlong]) {
             continue;
         }
         if let Some((c, i)) = entry(t, false) {
-            let w = c.weak[i].swap(0, AcqRel) & !WEAK_DEFINED;
-            if w != 0 {
-                jni.delete_weak(w as jobject);
+            // Entries are read before they are cleared: almost all are empty already, and a
+            // write, even of a zero, brings the page back into memory (a page given back, or
+            // one never touched: each chunk's requested bits, 8 MiB for the chunks of the slots
+            // made before reuse begins, were all brought in so by the deaths).
+            if c.weak[i].load(Acquire) != 0 {
+                let w = c.weak[i].swap(0, AcqRel) & !WEAK_DEFINED;
+                if w != 0 {
+                    jni.delete_weak(w as jobject);
+                }
             }
-            c.desc[i].store(0, Relaxed);
-            c.requested[i / 64].fetch_and(!(1 << (i % 64)), Relaxed);
+            if c.desc[i].load(Relaxed) != 0 {
+                c.desc[i].store(0, Relaxed);
+            }
+            let bit = 1 << (i % 64);
+            if c.requested[i / 64].load(Relaxed) & bit != 0 {
+                c.requested[i / 64].fetch_and(!bit, Relaxed);
+            }
         }
         slots.push((t as u64) >> SHIFT);
     }
@@ -864,8 +899,12 @@ fn rebuild(jni: &jvm::Jni) {
 mod tests {
     use super::*;
 
+    /// The tests share the ids room's state: one at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
     #[test]
     fn slots_are_reused_after_release_and_blocks_give_back_the_rest() {
+        let _one = crate::vm::logger::lock(&SERIAL);
         let _ = STATE.reuse_after.set(0);
         let a = fresh_tag();
         let b = fresh_defined_tag();
@@ -899,6 +938,7 @@ mod tests {
     /// is used up.
     #[test]
     fn a_walk_block_hands_out_new_slots_in_order() {
+        let _one = crate::vm::logger::lock(&SERIAL);
         let mut b = TagBlock::new();
         let tags: Vec<jlong> = (0..BLOCK + 3).map(|_| b.next()).collect();
         assert!(tags.iter().all(|&t| plausible(t) && t & DEFINED == 0));
@@ -909,5 +949,35 @@ mod tests {
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), tags.len(), "a slot handed out twice");
+    }
+
+    /// Whether the page at `p` is in memory.
+    fn resident(p: *const u64) -> bool {
+        let page = (p as usize) & !4095;
+        let mut v = [0u8; 1];
+        // SAFETY: `page` is the start of a page of a live mapping (a chunk of the index); mincore
+        // writes one byte for it into `v`.
+        let r = unsafe { libc::mincore(page as *mut libc::c_void, 4096, v.as_mut_ptr()) };
+        r == 0 && v[0] & 1 != 0
+    }
+
+    /// A page of requested bits (32,768 slots) goes back to the kernel with the last of its
+    /// groups, as the groups' own pages do: an agent that requests an OBJECT_ALLOC now and then
+    /// no longer keeps 8 KiB per chunk of every slot ever made.
+    #[test]
+    fn the_requested_bits_of_slots_all_given_back_leave_memory() {
+        let _one = crate::vm::logger::lock(&SERIAL);
+        const PAGE: u64 = 32_768;
+        let (first, end) = new_run(3 * PAGE as usize);
+        let start = first.div_ceil(PAGE) * PAGE;
+        let tag = ((start + 5) << SHIFT) as jlong;
+        assert!(mark_requested(tag));
+        let (c, i) = entry(tag, false).unwrap();
+        let bits = std::ptr::addr_of!(c.requested[i / 64]) as *const u64;
+        assert!(resident(bits), "marked, so in memory");
+        assert!(take_requested(tag));
+        give_back(&(first..end).collect::<Vec<u64>>());
+        assert!(!resident(bits), "the page of requested bits stayed in memory after every slot of it was given back");
+        assert!(!take_requested(tag), "a page given back reads as zeros");
     }
 }

@@ -288,13 +288,27 @@ pub fn record(keys: Keys, plan: u64, output: Option<&[u8]>, numbers: std::ops::R
     if s.plan != plan {
         return;
     }
-    let mut fresh = crate::vm::logger::lock(&s.fresh);
-    let size = output.map_or(0, <[u8]>::len);
-    if fresh.1 + size > FRESH_MAX || fresh.0.len() >= FRESH_ENTRIES {
-        return;
+    s.keep(keys, output, numbers);
+}
+
+impl Session {
+    /// Keeps a miss's output for the file (see [`record`]).
+    fn keep(&self, keys: Keys, output: Option<&[u8]>, numbers: std::ops::Range<u32>) {
+        let mut fresh = crate::vm::logger::lock(&self.fresh);
+        let size = output.map_or(0, <[u8]>::len);
+        if fresh.1 + size > FRESH_MAX || fresh.0.len() >= FRESH_ENTRIES {
+            return;
+        }
+        // The same bytes again (a class defined anew by loader after loader): one entry serves
+        // them all in the next run, so the first one is kept. Without this a program that defines
+        // one class again and again kept a copy of its output per definition (a stress run's
+        // churned class: 30 MiB in 4 minutes), up to the limits below.
+        if !fresh.2.insert(keys.raw) {
+            return;
+        }
+        fresh.1 += size;
+        fresh.0.push(Fresh { keys, output: output.map(<[u8]>::to_vec), first: numbers.start, end: numbers.end });
     }
-    fresh.1 += size;
-    fresh.0.push(Fresh { keys, output: output.map(<[u8]>::to_vec), first: numbers.start, end: numbers.end });
 }
 
 /// The most bytes of new outputs a run keeps for writing (a program that loads classes without
@@ -345,8 +359,9 @@ struct Session {
     entries: Entries,
     /// Method numbers below this may have been given out before the file was opened.
     floor: u32,
-    /// The outputs of the misses, and their bytes in all.
-    fresh: Mutex<(Vec<Fresh>, usize)>,
+    /// The outputs of the misses, their bytes in all, and the keys of the bytes they were made
+    /// from (each kept once).
+    fresh: Mutex<(Vec<Fresh>, usize, std::collections::HashSet<u128>)>,
 }
 
 /// The session of the retransformation under way, opened for `plan` at the first lookup.
@@ -390,7 +405,16 @@ fn install(
     let (data, entries, end) = read.unwrap_or_default();
     let loaded = !entries.list.is_empty();
     let floor = reserve(end);
-    let s = Arc::new(Session { plan, path, data, loaded, ahead, entries, floor, fresh: Mutex::new((Vec::new(), 0)) });
+    let s = Arc::new(Session {
+        plan,
+        path,
+        data,
+        loaded,
+        ahead,
+        entries,
+        floor,
+        fresh: Mutex::new((Vec::new(), 0, Default::default())),
+    });
     *g = Some(s.clone());
     s
 }
@@ -559,7 +583,7 @@ fn parse(d: &[u8]) -> Option<(Entries, u32)> {
 impl Session {
     /// After the retransformation: the file written again if it was missing or stale.
     fn finish(&self) {
-        let (fresh, _) = std::mem::take(&mut *crate::vm::logger::lock(&self.fresh));
+        let (fresh, _, _) = std::mem::take(&mut *crate::vm::logger::lock(&self.fresh));
         let used: Vec<&Loaded> = self.entries.list.iter().filter(|e| e.used.load(SeqCst)).collect();
         let total = used.len() + fresh.len();
         if total == 0 || (self.loaded && fresh.len() * 8 <= total) {
@@ -717,5 +741,29 @@ mod tests {
         }
         assert!(parse(&d[..d.len() - 1]).is_none());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A class defined again and again from the same bytes (a loader per definition) is kept
+    /// once for the file, however many times it is rewritten; other bytes are kept too.
+    #[test]
+    fn the_same_bytes_rewritten_again_are_kept_once() {
+        let s = Session {
+            plan: 1,
+            path: PathBuf::new(),
+            data: Vec::new(),
+            loaded: false,
+            ahead: false,
+            entries: Entries::default(),
+            floor: 0,
+            fresh: Mutex::new((Vec::new(), 0, Default::default())),
+        };
+        for n in 0..1000u32 {
+            s.keep(Keys { key: 5, raw: 6 }, Some(&[7u8; 600][..]), n * 3..n * 3 + 3);
+        }
+        s.keep(Keys { key: 8, raw: 9 }, None, 0..0);
+        let fresh = crate::vm::logger::lock(&s.fresh);
+        assert_eq!(fresh.0.len(), 2);
+        assert_eq!(fresh.1, 600, "bytes kept");
+        assert_eq!((fresh.0[0].first, fresh.0[0].end), (0, 3), "the first rewriting is the one kept");
     }
 }
