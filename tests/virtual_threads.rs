@@ -199,7 +199,7 @@ fn a_sampler_finds_the_running_virtual_threads_and_never_a_carrier() {
              bad=java.util.concurrent.ForkJoinPool.scan,bad=java.util.concurrent.ForkJoinPool.runWorker,\
              bad=java.util.concurrent.ForkJoinPool$WorkQueue.topLevelExec,bad=java.util.concurrent.ForkJoinWorkerThread.run,\
              bad=java.util.concurrent.ForkJoinPool.awaitWork,bad=java.util.concurrent.ForkJoinTask.doExec,\
-             prefix=java.lang.VirtualThread,prefix=jdk.internal.vm.Continuation,prefix=jdk.internal.misc.CarrierThread",
+             prefix=java.lang.VirtualThread,prefix=jdk.internal.vm.Continuation.,prefix=jdk.internal.vm.Continuation$,prefix=jdk.internal.misc.CarrierThread",
             agent("sampler").display()
         );
         let r = run(jdk, &opts, "VtBusy", &args, &[]);
@@ -225,5 +225,38 @@ fn a_sampler_finds_the_running_virtual_threads_and_never_a_carrier() {
             "VtBusy.spin on top most often\n{}",
             r.describe()
         );
+    }
+}
+
+/// The same sampler over tests/java/VtTasks.java, whose virtual threads park, contend on locks
+/// and on monitors: no sample is a carrier's, and none is of a JDK thread that runs nothing but
+/// the virtual-thread machinery (JDK 24+'s `VirtualThread-unblocker`, whose trace, the
+/// machinery left out, was `Thread.runWith` alone: 74 % of HPROF's samples on JDK 25).
+#[test]
+fn a_sampler_never_takes_the_virtual_thread_machinery_for_the_program() {
+    for jdk in &vt_jdks() {
+        eprintln!("jdk {}", jdk.feature);
+        let opts = format!(
+            "agent={}:log={{log}},hprof,task=VtTasks.,idle=java.lang.Thread.runWith,\
+             bad=java.util.concurrent.ForkJoinPool.scan,bad=java.util.concurrent.ForkJoinPool.runWorker,\
+             bad=java.util.concurrent.ForkJoinPool$WorkQueue.topLevelExec,bad=java.util.concurrent.ForkJoinWorkerThread.run,\
+             bad=java.util.concurrent.ForkJoinTask.doExec,prefix=java.lang.VirtualThread,prefix=jdk.internal.vm.Continuation.,prefix=jdk.internal.vm.Continuation$",
+            agent("sampler").display()
+        );
+        let r = run(jdk, &opts, "VtTasks", &["20000"], &[]);
+        r.assert_ok();
+        assert!(r.stdout.contains("tasks 20000 total"), "{}", r.describe());
+        let l = r.lines_with("SAMPLES ");
+        assert_eq!(l.len(), 1, "one SAMPLES line\n{}", r.describe());
+        let s: HashMap<String, i64> = l[0]
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.parse().expect("a number")))
+            .collect();
+        assert!(s["total"] > 0, "{}", r.describe());
+        assert_eq!(s["bad"], 0, "no sample of a carrier's own frames\n{}", r.describe());
+        assert_eq!(s["idle"], 0, "no sample of Thread.runWith alone\n{}", r.describe());
+        assert_eq!(s["unnamed"], 0, "{}", r.describe());
     }
 }
