@@ -476,10 +476,13 @@ pub fn on_vthread_start(env: *mut JNIEnv, thread: jthread) {
 thread_local! {
     /// The JNIEnv whose record this thread marked as a carrier's ([`mark_carrier`]; 0: none).
     static MARKED_CARRIER: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// A carrier's own CPU clock, stopped at its first mount (-1: not a carrier); see
+    /// [`current_cpu_time`].
+    static CARRIER_CLOCK: std::cell::Cell<jlong> = const { std::cell::Cell::new(-1) };
 }
 
 /// The current thread, whose JNIEnv is `env`, mounts a virtual thread: its record says it is a
-/// carrier (looked up once per carrier, not at every mount).
+/// carrier (looked up once per carrier, not at every mount), and its own CPU clock stops.
 fn mark_carrier(env: *mut JNIEnv) {
     let _ = MARKED_CARRIER.try_with(|m| {
         if m.get() != env as usize {
@@ -487,6 +490,11 @@ fn mark_carrier(env: *mut JNIEnv) {
                 r.carrier.store(true, Relaxed);
                 m.set(env as usize);
             }
+            let _ = CARRIER_CLOCK.try_with(|c| {
+                if c.get() < 0 {
+                    c.set((crate::vm::cputime::thread_cpu_time() - jvm::vt_cpu_here()).max(0));
+                }
+            });
         }
     });
 }
@@ -1262,11 +1270,22 @@ pub fn status(env: *mut JNIEnv) -> jint {
 /// `GetCurrentThreadCpuTime` and HotSpot 1.5 read, mostly without a system call (see
 /// `vm::cputime`); for a virtual thread that is a JVMPI thread of its own, its own: the CPU time
 /// its carriers spent while it was mounted (JVMTI has no CPU clock for virtual threads).
+///
+/// A carrier's own clock stops at its first mount: what it does besides running virtual
+/// threads is mounting and unmounting them (the JDK's continuation code, JVMTI's transitions,
+/// the shim's following of them) and finding the next one, the runtime's work, as the
+/// operating system's switching and scheduling of HotSpot 1.5's threads was. With its clock
+/// running, HPROF `cpu=times` charged that to the carriers' `ForkJoinTask…exec` frames, under
+/// which the virtual threads run: three quarters of all CPU time of a program whose virtual
+/// threads park often (tests/java/VtTasks.java).
 pub fn current_cpu_time() -> jlong {
     let now = crate::vm::cputime::thread_cpu_time();
     // A mounted virtual thread's own: what it used on every carrier that ran it; a carrier's,
-    // without what the virtual threads it ran used.
-    jvm::with_vt_here(|vt| vt.cpu_time(now)).unwrap_or_else(|| now - jvm::vt_cpu_here())
+    // stopped; any other thread's (a carrier before its first mount, `vthreads=carrier`) its
+    // clock, without what the virtual threads it ran used.
+    jvm::with_vt_here(|vt| vt.cpu_time(now))
+        .or_else(|| CARRIER_CLOCK.try_with(|c| c.get()).ok().filter(|&c| c >= 0))
+        .unwrap_or_else(|| now - jvm::vt_cpu_here())
 }
 
 /// The body of a thread made by `CreateSystemThread`.

@@ -17,12 +17,19 @@
  * only a thread whose GetThreadStatus is exactly JVMPI_THREAD_RUNNABLE is suspended, and only
  * one whose ThreadHasRun then says TRUE is traced), task=PREFIX (samples holding a frame with
  * that prefix are counted as `tasks`), idle=NAME (samples whose top frame is NAME are counted
- * as `idle`: a thread that is not running but waiting, taken for a running one).
+ * as `idle`: a thread that is not running but waiting, taken for a running one), clocks (with
+ * busy: each METHOD_ENTRY of a thread whose THREAD_START name is a ForkJoinPool worker's,
+ * "ForkJoinPool-<n>-worker-<m>" (the carriers of virtual threads), reads
+ * GetCurrentThreadCpuTime, as HPROF cpu=times did; the thread's first and last reading are
+ * kept in its thread-local storage).
  *
  * At JVM_SHUT_DOWN, once the sampler thread has stopped:
  *   TOP <n> <class.method>          the ten most frequent top frames
  *   BAD <frames, top first>         the first samples holding a forbidden frame
  *   SAMPLES total=N bad=B unnamed=U defining=D tasks=T idle=I
+ *   CLOCK <name> <ns>            (clocks: each such thread, its clock's move)
+ *   CLOCKS threads=N maxns=M     (clocks: M, the most CPU time any such thread's clock moved
+ *                                 between its first and its last method entry)
  * where D counts samples whose frames hold ClassLoader.defineClass1 (or any defineClass*), U
  * the frames no CLASS_LOAD named.
  */
@@ -46,7 +53,11 @@ static int nbad;
 static char bad_prefixes[8][128];
 static int nprefix;
 static char task_prefix[128], idle_name[128];
-static int busy, hprof;
+static int busy, hprof, clocks;
+struct clock { long long first, last; char name[64]; };
+#define MAXC 256
+static struct clock clock_recs[MAXC];
+static int nclocks;
 
 #define MAXT 16384
 static JNIEnv *threads[MAXT];
@@ -207,6 +218,17 @@ static void report(void) {
         line("TOP %ld %s", best->top, best->name);
         best->top = -best->top;
     }
+    if (clocks) {
+        long long maxns = 0;
+        pthread_mutex_lock(&lock);
+        for (int i = 0; i < nclocks; i++) {
+            line("CLOCK %s %lld", clock_recs[i].name, clock_recs[i].last - clock_recs[i].first);
+            if (clock_recs[i].first >= 0 && clock_recs[i].last - clock_recs[i].first > maxns)
+                maxns = clock_recs[i].last - clock_recs[i].first;
+        }
+        pthread_mutex_unlock(&lock);
+        line("CLOCKS threads=%d maxns=%lld", nclocks, maxns);
+    }
     line("SAMPLES total=%ld bad=%ld unnamed=%ld defining=%ld tasks=%ld idle=%ld", total, bad, unnamed, defining, tasks,
          idle);
 }
@@ -219,7 +241,25 @@ static void notify(JVMPI_Event *e) {
     case JVMPI_EVENT_THREAD_START:
         pthread_mutex_lock(&lock);
         if (nthreads < MAXT) threads[nthreads++] = e->u.thread_start.thread_env_id;
+        if (clocks && e->u.thread_start.thread_name &&
+            strncmp(e->u.thread_start.thread_name, "ForkJoinPool-", 13) == 0 &&
+            strstr(e->u.thread_start.thread_name, "-worker-") && nclocks < MAXC) {
+            struct clock *c = &clock_recs[nclocks++];
+            c->first = c->last = -1;
+            snprintf(c->name, sizeof c->name, "%s", e->u.thread_start.thread_name);
+            jvmpi->SetThreadLocalStorage(e->u.thread_start.thread_env_id, c);
+        }
         pthread_mutex_unlock(&lock);
+        break;
+    case JVMPI_EVENT_METHOD_ENTRY:
+        if (clocks) {
+            struct clock *c = jvmpi->GetThreadLocalStorage(e->env_id);
+            if (c) {
+                long long now = jvmpi->GetCurrentThreadCpuTime();
+                if (c->first < 0) c->first = now;
+                c->last = now;
+            }
+        }
         break;
     case JVMPI_EVENT_THREAD_END:
         pthread_mutex_lock(&lock);
@@ -266,6 +306,8 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *jvm, char *options, void *reserved) {
             busy = 1;
         } else if (strncmp(o, "prefix=", 7) == 0 && nprefix < 8) {
             snprintf(bad_prefixes[nprefix++], sizeof bad_prefixes[0], "%s", o + 7);
+        } else if (strcmp(o, "clocks") == 0) {
+            clocks = 1;
         } else if (strcmp(o, "hprof") == 0) {
             hprof = 1;
         } else if (strncmp(o, "task=", 5) == 0) {
