@@ -266,7 +266,8 @@ fn a_sampler_never_takes_the_virtual_thread_machinery_for_the_program() {
 /// work, not the carrier's methods' (HPROF `cpu=times` charged 76-86 % of all CPU time of
 /// VtTasks to the carriers' `ForkJoinTask…exec` frames). The sampler agent's `clocks` mode
 /// reads the clock at every METHOD_ENTRY of the `ForkJoinPool-…-worker-…` threads (the
-/// carriers), as HPROF did: each
+/// carriers) and of the scheduler's timer (JDK 21 `VirtualThread-unparker`, JDK 25
+/// `ForkJoinPool-…-delayScheduler`, whose clock stops at its start), as HPROF did: each
 /// moves by no more than what the carrier used before it first mounted a virtual thread
 /// (before this: hundreds of milliseconds).
 #[test]

@@ -313,6 +313,9 @@ pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
     }
     let jni = jvm::Jni::of(env);
     if let Some(rec) = register(&jni, env as usize, thread) {
+        if STATE.virtual_own.load(Relaxed) && jvm::thread_name(thread).is_ok_and(|n| is_vt_timer(&n)) {
+            mark_scheduler(&rec);
+        }
         if !events::is_ready() {
             return; // announced by the catch-up when the gate opens
         }
@@ -490,13 +493,36 @@ fn mark_carrier(env: *mut JNIEnv) {
                 r.carrier.store(true, Relaxed);
                 m.set(env as usize);
             }
-            let _ = CARRIER_CLOCK.try_with(|c| {
-                if c.get() < 0 {
-                    c.set((crate::vm::cputime::thread_cpu_time() - jvm::vt_cpu_here()).max(0));
-                }
-            });
+            stop_own_clock();
         }
     });
+}
+
+/// The current thread's own CPU clock stops (see [`current_cpu_time`]).
+fn stop_own_clock() {
+    let _ = CARRIER_CLOCK.try_with(|c| {
+        if c.get() < 0 {
+            c.set((crate::vm::cputime::thread_cpu_time() - jvm::vt_cpu_here()).max(0));
+        }
+    });
+}
+
+/// Whether a platform thread of this name is one of the virtual-thread scheduler's own, which
+/// run no virtual thread and none of the program's code: its timer, which hands virtual threads
+/// whose sleep or timed park is over back to the scheduler (JDK 21: `VirtualThread-unparker`;
+/// JDK 25: the `ForkJoinPool-…-delayScheduler` of its pool), and JDK 24+'s
+/// `VirtualThread-unblocker`, which hands back those blocked on monitors.
+fn is_vt_timer(name: &str) -> bool {
+    name == "VirtualThread-unparker"
+        || name == "VirtualThread-unblocker"
+        || (name.starts_with("ForkJoinPool") && name.ends_with("-delayScheduler"))
+}
+
+/// The current thread (record `rec`) is one of the virtual-thread scheduler's own
+/// ([`is_vt_timer`]): it answers samplers as a carrier does, and its own clock stops.
+fn mark_scheduler(rec: &ThreadRec) {
+    rec.carrier.store(true, Relaxed);
+    stop_own_clock();
 }
 
 /// The record of the virtual thread `thread` (by its object's tag), if the shim gave it one.

@@ -19,7 +19,8 @@
  * that prefix are counted as `tasks`), idle=NAME (samples whose top frame is NAME are counted
  * as `idle`: a thread that is not running but waiting, taken for a running one), clocks (with
  * busy: each METHOD_ENTRY of a thread whose THREAD_START name is a ForkJoinPool worker's,
- * "ForkJoinPool-<n>-worker-<m>" (the carriers of virtual threads), reads
+ * "ForkJoinPool-<n>-worker-<m>" (the carriers of virtual threads), or the virtual-thread
+ * scheduler's timer's ("ForkJoinPool-<n>-delayScheduler", "VirtualThread-unparker"), reads
  * GetCurrentThreadCpuTime, as HPROF cpu=times did; the thread's first and last reading are
  * kept in its thread-local storage).
  *
@@ -241,9 +242,11 @@ static void notify(JVMPI_Event *e) {
     case JVMPI_EVENT_THREAD_START:
         pthread_mutex_lock(&lock);
         if (nthreads < MAXT) threads[nthreads++] = e->u.thread_start.thread_env_id;
-        if (clocks && e->u.thread_start.thread_name &&
-            strncmp(e->u.thread_start.thread_name, "ForkJoinPool-", 13) == 0 &&
-            strstr(e->u.thread_start.thread_name, "-worker-") && nclocks < MAXC) {
+        if (clocks && e->u.thread_start.thread_name && nclocks < MAXC &&
+            ((strncmp(e->u.thread_start.thread_name, "ForkJoinPool-", 13) == 0 &&
+              (strstr(e->u.thread_start.thread_name, "-worker-") ||
+               strstr(e->u.thread_start.thread_name, "-delayScheduler"))) ||
+             strcmp(e->u.thread_start.thread_name, "VirtualThread-unparker") == 0)) {
             struct clock *c = &clock_recs[nclocks++];
             c->first = c->last = -1;
             snprintf(c->name, sizeof c->name, "%s", e->u.thread_start.thread_name);
