@@ -11,12 +11,15 @@
 #       record per virtual thread in JVMTI thread-local storage (benches/vt_jvmti.c).
 # Prints ns of wall time per virtual thread and the RSS after the churn (after a full
 # collection) and its peak, for each. JDK 11 and 17 have no virtual threads: one line says so.
-#   scripts/bench-vthreads.sh [JDK...]     (default 21); N, ALIVE, RUNS
+# HEAP (e.g. 256m) fixes the Java heap (-Xms = -Xmx), so that the RSS follows the native memory
+# rather than the heap the collector chose to commit.
+#   scripts/bench-vthreads.sh [JDK...]     (default 21); N, ALIVE, RUNS, HEAP
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/bench-common.sh
 jdks=("$@"); [ ${#jdks[@]} -eq 0 ] && jdks=(21)
 n=${N:-1000000}; alive=${ALIVE:-5000}; runs=${RUNS:-3}
+heap=(); [ -n "${HEAP:-}" ] && heap=("-Xms$HEAP" "-Xmx$HEAP")
 bench_build; mkdir -p "$out/vt-classes"
 cc_agent "$out/libvt_jvmpi.so" benches/vt_jvmpi.c
 cc_agent "$out/libvt_jvmti.so" benches/vt_jvmti.c
@@ -36,7 +39,7 @@ for feature in "${jdks[@]}"; do
                 b) agent=("-agentpath:$shim=agent=$(readlink -f "$out/libvt_jvmpi.so")") ;;
                 c) agent=("-agentpath:$(readlink -f "$out/libvt_jvmti.so")") ;;
             esac
-            line=$("$java" "${agent[@]}" -cp "$out/vt-classes" VtChurn "$n" "$alive" 2>&1 | grep '^VTCHURN\|^VTJVM' | tr '\n' ' ')
+            line=$("$java" "${heap[@]}" "${agent[@]}" -cp "$out/vt-classes" VtChurn "$n" "$alive" 2>&1 | grep '^VTCHURN\|^VTJVM' | tr '\n' ' ')
             echo "JDK $feature run $r ($cfg): $line"
             ns[$cfg]+="$(field ns_per_thread "$line") "
             rss[$cfg]+="$(field rss_kb "$line") "

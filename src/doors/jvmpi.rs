@@ -271,7 +271,9 @@ fn full_call_trace(trace: *mut JVMPI_CallTrace, depth: jint) {
                 large.resize(depth.min(MAX_DEPTH) as usize, std::mem::MaybeUninit::uninit());
                 &mut large[..]
             };
-            let n = access::call_in_java_thread("GetCallTrace", 0, |env| calltrace::fill(env, &mut copy, frames));
+            let n = access::call_in_java_thread("GetCallTrace", 0, |env| {
+                calltrace::fill(env, &mut copy, frames, |id| threads::jthread_of(id, "GetCallTrace"))
+            });
             let n = n.clamp(0, frames.len() as jint);
             // SAFETY: `fill` wrote the first `n` frames.
             let filled = unsafe { std::slice::from_raw_parts(frames.as_ptr() as *const JVMPI_CallFrame, n as usize) };

@@ -1,6 +1,6 @@
 //! `GetCallTrace`: the Java stack of any thread, callee first, each frame with its source line.
 //!
-//! The thread is named by its JNIEnv (looked up in the threads room, never dereferenced); the
+//! The thread is named by its JNIEnv (looked up in the threads room by the door, never dereferenced); the
 //! frames come from JVMTI `GetStackTrace`, which works for the current thread and, through a
 //! handshake, for a running or suspended other thread. Lines come from the line-numbers room.
 //!
@@ -23,10 +23,10 @@
 //!   the definition's, not a frame of its own.
 
 use crate::face::abi::{JVMPI_CallFrame, JVMPI_CallTrace, JVMPI_EVENT_CLASS_LOAD, LINE_NATIVE};
-use crate::rooms::{classes, lines, threads};
+use crate::rooms::{classes, lines};
 use crate::vm::idhash::{IdMap, IdSet};
 use crate::vm::{bci, jvm};
-use jvmti_bindings::sys::jni::{jint, jlong, jmethodID, JNIEnv};
+use jvmti_bindings::sys::jni::{jint, jlong, jmethodID, jthread, JNIEnv};
 use jvmti_bindings::sys::jvmti::jvmtiFrameInfo;
 use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
@@ -65,6 +65,10 @@ struct CalltraceState {
     kinds: LazyLock<IdMap<usize, Kind>>,
     /// Method → whether it is the JDK's virtual-thread machinery ([`machinery`]).
     machinery: LazyLock<IdMap<usize, bool>>,
+    /// Method → whether it switches virtual threads on and off carriers ([`switching`]).
+    switching: LazyLock<IdMap<usize, bool>>,
+    /// Method → whether it is where a thread begins ([`bootstrap`]).
+    bootstrap: LazyLock<IdMap<usize, bool>>,
     /// Changes of what traces hide (methods hidden, natives wrapped), counted by [`hide`] and
     /// [`natives_wrapped`]: part of [`generation`].
     hiding: AtomicU32,
@@ -77,6 +81,8 @@ static STATE: CalltraceState = CalltraceState {
     wrapping: AtomicBool::new(false),
     kinds: LazyLock::new(IdMap::default),
     machinery: LazyLock::new(IdMap::default),
+    bootstrap: LazyLock::new(IdMap::default),
+    switching: LazyLock::new(IdMap::default),
     hiding: AtomicU32::new(0),
 };
 
@@ -166,6 +172,68 @@ fn machinery(m: jmethodID) -> bool {
         sig.strip_prefix('L').and_then(|s| s.strip_suffix(';')).is_some_and(bci::is_vt_machinery)
     });
     STATE.machinery.insert(m as usize, found);
+    found
+}
+
+/// Whether `m` is the JDK's code that mounts or unmounts a virtual thread (`Continuation`'s,
+/// and `VirtualThread`'s `mount`, `unmount`, `yieldContinuation`, `runContinuation`, the
+/// `notifyJvmti…` natives, …): not what starting, parking or unparking one costs, which is the
+/// program's call. Found out once per method.
+fn switching(m: jmethodID) -> bool {
+    if let Some(x) = STATE.switching.get(&(m as usize)) {
+        return *x;
+    }
+    let name = jvm::method_name(m).map(|(n, _)| n).unwrap_or_default();
+    let found = jvm::method_class(m).ok().is_some_and(|k| {
+        let sig = jvm::class_signature(k).unwrap_or_default();
+        if let Some(jni) = jvm::Jni::current() {
+            jni.delete_local_ref(k);
+        }
+        sig == "Ljdk/internal/vm/Continuation;"
+            || sig.starts_with("Ljdk/internal/vm/Continuation$")
+            || (sig.starts_with("Ljava/lang/VirtualThread")
+                && (name.starts_with("notifyJvmti")
+                    || matches!(
+                        name.as_str(),
+                        "mount"
+                            | "unmount"
+                            | "yieldContinuation"
+                            | "runContinuation"
+                            | "switchToCarrierThread"
+                            | "switchToVirtualThread"
+                            | "afterYield"
+                            | "afterDone"
+                            | "afterTerminate"
+                            | "run"
+                    )))
+    });
+    STATE.switching.insert(m as usize, found);
+    found
+}
+
+/// Whether the (suspended) thread `t` is inside the JDK's code that mounts or unmounts a
+/// virtual thread ([`switching`]): its top frame, below the shim's own, is of it.
+pub fn switching_now(t: jthread) -> bool {
+    let Ok(frames) = jvm::stack_trace(t, 4) else { return false };
+    frames.iter().find(|(m, _)| !STATE.hidden.contains(&(*m as usize))).is_some_and(|&(m, _)| switching(m))
+}
+
+/// Whether `m` is one of the methods a platform thread begins in before its task
+/// (`Thread.run`, `Thread.runWith`, `InnocuousThread.run`). Found out once per method.
+fn bootstrap(m: jmethodID) -> bool {
+    if let Some(x) = STATE.bootstrap.get(&(m as usize)) {
+        return *x;
+    }
+    let named = jvm::method_name(m).is_ok_and(|(n, _)| n == "run" || n == "runWith");
+    let found = named
+        && jvm::method_class(m).ok().is_some_and(|k| {
+            let sig = jvm::class_signature(k).unwrap_or_default();
+            if let Some(jni) = jvm::Jni::current() {
+                jni.delete_local_ref(k);
+            }
+            sig == "Ljava/lang/Thread;" || sig == "Ljdk/internal/misc/InnocuousThread;"
+        });
+    STATE.bootstrap.insert(m as usize, found);
     found
 }
 
@@ -377,9 +445,16 @@ pub fn quick(frames: &mut [MaybeUninit<JVMPI_CallFrame>]) -> Option<usize> {
 }
 
 /// Fills `frames` (at most its length) and returns how many were written.
-/// `env` is the calling thread's JNIEnv. The first frames returned are written.
-pub fn fill(env: *mut JNIEnv, trace: &mut JVMPI_CallTrace, frames: &mut [MaybeUninit<JVMPI_CallFrame>]) -> jint {
-    HERE.with(|here| fill_here(here, env, trace, frames))
+/// `env` is the calling thread's JNIEnv. The first frames returned are written. `thread_of`
+/// names the thread of another `env_id` (the caller's thread table: the threads room, which
+/// asks this room whether a suspended thread is switching, so this room cannot ask it).
+pub fn fill(
+    env: *mut JNIEnv,
+    trace: &mut JVMPI_CallTrace,
+    frames: &mut [MaybeUninit<JVMPI_CallFrame>],
+    thread_of: impl FnOnce(*mut JNIEnv) -> Option<jthread>,
+) -> jint {
+    HERE.with(|here| fill_here(here, env, trace, frames, thread_of))
 }
 
 fn fill_here(
@@ -387,6 +462,7 @@ fn fill_here(
     env: *mut JNIEnv,
     trace: &mut JVMPI_CallTrace,
     frames: &mut [MaybeUninit<JVMPI_CallFrame>],
+    thread_of: impl FnOnce(*mut JNIEnv) -> Option<jthread>,
 ) -> jint {
     // The current thread is named NULL: inside a virtual thread that is the virtual thread,
     // whose frames are the ones running (its carrier's JNIEnv is the env_id).
@@ -395,7 +471,7 @@ fn fill_here(
     let thread = if current {
         std::ptr::null_mut()
     } else {
-        match threads::jthread_of(trace.env_id, "GetCallTrace") {
+        match thread_of(trace.env_id) {
             Some(t) => t,
             None => return 0,
         }
@@ -469,12 +545,15 @@ fn fill_here(
         }
         let out = if got <= ON_STACK { &mut small_out[..] } else { &mut large_out[..] };
         let mut shown = 0;
+        let mut of_machinery = false;
         for i in skip..got {
             let v = buf[i];
             if let Some((method_id, lineno)) = spot(here, v.method, v.location, generation) {
                 buf[shown] = v;
                 out[shown].write(JVMPI_CallFrame { lineno, method_id });
                 shown += 1;
+            } else if !of_machinery && shown == 0 {
+                of_machinery = machinery(v.method);
             }
         }
         // SAFETY: the first `shown` entries of `out` were written just above.
@@ -487,6 +566,15 @@ fn fill_here(
                 first += 1;
             }
             first += 1;
+        }
+        // A platform thread of the JDK's that runs nothing but virtual-thread machinery (JDK
+        // 24+'s `VirtualThread-unblocker`, which hands virtual threads blocked on monitors back
+        // to their scheduler): its frames left out, what is left is where threads begin. Its
+        // trace is empty, as HotSpot's were for threads without Java frames of the program: a
+        // sampler counted `Thread.runWith` as the program's hottest method (74 % of HPROF's
+        // samples of a program whose virtual threads contend on monitors, JDK 25).
+        if of_machinery && complete && shown <= 3 && buf[..shown].iter().all(|f| bootstrap(f.method)) {
+            return 0;
         }
         if shown - first >= depth || complete || fetch >= MAX_FETCH {
             // The next trace fetches as many frames more than its depth as this one left out.

@@ -69,8 +69,9 @@ pub struct ThreadRec {
     /// A virtual thread's `env_id` (`env` is its address): owned by the record, so it stays
     /// valid as long as anything can name the thread.
     vt: Option<Box<jvm::VtEnv>>,
-    /// A virtual thread's unmounts counted at its latest JVMPI SuspendThread (ThreadHasRun).
-    runs_seen: AtomicU32,
+    /// A platform thread that has run virtual threads (a carrier; set at its first mount):
+    /// not running work of its own for a sampler (see [`status`] and [`has_run`]).
+    carrier: AtomicBool,
 }
 
 #[derive(Default)]
@@ -115,7 +116,7 @@ impl ThreadRec {
             ending: AtomicBool::new(false),
             suspension: Mutex::new(Suspension::default()),
             vt,
-            runs_seen: AtomicU32::new(0),
+            carrier: AtomicBool::new(false),
         })
     }
 
@@ -172,8 +173,22 @@ struct ThreadsState {
     /// 50 ms, not at every end (a million virtual threads end in a few seconds).
     last_sweep: std::sync::atomic::AtomicU64,
     /// The virtual threads in `ended`, in the order they ended (written by their end, which
-    /// takes out those ended a second ago).
+    /// takes out those ended a second ago, and the oldest while there are more than
+    /// [`vt_ended_cap`]).
     vt_ended: Mutex<std::collections::VecDeque<(Instant, usize)>>,
+    /// Virtual threads with a record in `threads` (started and not ended).
+    vt_live: AtomicUsize,
+}
+
+/// Ended virtual threads' records kept at least this many (if they ended less than a second
+/// ago), or as many as there are live ones.
+const VT_ENDED_MIN: usize = 4096;
+
+/// How many ended virtual threads' records are kept: a program may end a hundred thousand of
+/// them a second, and a second's worth of records was the shim's memory growing with the rate
+/// of ends instead of the number alive (tens of MiB that the allocator then kept).
+fn vt_ended_cap() -> usize {
+    VT_ENDED_MIN.max(STATE.vt_live.load(Relaxed))
 }
 
 /// The clock of `last_sweep`.
@@ -196,6 +211,7 @@ static STATE: ThreadsState = ThreadsState {
     virtual_own: AtomicBool::new(false),
     last_sweep: std::sync::atomic::AtomicU64::new(0),
     vt_ended: Mutex::new(std::collections::VecDeque::new()),
+    vt_live: AtomicUsize::new(0),
 };
 
 fn lookup(env: *mut JNIEnv, what: &str) -> Option<Arc<ThreadRec>> {
@@ -299,6 +315,9 @@ pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
     }
     let jni = jvm::Jni::of(env);
     if let Some(rec) = register(&jni, env as usize, thread) {
+        if STATE.virtual_own.load(Relaxed) && jvm::thread_name(thread).is_ok_and(|n| is_vt_timer(&n)) {
+            mark_scheduler(&rec);
+        }
         if !events::is_ready() {
             return; // announced by the catch-up when the gate opens
         }
@@ -358,26 +377,34 @@ fn forget_ended(env_id: *mut JNIEnv, env: *mut JNIEnv, rec: Arc<ThreadRec>, thre
     if let Ok(tag) = ids::tag_of(thread) {
         STATE.by_tag.remove_if(&tag, |_, e| *e == env_key);
     }
-    let ms = now.duration_since(*EPOCH).as_millis() as u64;
-    let last = STATE.last_sweep.load(Relaxed);
-    let sweep = ms >= last + 50 && STATE.last_sweep.compare_exchange(last, ms, Relaxed, Relaxed).is_ok();
     if rec.vt.is_some() {
         // A virtual thread's reference goes with its record (see `ThreadRec`'s `drop`), which
-        // is kept one second, not ten: a program may end a hundred thousand of them a second.
-        // They leave `ended` in the order they came, from a queue (no walk over the table).
-        let mut q = crate::vm::logger::lock(&STATE.vt_ended);
-        q.push_back((now, env_key));
-        if sweep {
+        // is kept one second, not ten, and only while there are fewer than `vt_ended_cap`
+        // such records: a program may end a hundred thousand of them a second. They leave
+        // `ended` in the order they came, from a queue (no walk over the table); the records
+        // are dropped (their weak references deleted) after the queue's lock is let go.
+        drop(rec);
+        let cap = vt_ended_cap();
+        let mut gone = Vec::new();
+        {
+            let mut q = crate::vm::logger::lock(&STATE.vt_ended);
+            q.push_back((now, env_key));
             while let Some(&(when, key)) = q.front() {
-                if now.duration_since(when) < Duration::from_secs(1) {
+                if q.len() <= cap && now.duration_since(when) < Duration::from_secs(1) {
                     break;
                 }
                 q.pop_front();
-                STATE.ended.remove_if(&key, |_, (w, _)| *w == when);
+                if let Some(e) = STATE.ended.remove_if(&key, |_, (w, _)| *w == when) {
+                    gone.push(e);
+                }
             }
         }
+        drop(gone);
         return;
     }
+    let ms = now.duration_since(*EPOCH).as_millis() as u64;
+    let last = STATE.last_sweep.load(Relaxed);
+    let sweep = ms >= last + 50 && STATE.last_sweep.compare_exchange(last, ms, Relaxed, Relaxed).is_ok();
     if !sweep {
         crate::vm::logger::lock(&STATE.graveyard).push((now, rec));
         return;
@@ -421,6 +448,7 @@ pub fn virtual_threads_on() {
 pub fn on_vthread_start(env: *mut JNIEnv, thread: jthread) {
     // The first mount's transition has ended (see `on_vthread_mount`).
     jvm::set_transit_here(false);
+    mark_carrier(env);
     let Some(vt) = jvm::VtEnv::new(env) else { return };
     let Ok(tag) = ids::indexed_tag_of(thread) else { return };
     let jni = jvm::Jni::of(env);
@@ -434,6 +462,7 @@ pub fn on_vthread_start(env: *mut JNIEnv, thread: jthread) {
     let rec = ThreadRec::new(key, global, tag, Some(vt));
     STATE.threads.insert(key, rec.clone());
     STATE.by_tag.insert(tag, key);
+    STATE.vt_live.fetch_add(1, Relaxed);
     if let Some(vt) = rec.vt.as_deref() {
         vt.mounted(crate::vm::cputime::thread_cpu_time());
         jvm::set_vt_here(vt);
@@ -449,6 +478,55 @@ pub fn on_vthread_start(env: *mut JNIEnv, thread: jthread) {
     }
 }
 
+thread_local! {
+    /// The JNIEnv whose record this thread marked as a carrier's ([`mark_carrier`]; 0: none).
+    static MARKED_CARRIER: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// A carrier's own CPU clock, stopped at its first mount (-1: not a carrier); see
+    /// [`current_cpu_time`].
+    static CARRIER_CLOCK: std::cell::Cell<jlong> = const { std::cell::Cell::new(-1) };
+}
+
+/// The current thread, whose JNIEnv is `env`, mounts a virtual thread: its record says it is a
+/// carrier (looked up once per carrier, not at every mount), and its own CPU clock stops.
+fn mark_carrier(env: *mut JNIEnv) {
+    let _ = MARKED_CARRIER.try_with(|m| {
+        if m.get() != env as usize {
+            if let Some(r) = STATE.threads.get(&(env as usize)) {
+                r.carrier.store(true, Relaxed);
+                m.set(env as usize);
+            }
+            stop_own_clock();
+        }
+    });
+}
+
+/// The current thread's own CPU clock stops (see [`current_cpu_time`]).
+fn stop_own_clock() {
+    let _ = CARRIER_CLOCK.try_with(|c| {
+        if c.get() < 0 {
+            c.set((crate::vm::cputime::thread_cpu_time() - jvm::vt_cpu_here()).max(0));
+        }
+    });
+}
+
+/// Whether a platform thread of this name is one of the virtual-thread scheduler's own, which
+/// run no virtual thread and none of the program's code: its timer, which hands virtual threads
+/// whose sleep or timed park is over back to the scheduler (JDK 21: `VirtualThread-unparker`;
+/// JDK 25: the `ForkJoinPool-…-delayScheduler` of its pool), and JDK 24+'s
+/// `VirtualThread-unblocker`, which hands back those blocked on monitors.
+fn is_vt_timer(name: &str) -> bool {
+    name == "VirtualThread-unparker"
+        || name == "VirtualThread-unblocker"
+        || (name.starts_with("ForkJoinPool") && name.ends_with("-delayScheduler"))
+}
+
+/// The current thread (record `rec`) is one of the virtual-thread scheduler's own
+/// ([`is_vt_timer`]): it answers samplers as a carrier does, and its own clock stops.
+fn mark_scheduler(rec: &ThreadRec) {
+    rec.carrier.store(true, Relaxed);
+    stop_own_clock();
+}
+
 /// The record of the virtual thread `thread` (by its object's tag), if the shim gave it one.
 fn vthread_rec(thread: jthread) -> Option<Arc<ThreadRec>> {
     let tag = ids::tag_of(thread).ok()?;
@@ -459,6 +537,7 @@ fn vthread_rec(thread: jthread) -> Option<Arc<ThreadRec>> {
 /// HotSpot's VirtualThreadMount: the virtual thread runs again, on the carrier whose JNIEnv is
 /// `env`; its events carry its own `env_id` from now on.
 pub fn on_vthread_mount(env: *mut JNIEnv, thread: jthread) {
+    mark_carrier(env);
     // The mount transition has ended: HotSpot posts this event right after. (From JDK 24 a
     // virtual thread that blocked on a monitor is mounted again by the JVM itself, whose end
     // of the transition no mark of the JDK's Java code tells.)
@@ -497,6 +576,7 @@ pub fn on_vthread_end(env: *mut JNIEnv, thread: jthread) {
         return;
     };
     let env_id = rec.env as *mut JNIEnv;
+    STATE.vt_live.fetch_sub(1, Relaxed);
     rec.ending.store(true, SeqCst);
     wait_unpinned(&rec);
     if events::enabled(JVMPI_EVENT_THREAD_END) {
@@ -1078,10 +1158,18 @@ fn suspend_rec(rec: &Arc<ThreadRec>) -> Result<(), jvm::Error> {
         resume_later(rec);
         return Ok(());
     }
-    // ThreadHasRun: did the thread burn CPU between the previous suspension and this one? (A
-    // virtual thread, which JVMTI has no CPU clock for: was it mounted since?)
+    // ThreadHasRun: did the thread burn CPU between the previous suspension and this one? A
+    // virtual thread: is it on a carrier now (one that waits for a carrier is not running,
+    // whatever it did before); a carrier never (see `has_run`).
     if let Some(vt) = rec.vt.as_deref() {
-        rec.has_run.store(vt.ran_since(&rec.runs_seen), SeqCst);
+        // Mounted, and not stopped inside the JDK's mount or unmount code: a sampler's
+        // suspension of a virtual thread that is being mounted or unmounted waits for the
+        // switch to end and stops it right there (at the end of a mount, or with the unmount
+        // just begun), where it runs none of the program's work; its trace would show the
+        // call that switched (`Thread.yield`, `LockSupport.park`) as where it ran.
+        rec.has_run.store(vt.is_mounted() && !crate::rooms::calltrace::switching_now(rec.jthread()), SeqCst);
+    } else if rec.carrier.load(Relaxed) {
+        rec.has_run.store(false, SeqCst);
     } else if let Ok(cpu) = jvm::thread_cpu_time(rec.jthread()) {
         let before = rec.cpu_at_suspend.swap(cpu, SeqCst);
         rec.has_run.store(before < 0 || cpu > before, SeqCst);
@@ -1163,8 +1251,15 @@ pub fn for_list(envs: &[*mut JNIEnv], results: &mut [jint], suspend: bool) {
     }
 }
 
+/// `ThreadHasRun`: whether the thread ran between its two latest JVMPI suspensions (its CPU
+/// clock moved). A virtual thread: whether it was mounted at the latest one. A carrier: never.
+/// The work a carrier runs is its virtual threads', each sampled as itself while mounted; its
+/// own work, the scheduler's (finding the next virtual thread, mounting it), is the runtime's,
+/// as the operating system's scheduling of HotSpot 1.5's threads was: a sampler that took it
+/// for a thread of the program at work counted the scheduler's frames (`ForkJoinPool`'s) as
+/// the program's, a second running thread beside the virtual thread it was running.
 pub fn has_run(env: *mut JNIEnv) -> jboolean {
-    lookup(env, "ThreadHasRun").is_some_and(|r| r.has_run.load(SeqCst)) as jboolean
+    lookup(env, "ThreadHasRun").is_some_and(|r| !r.carrier.load(Relaxed) && r.has_run.load(SeqCst)) as jboolean
 }
 
 /// `GetThreadStatus`. HotSpot answered JVMPI_THREAD_RUNNABLE for a thread it could not find or
@@ -1178,7 +1273,11 @@ pub fn status(env: *mut JNIEnv) -> jint {
             return JVMPI_THREAD_RUNNABLE;
         }
     };
-    let mut r = if st & jvmti::JVMTI_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER != 0 {
+    let mut r = if rec.carrier.load(Relaxed) {
+        // A carrier waits for virtual threads to run, and runs them (see `has_run`): the work
+        // is theirs, each with its own status.
+        JVMPI_THREAD_CONDVAR_WAIT
+    } else if st & jvmti::JVMTI_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER != 0 {
         JVMPI_THREAD_MONITOR_WAIT
     } else if st & jvmti::JVMTI_THREAD_STATE_WAITING != 0 {
         JVMPI_THREAD_CONDVAR_WAIT
@@ -1199,11 +1298,22 @@ pub fn status(env: *mut JNIEnv) -> jint {
 /// `GetCurrentThreadCpuTime` and HotSpot 1.5 read, mostly without a system call (see
 /// `vm::cputime`); for a virtual thread that is a JVMPI thread of its own, its own: the CPU time
 /// its carriers spent while it was mounted (JVMTI has no CPU clock for virtual threads).
+///
+/// A carrier's own clock stops at its first mount: what it does besides running virtual
+/// threads is mounting and unmounting them (the JDK's continuation code, JVMTI's transitions,
+/// the shim's following of them) and finding the next one, the runtime's work, as the
+/// operating system's switching and scheduling of HotSpot 1.5's threads was. With its clock
+/// running, HPROF `cpu=times` charged that to the carriers' `ForkJoinTask…exec` frames, under
+/// which the virtual threads run: three quarters of all CPU time of a program whose virtual
+/// threads park often (tests/java/VtTasks.java).
 pub fn current_cpu_time() -> jlong {
     let now = crate::vm::cputime::thread_cpu_time();
     // A mounted virtual thread's own: what it used on every carrier that ran it; a carrier's,
-    // without what the virtual threads it ran used.
-    jvm::with_vt_here(|vt| vt.cpu_time(now)).unwrap_or_else(|| now - jvm::vt_cpu_here())
+    // stopped; any other thread's (a carrier before its first mount, `vthreads=carrier`) its
+    // clock, without what the virtual threads it ran used.
+    jvm::with_vt_here(|vt| vt.cpu_time(now))
+        .or_else(|| CARRIER_CLOCK.try_with(|c| c.get()).ok().filter(|&c| c >= 0))
+        .unwrap_or_else(|| now - jvm::vt_cpu_here())
 }
 
 /// The body of a thread made by `CreateSystemThread`.

@@ -11,14 +11,26 @@
  *
  * Options (comma-separated, NULL allowed): log=PATH, bad=NAME (a method name, "Class.method",
  * that no sample may hold: every sample holding it is counted and the first few printed; may
- * be given several times), prefix=PREFIX (a class-name prefix that no sample may hold either),
- * busy (METHOD_ENTRY, METHOD_EXIT and OBJECT_ALLOC enabled too, and ignored: the program runs
- * the shim's trackers all the time).
+ * be given several times), prefix=PREFIX (a class-name prefix that no sample may hold either;
+ * up to 8), busy (METHOD_ENTRY, METHOD_EXIT and OBJECT_ALLOC enabled too, and ignored: the
+ * program runs the shim's trackers all the time), hprof (HPROF's cpu=samples order instead:
+ * only a thread whose GetThreadStatus is exactly JVMPI_THREAD_RUNNABLE is suspended, and only
+ * one whose ThreadHasRun then says TRUE is traced), task=PREFIX (samples holding a frame with
+ * that prefix are counted as `tasks`), idle=NAME (samples whose top frame is NAME are counted
+ * as `idle`: a thread that is not running but waiting, taken for a running one), clocks (with
+ * busy: each METHOD_ENTRY of a thread whose THREAD_START name is a ForkJoinPool worker's,
+ * "ForkJoinPool-<n>-worker-<m>" (the carriers of virtual threads), or the virtual-thread
+ * scheduler's timer's ("ForkJoinPool-<n>-delayScheduler", "VirtualThread-unparker"), reads
+ * GetCurrentThreadCpuTime, as HPROF cpu=times did; the thread's first and last reading are
+ * kept in its thread-local storage).
  *
  * At JVM_SHUT_DOWN, once the sampler thread has stopped:
  *   TOP <n> <class.method>          the ten most frequent top frames
  *   BAD <frames, top first>         the first samples holding a forbidden frame
- *   SAMPLES total=N bad=B unnamed=U defining=D
+ *   SAMPLES total=N bad=B unnamed=U defining=D tasks=T idle=I
+ *   CLOCK <name> <ns>            (clocks: each such thread, its clock's move)
+ *   CLOCKS threads=N maxns=M     (clocks: M, the most CPU time any such thread's clock moved
+ *                                 between its first and its last method entry)
  * where D counts samples whose frames hold ClassLoader.defineClass1 (or any defineClass*), U
  * the frames no CLASS_LOAD named.
  */
@@ -39,18 +51,25 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int stopping, stopped;
 static char bad_names[8][128];
 static int nbad;
-static char bad_prefix[128];
-static int busy;
+static char bad_prefixes[8][128];
+static int nprefix;
+static char task_prefix[128], idle_name[128];
+static int busy, hprof, clocks;
+struct clock { long long first, last; char name[64]; };
+#define MAXC 256
+static struct clock clock_recs[MAXC];
+static int nclocks;
 
-#define MAXT 4096
+#define MAXT 16384
 static JNIEnv *threads[MAXT];
+static JNIEnv *list[MAXT]; /* the sampler thread's copy */
 static int nthreads;
 
 #define SLOTS (1 << 18)
 struct meth { jmethodID id; char *name; long top; };
 static struct meth table[SLOTS];
 
-static long total, bad, unnamed, defining;
+static long total, bad, unnamed, defining, tasks, idle;
 static int printed_bad;
 
 static struct meth *slot(jmethodID id) {
@@ -109,13 +128,17 @@ static int forbidden(const char *name) {
     if (!name) return 0;
     for (int i = 0; i < nbad; i++)
         if (strcmp(name, bad_names[i]) == 0) return 1;
-    return bad_prefix[0] && strncmp(name, bad_prefix, strlen(bad_prefix)) == 0;
+    for (int i = 0; i < nprefix; i++)
+        if (strncmp(name, bad_prefixes[i], strlen(bad_prefixes[i])) == 0) return 1;
+    return 0;
 }
 
 static void sample(JNIEnv *me, JNIEnv *t) {
     if (t == me) return;
+    if (hprof && (jvmpi->GetThreadStatus(t) & ~JVMPI_THREAD_INTERRUPTED) != JVMPI_THREAD_RUNNABLE) return;
     jvmpi->SuspendThread(t);
     jint st = jvmpi->GetThreadStatus(t) & ~(JVMPI_THREAD_SUSPENDED | JVMPI_THREAD_INTERRUPTED);
+    if (hprof) st = jvmpi->ThreadHasRun(t) ? JVMPI_THREAD_RUNNABLE : JVMPI_THREAD_CONDVAR_WAIT;
     if (st == JVMPI_THREAD_RUNNABLE) {
         JVMPI_CallFrame frames[4];
         JVMPI_CallTrace trace;
@@ -125,15 +148,19 @@ static void sample(JNIEnv *me, JNIEnv *t) {
         jvmpi->GetCallTrace(&trace, 4);
         if (trace.num_frames > 0) {
             const char *names[4];
-            int is_bad = 0, is_def = 0;
+            int is_bad = 0, is_def = 0, is_task = 0;
             for (int i = 0; i < trace.num_frames; i++) {
                 names[i] = name_of(frames[i].method_id);
                 if (!names[i]) unnamed++;
                 is_bad |= forbidden(names[i]);
                 if (names[i] && strstr(names[i], "ClassLoader.defineClass")) is_def = 1;
+                if (names[i] && task_prefix[0] && strncmp(names[i], task_prefix, strlen(task_prefix)) == 0)
+                    is_task = 1;
             }
             total++;
             defining += is_def;
+            tasks += is_task;
+            if (idle_name[0] && names[0] && strcmp(names[0], idle_name) == 0) idle++;
             pthread_mutex_lock(&lock);
             struct meth *s = slot(frames[0].method_id);
             if (s && s->id == frames[0].method_id) s->top++;
@@ -160,7 +187,6 @@ static void sampler(void *arg) {
     (*vm)->GetEnv(vm, (void **)&me, JNI_VERSION_1_2);
     struct timespec ms = {0, 1000000};
     while (!stopping) {
-        JNIEnv *list[MAXT];
         pthread_mutex_lock(&lock);
         int n = nthreads;
         memcpy(list, threads, sizeof(JNIEnv *) * n);
@@ -193,7 +219,19 @@ static void report(void) {
         line("TOP %ld %s", best->top, best->name);
         best->top = -best->top;
     }
-    line("SAMPLES total=%ld bad=%ld unnamed=%ld defining=%ld", total, bad, unnamed, defining);
+    if (clocks) {
+        long long maxns = 0;
+        pthread_mutex_lock(&lock);
+        for (int i = 0; i < nclocks; i++) {
+            line("CLOCK %s %lld", clock_recs[i].name, clock_recs[i].last - clock_recs[i].first);
+            if (clock_recs[i].first >= 0 && clock_recs[i].last - clock_recs[i].first > maxns)
+                maxns = clock_recs[i].last - clock_recs[i].first;
+        }
+        pthread_mutex_unlock(&lock);
+        line("CLOCKS threads=%d maxns=%lld", nclocks, maxns);
+    }
+    line("SAMPLES total=%ld bad=%ld unnamed=%ld defining=%ld tasks=%ld idle=%ld", total, bad, unnamed, defining, tasks,
+         idle);
 }
 
 static void notify(JVMPI_Event *e) {
@@ -204,7 +242,27 @@ static void notify(JVMPI_Event *e) {
     case JVMPI_EVENT_THREAD_START:
         pthread_mutex_lock(&lock);
         if (nthreads < MAXT) threads[nthreads++] = e->u.thread_start.thread_env_id;
+        if (clocks && e->u.thread_start.thread_name && nclocks < MAXC &&
+            ((strncmp(e->u.thread_start.thread_name, "ForkJoinPool-", 13) == 0 &&
+              (strstr(e->u.thread_start.thread_name, "-worker-") ||
+               strstr(e->u.thread_start.thread_name, "-delayScheduler"))) ||
+             strcmp(e->u.thread_start.thread_name, "VirtualThread-unparker") == 0)) {
+            struct clock *c = &clock_recs[nclocks++];
+            c->first = c->last = -1;
+            snprintf(c->name, sizeof c->name, "%s", e->u.thread_start.thread_name);
+            jvmpi->SetThreadLocalStorage(e->u.thread_start.thread_env_id, c);
+        }
         pthread_mutex_unlock(&lock);
+        break;
+    case JVMPI_EVENT_METHOD_ENTRY:
+        if (clocks) {
+            struct clock *c = jvmpi->GetThreadLocalStorage(e->env_id);
+            if (c) {
+                long long now = jvmpi->GetCurrentThreadCpuTime();
+                if (c->first < 0) c->first = now;
+                c->last = now;
+            }
+        }
         break;
     case JVMPI_EVENT_THREAD_END:
         pthread_mutex_lock(&lock);
@@ -249,8 +307,16 @@ JNIEXPORT jint JNICALL JVM_OnLoad(JavaVM *jvm, char *options, void *reserved) {
             snprintf(bad_names[nbad++], sizeof bad_names[0], "%s", o + 4);
         } else if (strcmp(o, "busy") == 0) {
             busy = 1;
-        } else if (strncmp(o, "prefix=", 7) == 0) {
-            snprintf(bad_prefix, sizeof bad_prefix, "%s", o + 7);
+        } else if (strncmp(o, "prefix=", 7) == 0 && nprefix < 8) {
+            snprintf(bad_prefixes[nprefix++], sizeof bad_prefixes[0], "%s", o + 7);
+        } else if (strcmp(o, "clocks") == 0) {
+            clocks = 1;
+        } else if (strcmp(o, "hprof") == 0) {
+            hprof = 1;
+        } else if (strncmp(o, "task=", 5) == 0) {
+            snprintf(task_prefix, sizeof task_prefix, "%s", o + 5);
+        } else if (strncmp(o, "idle=", 5) == 0) {
+            snprintf(idle_name, sizeof idle_name, "%s", o + 5);
         }
     }
     if (!out) out = stderr;

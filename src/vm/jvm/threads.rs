@@ -137,8 +137,6 @@ pub struct VtEnv {
     cpu_at_mount: std::sync::atomic::AtomicI64,
     /// Mounted now.
     on_carrier: AtomicBool,
-    /// Its unmounts so far (for ThreadHasRun).
-    mounts: AtomicU32,
 }
 
 // SAFETY: the function table is immutable and shared; the carrier is an atomic.
@@ -156,7 +154,6 @@ impl VtEnv {
             cpu_total: std::sync::atomic::AtomicI64::new(0),
             cpu_at_mount: std::sync::atomic::AtomicI64::new(0),
             on_carrier: AtomicBool::new(false),
-            mounts: AtomicU32::new(0),
         }))
     }
 
@@ -171,15 +168,13 @@ impl VtEnv {
     pub fn unmounted(&self, carrier_cpu: jlong) -> jlong {
         let ran = (carrier_cpu - self.cpu_at_mount.load(Ordering::Relaxed)).max(0);
         self.cpu_total.fetch_add(ran, Ordering::Relaxed);
-        self.mounts.fetch_add(1, Ordering::Relaxed);
         self.on_carrier.store(false, Ordering::Relaxed);
         ran
     }
 
-    /// Whether it ran since `*seen` (a count this updates): mounted now, or unmounted since.
-    pub fn ran_since(&self, seen: &std::sync::atomic::AtomicU32) -> bool {
-        let n = self.mounts.load(Ordering::Relaxed);
-        self.on_carrier.load(Ordering::Relaxed) || seen.swap(n, Ordering::Relaxed) != n
+    /// Whether it is on a carrier now.
+    pub fn is_mounted(&self) -> bool {
+        self.on_carrier.load(Ordering::Relaxed)
     }
 
     /// Its own CPU time while mounted, its carrier's clock reading `carrier_cpu`: what it used
