@@ -315,7 +315,9 @@ pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
     }
     let jni = jvm::Jni::of(env);
     if let Some(rec) = register(&jni, env as usize, thread) {
-        if STATE.virtual_own.load(Relaxed) && jvm::thread_name(thread).is_ok_and(|n| is_vt_timer(&n)) {
+        if STATE.virtual_own.load(Relaxed)
+            && (is_carrier_thread(&jni, thread) || jvm::thread_name(thread).is_ok_and(|n| is_vt_timer(&n)))
+        {
             mark_scheduler(&rec);
         }
         if !events::is_ready() {
@@ -518,6 +520,19 @@ fn is_vt_timer(name: &str) -> bool {
     name == "VirtualThread-unparker"
         || name == "VirtualThread-unblocker"
         || (name.starts_with("ForkJoinPool") && name.ends_with("-delayScheduler"))
+}
+
+/// Whether `thread` is a carrier of the default virtual-thread scheduler
+/// (`jdk.internal.misc.CarrierThread`, JDK 21+): known as one from its start, not only from its
+/// first mount, so that a sampler never takes the scheduler's loop before that mount for work.
+fn is_carrier_thread(jni: &jvm::Jni, thread: jthread) -> bool {
+    let k = jni.object_class(thread);
+    if k.is_null() {
+        return false;
+    }
+    let carrier = jvm::class_signature(k).is_ok_and(|s| s == "Ljdk/internal/misc/CarrierThread;");
+    jni.delete_local_ref(k);
+    carrier
 }
 
 /// The current thread (record `rec`) is one of the virtual-thread scheduler's own
