@@ -40,6 +40,7 @@
 
 use crate::face::abi::*;
 use crate::face::{events, ids};
+use crate::rooms::error::RoomError;
 use crate::rooms::{calltrace, classes, threads};
 use crate::vm::idhash::IdMap;
 use crate::vm::{bci, jvm, rewrites};
@@ -253,7 +254,7 @@ pub fn installed() -> bool {
 
 /// `EnableEvent(OBJECT_ALLOC)`: instruments every class (the tracker is defined once) and turns
 /// the tracker on.
-pub fn enable() -> Result<(), String> {
+pub fn enable() -> Result<(), RoomError> {
     let env = jvm::attach_current().ok_or("the calling thread cannot be attached to the JVM")?;
     let jni = jvm::Jni::of(env);
     let _g = crate::vm::logger::lock(&STATE.switch);
@@ -302,7 +303,7 @@ fn set_on(jni: &jvm::Jni, on: bool) {
     }
 }
 
-fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
+fn define_tracker(jni: &jvm::Jni) -> Result<(), RoomError> {
     let shape_name = bci::shape_class_name(TRACKER);
     let shape = jni
         .define_boot_class(&shape_name, &bci::shape_class(TRACKER))
@@ -366,7 +367,7 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
 }
 
 /// Makes the tracker's table of shapes (`shapes`, empty) and keeps what [`offer`] needs.
-fn publish_table(jni: &jvm::Jni, tracker: jclass, shape: jclass) -> Result<(), String> {
+fn publish_table(jni: &jvm::Jni, tracker: jclass, shape: jclass) -> Result<(), RoomError> {
     let ctor =
         jni.method_id_in(shape, "<init>", bci::SHAPE_INIT, false).ok_or("the shape class has no constructor")? as usize;
     let table = jni.new_object_array(bci::SHAPES as jint, shape).ok_or("cannot make the tracker's table of shapes")?;

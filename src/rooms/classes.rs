@@ -15,6 +15,7 @@
 
 use crate::face::abi::*;
 use crate::face::{events, ids};
+use crate::rooms::error::RoomError;
 use crate::rooms::lines;
 use crate::vm::idhash::IdMap;
 use crate::vm::jvm;
@@ -196,7 +197,7 @@ fn array_ptr<T>(v: &[T]) -> *mut T {
 }
 
 impl Described {
-    fn read(jni: &jvm::Jni, k: jclass, sig: &str) -> Result<Described, String> {
+    fn read(jni: &jvm::Jni, k: jclass, sig: &str) -> Result<Described, RoomError> {
         let e = jvm::err_name;
         let is_array = sig.starts_with('[');
         let source = if is_array { String::new() } else { jvm::source_file(k).unwrap_or_default() };
@@ -258,7 +259,7 @@ impl Described {
     }
 
     /// The class's description: the one already built, or a new one.
-    fn of(env: *mut JNIEnv, k: jclass, tag: jlong, sig: &str) -> Result<Arc<Described>, String> {
+    fn of(env: *mut JNIEnv, k: jclass, tag: jlong, sig: &str) -> Result<Arc<Described>, RoomError> {
         let jni = jvm::Jni::of(env);
         let seen = match Self::kept(&jni, tag, k) {
             Ok(d) => return Ok(d),
@@ -308,11 +309,11 @@ impl Described {
 }
 
 /// Announces a class (once, unless `requested`), in the current thread `env`. Returns its ID.
-fn announce(env: *mut JNIEnv, k: jclass, requested: bool) -> Result<jobjectID, String> {
+fn announce(env: *mut JNIEnv, k: jclass, requested: bool) -> Result<jobjectID, RoomError> {
     announce_tagged(env, k, ids::indexed_tag_of(k)?, requested)
 }
 
-fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> Result<jobjectID, String> {
+fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> Result<jobjectID, RoomError> {
     if !requested && all_told(tag) {
         return Ok(ids::to_id(tag));
     }
@@ -389,7 +390,7 @@ pub fn announced_to_all(tag: jlong) -> bool {
 }
 
 /// The ID of class `k`, announcing it first if the agent wants CLASS_LOAD and has not had it.
-pub fn ensure_announced(env: *mut JNIEnv, k: jclass) -> Result<jobjectID, String> {
+pub fn ensure_announced(env: *mut JNIEnv, k: jclass) -> Result<jobjectID, RoomError> {
     if events::is_ready() && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
         announce(env, k, false)
     } else {
@@ -399,7 +400,7 @@ pub fn ensure_announced(env: *mut JNIEnv, k: jclass) -> Result<jobjectID, String
 
 /// As [`ensure_announced`], for a class whose tag the caller has already read. Inside
 /// JVM_SHUT_DOWN's handler too (the classes a last heap dump names).
-pub fn ensure_announced_tagged(env: *mut JNIEnv, k: jclass, tag: jlong) -> Result<jobjectID, String> {
+pub fn ensure_announced_tagged(env: *mut JNIEnv, k: jclass, tag: jlong) -> Result<jobjectID, RoomError> {
     if (events::is_ready() || events::in_last()) && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
         announce_tagged(env, k, tag, false)
     } else {
@@ -410,7 +411,7 @@ pub fn ensure_announced_tagged(env: *mut JNIEnv, k: jclass, tag: jlong) -> Resul
 /// A requested CLASS_LOAD of `k` (tag `tag`) to the agent whose RequestEvent is under way in
 /// this thread: a dump names a class the agent has not been told about while CLASS_LOAD is
 /// off (see `dumps`).
-pub fn describe_requested(env: *mut JNIEnv, k: jclass, tag: jlong) -> Result<jobjectID, String> {
+pub fn describe_requested(env: *mut JNIEnv, k: jclass, tag: jlong) -> Result<jobjectID, RoomError> {
     announce_tagged(env, k, tag, true)
 }
 
@@ -572,7 +573,7 @@ pub fn announce_all() {
 }
 
 /// `RequestEvent(JVMPI_EVENT_CLASS_LOAD, class ID)`.
-pub fn request(id: jobjectID) -> Result<(), String> {
+pub fn request(id: jobjectID) -> Result<(), RoomError> {
     if let Some(r) = request_unloading(id) {
         return r;
     }
@@ -590,7 +591,8 @@ pub fn request(id: jobjectID) -> Result<(), String> {
     let k = jni.object_class(obj);
     let is_class = jvm::class_signature(k).is_ok_and(|s| s == "Ljava/lang/Class;");
     jni.delete_local_ref(k);
-    let r = if is_class { announce(env, obj, true).map(|_| ()) } else { Err(format!("{id:p} is not a class ID")) };
+    let r =
+        if is_class { announce(env, obj, true).map(|_| ()) } else { Err(format!("{id:p} is not a class ID").into()) };
     jni.delete_local_ref(obj);
     r
 }
@@ -658,7 +660,7 @@ pub fn unloaded(env: *mut JNIEnv, tag: jlong) -> bool {
 /// `RequestEvent(CLASS_LOAD)` inside the CLASS_UNLOAD handler of that class: HotSpot 1.5 sent
 /// the class's description, with NULL method IDs ("method_id doesn't mean much after class is
 /// unloaded"). Whether this was such a request.
-fn request_unloading(id: jobjectID) -> Option<Result<(), String>> {
+fn request_unloading(id: jobjectID) -> Option<Result<(), RoomError>> {
     let (tag, d) = HERE.with(|h| h.unloading.borrow().clone())?;
     if ids::to_id(tag) != id {
         return None;
@@ -769,11 +771,11 @@ pub fn method_class(m: jmethodID) -> jobjectID {
         log::warn!("GetMethodClass({m:p}): not a method ID of a loaded class; NULL");
         return std::ptr::null_mut();
     }
-    let r = jvm::method_class(m).map_err(jvm::err_name).and_then(|k| {
+    let r = jvm::method_class(m).map_err(RoomError::Jvmti).and_then(|k| {
         let env = jvm::current_jni();
         let id = match env {
             Some(env) => ensure_announced(env, k),
-            None => ids::id_of(k).map_err(String::from),
+            None => ids::id_of(k).map_err(RoomError::from),
         };
         if let Some(env) = env {
             jvm::Jni::of(env).delete_local_ref(k);
@@ -781,7 +783,7 @@ pub fn method_class(m: jmethodID) -> jobjectID {
         id
     });
     r.unwrap_or_else(|e| {
-        log::log!(events::edge_level(None), "GetMethodClass({m:p}): {e}");
+        log::log!(events::edge_level(e.jvmti()), "GetMethodClass({m:p}): {e}");
         std::ptr::null_mut()
     })
 }

@@ -33,6 +33,7 @@
 
 use crate::face::abi::*;
 use crate::face::{events, ids};
+use crate::rooms::error::RoomError;
 use crate::rooms::{alloc, classes, deaths, objects, threads};
 use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jlong, JNIEnv};
@@ -277,7 +278,7 @@ unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut
 }
 
 /// Starts the delivery thread (at VM init, from a thread with `env`).
-pub fn start(env: *mut JNIEnv) -> Result<(), String> {
+pub fn start(env: *mut JNIEnv) -> Result<(), RoomError> {
     let _ = STATE.epoch.set(std::time::Instant::now());
     // Deaths of tagged objects are always followed, so that their IDs can be reused (see
     // `ids`); a collection's end wakes the thread that deals with them.
@@ -291,7 +292,7 @@ pub fn start(env: *mut JNIEnv) -> Result<(), String> {
     threads::mark_own(t);
     let r = jvm::run_agent_thread(t, gc_thread_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);
     jni.delete_local_ref(t);
-    r.map_err(jvm::err_name)
+    r.map_err(RoomError::Jvmti)
 }
 
 /// At VM death, before the gate closes: deaths the JVM has not reported yet (JDK 16+ posts them
@@ -643,14 +644,14 @@ fn say_if_unheld() {
     set_note(msg.clone());
 }
 
-fn start_locker() -> Result<(), String> {
-    let go = || -> Result<(), String> {
+fn start_locker() -> Result<(), RoomError> {
+    let go = || -> Result<(), RoomError> {
         let jni = jvm::Jni::current().ok_or("no JNIEnv")?;
         let t = jni.new_thread("JVMPI GC locker").ok_or("cannot make its thread")?;
         threads::mark_own(t);
         let r = jvm::run_agent_thread(t, locker_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);
         jni.delete_local_ref(t);
-        r.map_err(jvm::err_name)
+        r.map_err(RoomError::Jvmti)
     };
     if jvm::current_jni().is_some() {
         go()

@@ -9,6 +9,7 @@
 use crate::face::abi::*;
 use crate::face::{events, ids};
 use crate::rooms::classes;
+use crate::rooms::error::RoomError;
 use crate::vm::idhash::{IdMap, IdSet};
 use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jint, jlong, jobject};
@@ -17,7 +18,7 @@ use std::sync::LazyLock;
 pub use crate::rooms::alloc::{array_kind, ARENA};
 
 /// The `obj_alloc` fields describing a live object; announces its class first.
-pub fn describe(env: *mut jvmti_bindings::sys::jni::JNIEnv, obj: jobject) -> Result<ObjAlloc, String> {
+pub fn describe(env: *mut jvmti_bindings::sys::jni::JNIEnv, obj: jobject) -> Result<ObjAlloc, RoomError> {
     let jni = jvm::Jni::of(env);
     let klass = jni.object_class(obj);
     let sig = jvm::class_signature(klass).map_err(jvm::err_name)?;
@@ -67,13 +68,13 @@ pub fn forget_requested(tag: jlong) -> bool {
     ids::take_requested(tag) || (!STATE.requested.is_empty() && STATE.requested.remove(&tag).is_some())
 }
 
-fn shape(env: *mut jvmti_bindings::sys::jni::JNIEnv, ctag: jlong) -> Result<(jint, jlong), String> {
+fn shape(env: *mut jvmti_bindings::sys::jni::JNIEnv, ctag: jlong) -> Result<(jint, jlong), RoomError> {
     if let Some(s) = STATE.shapes.get(&ctag).map(|s| *s) {
         return Ok(s);
     }
     let jni = jvm::Jni::of(env);
     let klass = ids::object_of(ids::to_id(ctag))?;
-    let r = (|| -> Result<(jint, jlong), String> {
+    let r = (|| -> Result<(jint, jlong), RoomError> {
         let sig = jvm::class_signature(klass).map_err(jvm::err_name)?;
         Ok(match array_kind(&sig) {
             None => (JVMPI_NORMAL_OBJECT, ctag),
@@ -114,7 +115,7 @@ pub fn forget_class(ctag: jlong) {
 
 /// The OBJECT_ALLOC description of the object with `tag`, from what a heap walk (or an earlier
 /// request) recorded: no lookup of the object at all.
-fn describe_kept(env: *mut jvmti_bindings::sys::jni::JNIEnv, tag: jlong) -> Option<Result<ObjAlloc, String>> {
+fn describe_kept(env: *mut jvmti_bindings::sys::jni::JNIEnv, tag: jlong) -> Option<Result<ObjAlloc, RoomError>> {
     let (ids::ClassTag(ctag), size) = ids::described(ids::Tag(tag))?;
     Some((|| {
         let (is_array, idtag) = shape(env, ctag)?;
@@ -143,7 +144,7 @@ fn describe_kept(env: *mut jvmti_bindings::sys::jni::JNIEnv, tag: jlong) -> Opti
 }
 
 /// `RequestEvent(JVMPI_EVENT_OBJECT_ALLOC, id)`.
-pub fn request(id: jobjectID) -> Result<(), String> {
+pub fn request(id: jobjectID) -> Result<(), RoomError> {
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     if let Some(info) = crate::rooms::alloc::pending_description(id) {
         // Announced by this thread's allocation hook, its constructor not yet run.
@@ -154,7 +155,7 @@ pub fn request(id: jobjectID) -> Result<(), String> {
     }
     let tag = ids::to_tag(id);
     if !ids::plausible(tag) {
-        return Err(format!("{id:p} is not a jobjectID this shim gave out"));
+        return Err(format!("{id:p} is not a jobjectID this shim gave out").into());
     }
     let info = match describe_kept(env, tag) {
         Some(info) => info,
