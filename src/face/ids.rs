@@ -300,6 +300,19 @@ pub struct Tag(pub jlong);
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct ClassTag(pub jlong);
 
+impl ClassTag {
+    /// The class's ID (the JVMPI side of the tag).
+    #[inline]
+    pub fn id(self) -> jobjectID {
+        to_id(self.0)
+    }
+    /// The tag of the class whose ID is `id`.
+    #[inline]
+    pub fn of_id(id: jobjectID) -> ClassTag {
+        ClassTag(to_tag(id))
+    }
+}
+
 /// Notes that `jobjectID2jobject(id)` gave this thread the local reference `h`.
 pub fn handed_out(h: jobject, id: jobjectID) {
     let a = h as usize;
@@ -547,6 +560,11 @@ pub fn indexed_tag_of(k: jobject) -> Result<jlong, FaceError> {
         }
     }
     Ok(t)
+}
+
+/// [`indexed_tag_of`] for a class: its tag as a class's.
+pub fn class_tag_of(k: jobject) -> Result<ClassTag, FaceError> {
+    indexed_tag_of(k).map(ClassTag)
 }
 
 /// The ID of a live object (NULL for a NULL reference).

@@ -694,7 +694,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
 fn known_shape(env: *mut JNIEnv, klass: jclass, ctag: jlong, s: Shape) -> (jlong, Shape) {
     if s.is_array() == JVMPI_NORMAL_OBJECT {
         // As in `shape_of`: CLASS_LOAD may have been enabled since the shape was published.
-        let _ = classes::ensure_announced_tagged(env, klass, ctag);
+        let _ = classes::ensure_announced_tagged(env, klass, ids::ClassTag(ctag));
     }
     (ctag, s)
 }
@@ -705,7 +705,7 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) 
         if s.is_array() == JVMPI_NORMAL_OBJECT {
             // The class must have been announced before its first instance (CLASS_LOAD may
             // have been enabled since the shape was cached).
-            let _ = classes::ensure_announced_tagged(env, klass, ctag);
+            let _ = classes::ensure_announced_tagged(env, klass, ids::ClassTag(ctag));
         }
         if cached.is_none() {
             cache_shape(ctag, s, hash);
@@ -721,7 +721,7 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) 
     let shape = match array_kind(&sig) {
         None => Shape {
             is_array: JVMPI_NORMAL_OBJECT as i16,
-            class_id: classes::ensure_announced_tagged(env, klass, ctag).ok()? as usize,
+            class_id: classes::ensure_announced_tagged(env, klass, ids::ClassTag(ctag)).ok()? as usize,
             size: 0,
             nested: 0,
         },

@@ -1253,9 +1253,9 @@ fn announce_trace_classes(env: *mut JNIEnv, frames: &[Vec<JVMPI_CallFrame>]) {
             // Tagged here, with the threads running (a dump at VM death too: inside JVM_SHUT_DOWN).
             let r = ids::tag_of(k).map_err(RoomError::from).and_then(|tag| {
                 if sent {
-                    classes::ensure_announced_tagged(env, k, tag)
+                    classes::ensure_announced_tagged(env, k, ids::ClassTag(tag))
                 } else {
-                    classes::describe_requested(env, k, tag)
+                    classes::describe_requested(env, k, ids::ClassTag(tag))
                 }
             });
             if let Err(e) = r {
@@ -1362,7 +1362,7 @@ fn new_state(jni: &jvm::Jni, level: jint, single: Option<jobject>) -> Result<Sta
 fn finish(env: *mut JNIEnv, jni: &jvm::Jni, st: &mut State) {
     for c in std::mem::take(&mut st.classes.list) {
         if (events::is_ready() || events::in_last()) && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
-            if let Err(e) = classes::ensure_announced_tagged(env, c.class, c.tag) {
+            if let Err(e) = classes::ensure_announced_tagged(env, c.class, ids::ClassTag(c.tag)) {
                 log::debug!("dump: announcing a class: {e}");
             }
         }

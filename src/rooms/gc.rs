@@ -210,13 +210,13 @@ fn ours(tag: jlong) -> bool {
 /// `objects` keep by class tag go, whether `classes` knew the class or not (with CLASS_LOAD off
 /// it may not have), so that a class that gets the tag later finds none of them. Returns
 /// whether `classes` knew it as a class.
-fn forget_class(tag: jlong, unload: impl FnOnce(jlong) -> bool) -> bool {
+fn forget_class(tag: jlong, unload: impl FnOnce(ids::ClassTag) -> bool) -> bool {
     if !ids::may_be_class(ids::Tag(tag)) {
         return false;
     }
-    let was = unload(tag);
+    let was = unload(ids::ClassTag(tag));
     alloc::forget_class(tag);
-    objects::forget_class(tag);
+    objects::forget_class(ids::ClassTag(tag));
     was
 }
 
@@ -737,15 +737,15 @@ mod tests {
     #[test]
     fn a_dead_class_unknown_to_classes_loses_its_shapes() {
         let (class, other) = (0x5_0000 as jlong, 0x5_0010 as jlong);
-        assert!(alloc::test_shape(class, true) && objects::test_shape(class, true));
+        assert!(alloc::test_shape(class, true) && objects::test_shape(crate::face::ids::ClassTag(class), true));
         assert!(!forget_class(other, |_| panic!("not a class key: no lookup")));
-        assert!(alloc::test_shape(class, false) && objects::test_shape(class, false));
+        assert!(alloc::test_shape(class, false) && objects::test_shape(crate::face::ids::ClassTag(class), false));
         let mut asked = false;
         assert!(!forget_class(class, |_| {
             asked = true;
             false
         }));
         assert!(asked, "classes is asked first");
-        assert!(!alloc::test_shape(class, false) && !objects::test_shape(class, false));
+        assert!(!alloc::test_shape(class, false) && !objects::test_shape(crate::face::ids::ClassTag(class), false));
     }
 }
