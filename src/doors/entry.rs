@@ -14,6 +14,7 @@ use crate::face::abi::*;
 use crate::face::record;
 use crate::face::table::Agent;
 use crate::face::{events, table};
+use crate::rooms::error::RoomError;
 use crate::rooms::{lifecycle, loader, options, report, threads};
 use crate::vm::jvm::startup;
 use crate::vm::{jvm, logger, logger::guard};
@@ -64,7 +65,7 @@ pub unsafe extern "system" fn JVM_OnLoad(vm: *mut JavaVM, options: *mut c_char, 
 }
 
 /// Parses the options, loads the agent, sets up JVMTI. Errors are one-line messages.
-fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
+fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), RoomError> {
     let opts = options::parse(raw_options.as_deref())?;
     if table::count() > 0 {
         return add_agent(&opts);
@@ -153,7 +154,7 @@ fn set_up(vm: *mut JavaVM, raw_options: Option<Vec<u8>>) -> Result<(), String> {
 /// `Agent_OnLoad` once per `-agentpath`): one more legacy agent, with its own interface table,
 /// on the emulation the first one set up. Its `JVM_OnLoad` runs at VMInit after the earlier
 /// agents'.
-fn add_agent(opts: &options::Options) -> Result<(), String> {
+fn add_agent(opts: &options::Options) -> Result<(), RoomError> {
     let Some(agent) = &opts.agent else {
         return Err("jvmpi-shim is loaded already; a further -agentpath:…/libjvmpi_shim.so must name an agent \
                     (agent=<path-or-name>)"
@@ -169,12 +170,13 @@ fn add_agent(opts: &options::Options) -> Result<(), String> {
         return Err(format!(
             "agent={agent}: report=, trace=, methods=, owned-monitors=, cache= and disable-gc-max= apply to every agent of the JVM: give them in the first \
              -agentpath:…/libjvmpi_shim.so=…"
-        ));
+        ).into());
     }
     if lifecycle::init_ran() {
         return Err(format!(
             "agent={agent}: the JVM is running already; one more legacy agent can only be added at start-up"
-        ));
+        )
+        .into());
     }
     if opts.log > log::max_level() {
         logger::init(opts.log);

@@ -53,13 +53,13 @@ fn orig() -> &'static JNINativeInterface_ {
     &STATE.original.get().expect("hooks run only after installation").0
 }
 
-pub fn install() -> Result<(), String> {
+pub fn install() -> Result<(), jvm::Error> {
     let _g = crate::vm::logger::lock(&STATE.install);
     if STATE.original.get().is_some() {
         return Ok(());
     }
-    let original = jvm::jni_table_copy().map_err(jvm::err_name)?;
-    let mut t = jvm::jni_table_copy().map_err(jvm::err_name)?;
+    let original = jvm::jni_table_copy()?;
+    let mut t = jvm::jni_table_copy()?;
     let _ = STATE.original.set(Table(original));
     t.AllocObject = alloc_object;
     t.NewObjectA = new_object_a;
@@ -86,7 +86,7 @@ pub fn install() -> Result<(), String> {
     t.DeleteGlobalRef = delete_global_ref;
     t.NewWeakGlobalRef = new_weak_global_ref;
     t.DeleteWeakGlobalRef = delete_weak_global_ref;
-    jvm::jni_table_install(&t).map_err(jvm::err_name)?;
+    jvm::jni_table_install(&t)?;
     log::info!("JNI function interception installed");
     Ok(())
 }

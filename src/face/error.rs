@@ -48,11 +48,3 @@ impl std::fmt::Display for FaceError {
         }
     }
 }
-
-/// The rooms' errors are still messages (docs/design.md, "Identities and errors"): a `FaceError` becomes its
-/// text where a room passes it on with `?`.
-impl From<FaceError> for String {
-    fn from(e: FaceError) -> String {
-        e.to_string()
-    }
-}

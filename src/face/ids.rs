@@ -141,6 +141,27 @@ fn reuse_after() -> u64 {
     })
 }
 
+/// A slot: a position in the ID index, the tag it gives shifted out (`tag = slot × 16`, the
+/// flags in the low bits). Its own type, so that a slot is never taken for a tag, nor a tag for
+/// a slot, where both travel between the functions of this file; the arithmetic on runs of
+/// slots and on the bit sets stays on the integer inside.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+struct Slot(u64);
+
+impl Slot {
+    /// The slot of `tag` (its flags dropped).
+    #[inline]
+    fn of(tag: jlong) -> Slot {
+        Slot((tag as u64) >> SHIFT)
+    }
+    /// The tag the slot gives (no flags set).
+    #[inline]
+    fn tag(self) -> jlong {
+        (self.0 << SHIFT) as jlong
+    }
+}
+
 /// The slots given back: one bit per slot below 2^27 (16 MiB at most), found again with a
 /// cursor that goes round.
 struct FreeSet {
@@ -151,7 +172,7 @@ struct FreeSet {
 
 impl FreeSet {
     /// Whether `slot` was not there yet.
-    fn put(&mut self, slot: u64) -> bool {
+    fn put(&mut self, Slot(slot): Slot) -> bool {
         if slot == 0 || slot >= SMALL_SLOTS {
             return false;
         }
@@ -171,7 +192,7 @@ impl FreeSet {
         false
     }
     /// Up to `n` slots (only when there are that many: a scan then always finds them).
-    fn take(&mut self, n: usize, into: &mut Vec<u64>) -> usize {
+    fn take(&mut self, n: usize, into: &mut Vec<Slot>) -> usize {
         if self.count < n || self.bits.is_empty() {
             return 0;
         }
@@ -183,7 +204,7 @@ impl FreeSet {
             while x != 0 && got < n {
                 let b = x.trailing_zeros() as u64;
                 x &= x - 1;
-                into.push(w as u64 * 64 + b);
+                into.push(Slot(w as u64 * 64 + b));
                 got += 1;
             }
             self.bits[w] = x;
@@ -197,12 +218,12 @@ impl FreeSet {
 }
 
 /// `n` slots into `into` (used from its end): given-back ones once reuse has begun, else new.
-fn take(n: usize, into: &mut Vec<u64>) {
+fn take(n: usize, into: &mut Vec<Slot>) {
     let start = into.len();
     if STATE.high.load(Relaxed) >= reuse_after() {
         let mut f = crate::vm::logger::lock(&STATE.free);
         let got = f.take(n, into);
-        for &s in &into[start..] {
+        for &Slot(s) in &into[start..] {
             counted_out(s, s + 1);
         }
         drop(f);
@@ -214,7 +235,7 @@ fn take(n: usize, into: &mut Vec<u64>) {
     }
     let (first, end) = new_run(n);
     // New slots are handed out lowest first.
-    into.extend((first..end).rev());
+    into.extend((first..end).rev().map(Slot));
 }
 
 /// `n` slots never handed out before, as a run (first, end).
@@ -233,14 +254,14 @@ fn take_run(n: usize) -> Option<(u64, u64)> {
     (STATE.high.load(Relaxed) < reuse_after()).then(|| new_run(n))
 }
 
-fn give_back(slots: &[u64]) {
+fn give_back(slots: &[Slot]) {
     if slots.is_empty() {
         return;
     }
     let mut f = crate::vm::logger::lock(&STATE.free);
     for &s in slots {
         if f.put(s) {
-            let g = s / GROUP;
+            let g = s.0 / GROUP;
             // The last slot of a group whose slots are all made: its pages go back.
             if OUT[g as usize].fetch_sub(1, Relaxed) == 1 && (g + 1) * GROUP <= STATE.high.load(Relaxed) {
                 forget_group(g);
@@ -300,6 +321,19 @@ pub struct Tag(pub jlong);
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct ClassTag(pub jlong);
 
+impl ClassTag {
+    /// The class's ID (the JVMPI side of the tag).
+    #[inline]
+    pub fn id(self) -> jobjectID {
+        to_id(self.0)
+    }
+    /// The tag of the class whose ID is `id`.
+    #[inline]
+    pub fn of_id(id: jobjectID) -> ClassTag {
+        ClassTag(to_tag(id))
+    }
+}
+
 /// Notes that `jobjectID2jobject(id)` gave this thread the local reference `h`.
 pub fn handed_out(h: jobject, id: jobjectID) {
     let a = h as usize;
@@ -340,7 +374,7 @@ pub fn recent_id(h: jobject) -> Option<jobjectID> {
         .map(|(_, id)| id as jobjectID)
 }
 
-fn slot() -> u64 {
+fn slot() -> Slot {
     CACHE.try_with(|c| c.borrow_mut().next_slot()).unwrap_or_else(|_| {
         let mut v = Vec::with_capacity(1);
         take(1, &mut v);
@@ -351,7 +385,7 @@ fn slot() -> u64 {
 /// A fresh tag: no live object has it, and its slot's last object (if any) has been reported
 /// dead.
 pub fn fresh_tag() -> jlong {
-    (slot() << SHIFT) as jlong
+    slot().tag()
 }
 
 /// A fresh tag for an object whose OBJECT_ALLOC is being sent (the allocation room takes them
@@ -379,7 +413,7 @@ pub fn bind(jni: &jvm::Jni, obj: jobject, tag: jlong) -> bool {
 /// walk's, which tags objects by the million inside a JVMTI callback ([`new`](TagBlock::new)).
 pub struct TagBlock {
     /// Slots given back before and taken again (used from the end).
-    slots: Vec<u64>,
+    slots: Vec<Slot>,
     /// New slots, lowest first: `run.0..run.1` (a run needs no memory to read per tag).
     run: (u64, u64),
     refill: usize,
@@ -395,10 +429,10 @@ impl TagBlock {
         TagBlock { slots: Vec::new(), run: (0, 0), refill: BATCH }
     }
     #[inline]
-    fn next_slot(&mut self) -> u64 {
+    fn next_slot(&mut self) -> Slot {
         if self.run.0 < self.run.1 {
             self.run.0 += 1;
-            return self.run.0 - 1;
+            return Slot(self.run.0 - 1);
         }
         if let Some(s) = self.slots.pop() {
             return s;
@@ -406,18 +440,18 @@ impl TagBlock {
         self.refill()
     }
     #[cold]
-    fn refill(&mut self) -> u64 {
+    fn refill(&mut self) -> Slot {
         if let Some(r) = take_run(self.refill) {
             self.run = (r.0 + 1, r.1);
-            return r.0;
+            return Slot(r.0);
         }
         take(self.refill, &mut self.slots);
-        self.slots.pop().unwrap_or(0)
+        self.slots.pop().unwrap_or(Slot(0))
     }
     /// A fresh tag.
     #[inline]
     pub fn next(&mut self) -> jlong {
-        (self.next_slot() << SHIFT) as jlong
+        self.next_slot().tag()
     }
 }
 
@@ -430,7 +464,7 @@ impl Default for TagBlock {
 impl Drop for TagBlock {
     fn drop(&mut self) {
         give_back(&self.slots);
-        give_back(&(self.run.0..self.run.1).collect::<Vec<u64>>());
+        give_back(&(self.run.0..self.run.1).map(Slot).collect::<Vec<Slot>>());
     }
 }
 
@@ -467,7 +501,7 @@ pub fn may_be_class(Tag(tag): Tag) -> bool {
 
 /// Whether `tag` is one the shim could have given out.
 pub fn plausible(tag: jlong) -> bool {
-    tag > 0 && tag % 8 == 0 && ((tag as u64) >> SHIFT) < STATE.high.load(Relaxed)
+    tag > 0 && tag % 8 == 0 && Slot::of(tag).0 < STATE.high.load(Relaxed)
 }
 
 /// Whether the object with this tag was defined to the agent by OBJECT_ALLOC.
@@ -549,6 +583,11 @@ pub fn indexed_tag_of(k: jobject) -> Result<jlong, FaceError> {
     Ok(t)
 }
 
+/// [`indexed_tag_of`] for a class: its tag as a class's.
+pub fn class_tag_of(k: jobject) -> Result<ClassTag, FaceError> {
+    indexed_tag_of(k).map(ClassTag)
+}
+
 /// The ID of a live object (NULL for a NULL reference).
 pub fn id_of(obj: jobject) -> Result<jobjectID, FaceError> {
     if obj.is_null() {
@@ -580,7 +619,7 @@ struct Chunk {
 /// The chunk and index of `tag`'s slot; made if `make`.
 #[inline]
 fn entry(tag: jlong, make: bool) -> Option<(&'static Chunk, usize)> {
-    let slot = (tag as u64) >> SHIFT;
+    let Slot(slot) = Slot::of(tag);
     if slot >= SMALL_SLOTS || tag <= 0 {
         return None;
     }
@@ -797,7 +836,7 @@ pub fn release(jni: &jvm::Jni, tags: &[jlong]) {
                 c.requested[i / 64].fetch_and(!bit, Relaxed);
             }
         }
-        slots.push((t as u64) >> SHIFT);
+        slots.push(Slot::of(t));
     }
     give_back(&slots);
 }
@@ -914,15 +953,15 @@ mod tests {
         // Given-back slots are found again, lowest first from the cursor, once there are enough.
         let mut f = FreeSet { bits: Vec::new(), count: 0, cursor: 0 };
         for s in [900u64, 5, 70, 5, 4000] {
-            f.put(s);
+            f.put(Slot(s));
         }
         assert_eq!(f.count, 4);
         let mut v = Vec::new();
         assert_eq!(f.take(5, &mut v), 0, "not enough: none taken");
         assert_eq!(f.take(3, &mut v), 3);
-        assert_eq!(v, vec![5, 70, 900]);
+        assert_eq!(v, vec![Slot(5), Slot(70), Slot(900)]);
         assert_eq!(f.take(1, &mut v), 1);
-        assert_eq!(v[3], 4000);
+        assert_eq!(v[3], Slot(4000));
         let again = [fresh_tag()];
         // Descriptions.
         let t = again[0];
@@ -970,13 +1009,13 @@ mod tests {
         const PAGE: u64 = 32_768;
         let (first, end) = new_run(3 * PAGE as usize);
         let start = first.div_ceil(PAGE) * PAGE;
-        let tag = ((start + 5) << SHIFT) as jlong;
+        let tag = Slot(start + 5).tag();
         assert!(mark_requested(tag));
         let (c, i) = entry(tag, false).unwrap();
         let bits = std::ptr::addr_of!(c.requested[i / 64]) as *const u64;
         assert!(resident(bits), "marked, so in memory");
         assert!(take_requested(tag));
-        give_back(&(first..end).collect::<Vec<u64>>());
+        give_back(&(first..end).map(Slot).collect::<Vec<Slot>>());
         assert!(!resident(bits), "the page of requested bits stayed in memory after every slot of it was given back");
         assert!(!take_requested(tag), "a page given back reads as zeros");
     }

@@ -40,6 +40,7 @@
 
 use crate::face::abi::*;
 use crate::face::{events, ids};
+use crate::rooms::error::RoomError;
 use crate::rooms::{calltrace, classes, threads};
 use crate::vm::idhash::IdMap;
 use crate::vm::{bci, jvm, rewrites};
@@ -253,7 +254,7 @@ pub fn installed() -> bool {
 
 /// `EnableEvent(OBJECT_ALLOC)`: instruments every class (the tracker is defined once) and turns
 /// the tracker on.
-pub fn enable() -> Result<(), String> {
+pub fn enable() -> Result<(), RoomError> {
     let env = jvm::attach_current().ok_or("the calling thread cannot be attached to the JVM")?;
     let jni = jvm::Jni::of(env);
     let _g = crate::vm::logger::lock(&STATE.switch);
@@ -302,7 +303,7 @@ fn set_on(jni: &jvm::Jni, on: bool) {
     }
 }
 
-fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
+fn define_tracker(jni: &jvm::Jni) -> Result<(), RoomError> {
     let shape_name = bci::shape_class_name(TRACKER);
     let shape = jni
         .define_boot_class(&shape_name, &bci::shape_class(TRACKER))
@@ -366,7 +367,7 @@ fn define_tracker(jni: &jvm::Jni) -> Result<(), String> {
 }
 
 /// Makes the tracker's table of shapes (`shapes`, empty) and keeps what [`offer`] needs.
-fn publish_table(jni: &jvm::Jni, tracker: jclass, shape: jclass) -> Result<(), String> {
+fn publish_table(jni: &jvm::Jni, tracker: jclass, shape: jclass) -> Result<(), RoomError> {
     let ctor =
         jni.method_id_in(shape, "<init>", bci::SHAPE_INIT, false).ok_or("the shape class has no constructor")? as usize;
     let table = jni.new_object_array(bci::SHAPES as jint, shape).ok_or("cannot make the tracker's table of shapes")?;
@@ -693,7 +694,7 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
 fn known_shape(env: *mut JNIEnv, klass: jclass, ctag: jlong, s: Shape) -> (jlong, Shape) {
     if s.is_array() == JVMPI_NORMAL_OBJECT {
         // As in `shape_of`: CLASS_LOAD may have been enabled since the shape was published.
-        let _ = classes::ensure_announced_tagged(env, klass, ctag);
+        let _ = classes::ensure_announced_tagged(env, klass, ids::ClassTag(ctag));
     }
     (ctag, s)
 }
@@ -704,7 +705,7 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) 
         if s.is_array() == JVMPI_NORMAL_OBJECT {
             // The class must have been announced before its first instance (CLASS_LOAD may
             // have been enabled since the shape was cached).
-            let _ = classes::ensure_announced_tagged(env, klass, ctag);
+            let _ = classes::ensure_announced_tagged(env, klass, ids::ClassTag(ctag));
         }
         if cached.is_none() {
             cache_shape(ctag, s, hash);
@@ -720,7 +721,7 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) 
     let shape = match array_kind(&sig) {
         None => Shape {
             is_array: JVMPI_NORMAL_OBJECT as i16,
-            class_id: classes::ensure_announced_tagged(env, klass, ctag).ok()? as usize,
+            class_id: classes::ensure_announced_tagged(env, klass, ids::ClassTag(ctag)).ok()? as usize,
             size: 0,
             nested: 0,
         },

@@ -14,12 +14,14 @@
 //! back from an agent can be checked before JVMTI sees it.
 
 use crate::face::abi::*;
+use crate::face::ids::ClassTag;
 use crate::face::{events, ids};
+use crate::rooms::error::RoomError;
 use crate::rooms::lines;
 use crate::vm::idhash::IdMap;
 use crate::vm::jvm;
 use dashmap::DashMap;
-use jvmti_bindings::sys::jni::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
+use jvmti_bindings::sys::jni::{jclass, jint, jmethodID, jobject, JNIEnv};
 use jvmti_bindings::sys::jvmti;
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
@@ -38,16 +40,16 @@ struct ClassRec {
 struct ClassesState {
     /// Tag → the class the agents have been told about (or are being told, claimed by one
     /// thread per agent in [`announce_tagged`]) and its method IDs; taken out by [`unloaded`].
-    announced: LazyLock<IdMap<jlong, ClassRec>>,
+    announced: LazyLock<IdMap<ClassTag, ClassRec>>,
     /// jmethodID → tag of its class (0 when not known yet): written by each CLASS_LOAD,
     /// [`note_method`] and the scan of [`known_method`]; emptied of a class's methods at its unload.
-    methods: LazyLock<IdMap<usize, jlong>>,
+    methods: LazyLock<IdMap<usize, ClassTag>>,
     /// Every string a CLASS_LOAD has pointed to, interned by [`intern`] and never freed (a
     /// `Box<CStr>`'s bytes do not move when the map grows).
     strings: LazyLock<DashMap<Box<CStr>, ()>>,
     /// The descriptions of the classes described so far, by tag: built by [`Described::of`],
     /// taken out by [`unloaded`] (or moved to `untold`).
-    described: LazyLock<IdMap<jlong, Arc<Described>>>,
+    described: LazyLock<IdMap<ClassTag, Arc<Described>>>,
     /// Classes loaded (JVMTI ClassLoad) while CLASS_LOAD is on, not announced yet: global
     /// references and when they were loaded (added by [`on_class_load`], taken by
     /// [`flush_pending`]). Almost all are prepared moments later and announced at their
@@ -87,13 +89,13 @@ static STATE: ClassesState = ClassesState {
 /// This thread's side of the classes room.
 struct Here {
     /// Classes whose CLASS_LOAD this thread is delivering (pushed and popped around the delivery).
-    sending: std::cell::RefCell<Vec<jlong>>,
+    sending: std::cell::RefCell<Vec<ClassTag>>,
     /// Classes this thread loaded inside the shim's own work (global references), to announce
     /// in this thread once that work is done ([`on_class_load`] adds, [`flush_own`] takes).
     own_pending: std::cell::RefCell<Vec<usize>>,
     /// The class whose CLASS_UNLOAD this thread is delivering: its tag and description (set
     /// around the delivery in [`unloaded`]).
-    unloading: std::cell::RefCell<Option<(jlong, Arc<Described>)>>,
+    unloading: std::cell::RefCell<Option<(ClassTag, Arc<Described>)>>,
 }
 
 thread_local! {
@@ -114,7 +116,7 @@ thread_local! {
 /// requested under the agent's lock while main's CLASS_LOAD handler waits for it stalled 2 s
 /// per object of the class); there, as on HotSpot 1.5, whose dumps were taken at a safepoint,
 /// the class may be named before its CLASS_LOAD, and the agent can request it.
-fn all_told(tag: jlong) -> bool {
+fn all_told(tag: ClassTag) -> bool {
     let want = events::listeners(JVMPI_EVENT_CLASS_LOAD);
     let (told, sent) = match STATE.announced.get(&tag) {
         Some(r) => (r.told.load(SeqCst), r.sent.load(SeqCst)),
@@ -196,7 +198,7 @@ fn array_ptr<T>(v: &[T]) -> *mut T {
 }
 
 impl Described {
-    fn read(jni: &jvm::Jni, k: jclass, sig: &str) -> Result<Described, String> {
+    fn read(jni: &jvm::Jni, k: jclass, sig: &str) -> Result<Described, RoomError> {
         let e = jvm::err_name;
         let is_array = sig.starts_with('[');
         let source = if is_array { String::new() } else { jvm::source_file(k).unwrap_or_default() };
@@ -247,7 +249,7 @@ impl Described {
 
     /// The description kept under `tag` if it is of class `k`; if not, what is kept under `tag`
     /// (None, or another class's: one that died unreported, whose tag `k` has now).
-    fn kept(jni: &jvm::Jni, tag: jlong, k: jclass) -> Result<Arc<Described>, Option<Arc<Described>>> {
+    fn kept(jni: &jvm::Jni, tag: ClassTag, k: jclass) -> Result<Arc<Described>, Option<Arc<Described>>> {
         // Every JNI call here is made with no guard of the table held (IsSameObject enters the
         // VM, where an agent's SuspendThread stops the thread: the shard would stay locked).
         let seen = STATE.described.get(&tag).map(|d| d.clone());
@@ -258,7 +260,7 @@ impl Described {
     }
 
     /// The class's description: the one already built, or a new one.
-    fn of(env: *mut JNIEnv, k: jclass, tag: jlong, sig: &str) -> Result<Arc<Described>, String> {
+    fn of(env: *mut JNIEnv, k: jclass, tag: ClassTag, sig: &str) -> Result<Arc<Described>, RoomError> {
         let jni = jvm::Jni::of(env);
         let seen = match Self::kept(&jni, tag, k) {
             Ok(d) => return Ok(d),
@@ -266,7 +268,7 @@ impl Described {
         };
         let d = Arc::new(Described::read(&jni, k, sig)?);
         let mut stale = None;
-        ids::mark_class(ids::ClassTag(tag));
+        ids::mark_class(tag);
         let kept = match STATE.described.entry(tag) {
             dashmap::mapref::entry::Entry::Occupied(mut o) => {
                 if seen.as_ref().is_some_and(|s| Arc::ptr_eq(s, o.get())) || o.get().class == 0 {
@@ -308,13 +310,13 @@ impl Described {
 }
 
 /// Announces a class (once, unless `requested`), in the current thread `env`. Returns its ID.
-fn announce(env: *mut JNIEnv, k: jclass, requested: bool) -> Result<jobjectID, String> {
-    announce_tagged(env, k, ids::indexed_tag_of(k)?, requested)
+fn announce(env: *mut JNIEnv, k: jclass, requested: bool) -> Result<jobjectID, RoomError> {
+    announce_tagged(env, k, ids::class_tag_of(k)?, requested)
 }
 
-fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> Result<jobjectID, String> {
+fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: ClassTag, requested: bool) -> Result<jobjectID, RoomError> {
     if !requested && all_told(tag) {
-        return Ok(ids::to_id(tag));
+        return Ok(tag.id());
     }
     let sig = jvm::class_signature(k).map_err(jvm::err_name)?;
     if !sig.starts_with('[') && !jvm::class_status(k).is_ok_and(|s| s & jvmti::JVMTI_CLASS_STATUS_PREPARED != 0) {
@@ -323,7 +325,7 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
         // which announces the class; the claim below then finds it announced.
         crate::face::own_work::link_unseen(&jvm::Jni::of(env), k);
         if !requested && all_told(tag) {
-            return Ok(ids::to_id(tag));
+            return Ok(tag.id());
         }
     }
     let info = Described::of(env, k, tag, &sig)?;
@@ -335,7 +337,7 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
     if !requested {
         // Claim: for each agent, only the thread that claims the class sends its CLASS_LOAD.
         let want = events::listeners(JVMPI_EVENT_CLASS_LOAD);
-        ids::mark_class(ids::ClassTag(tag));
+        ids::mark_class(tag);
         let told = STATE
             .announced
             .entry(tag)
@@ -347,10 +349,10 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
             // Claimed by another thread: its CLASS_LOAD must be delivered before this thread
             // goes on to name the class.
             all_told(tag);
-            return Ok(ids::to_id(tag));
+            return Ok(tag.id());
         }
     }
-    let mut ev = info.event(env, ids::to_id(tag));
+    let mut ev = info.event(env, tag.id());
     if requested {
         events::send_requested(&mut ev);
     } else {
@@ -358,7 +360,7 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
         /// gate closed meanwhile), the claim is given back, so that a later announcement (a
         /// last heap dump's, inside JVM_SHUT_DOWN) still sends it.
         struct Sending {
-            tag: jlong,
+            tag: ClassTag,
             to: u32,
             delivered: bool,
         }
@@ -380,16 +382,16 @@ fn announce_tagged(env: *mut JNIEnv, k: jclass, tag: jlong, requested: bool) -> 
             if events::is_ready() { events::send_to(to, &mut ev) } else { events::send_within_last(to, &mut ev) };
     }
     drop(info);
-    Ok(ids::to_id(tag))
+    Ok(tag.id())
 }
 
 /// Whether every agent that wants CLASS_LOAD has had class `tag`'s.
-pub fn announced_to_all(tag: jlong) -> bool {
+pub fn announced_to_all(tag: ClassTag) -> bool {
     all_told(tag)
 }
 
 /// The ID of class `k`, announcing it first if the agent wants CLASS_LOAD and has not had it.
-pub fn ensure_announced(env: *mut JNIEnv, k: jclass) -> Result<jobjectID, String> {
+pub fn ensure_announced(env: *mut JNIEnv, k: jclass) -> Result<jobjectID, RoomError> {
     if events::is_ready() && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
         announce(env, k, false)
     } else {
@@ -399,18 +401,18 @@ pub fn ensure_announced(env: *mut JNIEnv, k: jclass) -> Result<jobjectID, String
 
 /// As [`ensure_announced`], for a class whose tag the caller has already read. Inside
 /// JVM_SHUT_DOWN's handler too (the classes a last heap dump names).
-pub fn ensure_announced_tagged(env: *mut JNIEnv, k: jclass, tag: jlong) -> Result<jobjectID, String> {
+pub fn ensure_announced_tagged(env: *mut JNIEnv, k: jclass, tag: ClassTag) -> Result<jobjectID, RoomError> {
     if (events::is_ready() || events::in_last()) && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
         announce_tagged(env, k, tag, false)
     } else {
-        Ok(ids::to_id(tag))
+        Ok(tag.id())
     }
 }
 
 /// A requested CLASS_LOAD of `k` (tag `tag`) to the agent whose RequestEvent is under way in
 /// this thread: a dump names a class the agent has not been told about while CLASS_LOAD is
 /// off (see `dumps`).
-pub fn describe_requested(env: *mut JNIEnv, k: jclass, tag: jlong) -> Result<jobjectID, String> {
+pub fn describe_requested(env: *mut JNIEnv, k: jclass, tag: ClassTag) -> Result<jobjectID, RoomError> {
     announce_tagged(env, k, tag, true)
 }
 
@@ -572,7 +574,7 @@ pub fn announce_all() {
 }
 
 /// `RequestEvent(JVMPI_EVENT_CLASS_LOAD, class ID)`.
-pub fn request(id: jobjectID) -> Result<(), String> {
+pub fn request(id: jobjectID) -> Result<(), RoomError> {
     if let Some(r) = request_unloading(id) {
         return r;
     }
@@ -581,7 +583,7 @@ pub fn request(id: jobjectID) -> Result<(), String> {
     let jni = jvm::Jni::of(env);
     // A class described before (announced, or requested once) answers from its description,
     // with no JVMTI call: a memory profiler asks for the class of every object of a dump.
-    if let Ok(d) = Described::kept(&jni, ids::to_tag(id), obj) {
+    if let Ok(d) = Described::kept(&jni, ClassTag::of_id(id), obj) {
         let mut ev = d.event(env, id);
         events::send_requested(&mut ev);
         jni.delete_local_ref(obj);
@@ -590,7 +592,8 @@ pub fn request(id: jobjectID) -> Result<(), String> {
     let k = jni.object_class(obj);
     let is_class = jvm::class_signature(k).is_ok_and(|s| s == "Ljava/lang/Class;");
     jni.delete_local_ref(k);
-    let r = if is_class { announce(env, obj, true).map(|_| ()) } else { Err(format!("{id:p} is not a class ID")) };
+    let r =
+        if is_class { announce(env, obj, true).map(|_| ()) } else { Err(format!("{id:p} is not a class ID").into()) };
     jni.delete_local_ref(obj);
     r
 }
@@ -598,7 +601,7 @@ pub fn request(id: jobjectID) -> Result<(), String> {
 /// A tagged object died with no GC bracket to report it in: if it was a described or announced
 /// class, it is forgotten (so that its tag, once reused, names nothing of it). Returns whether
 /// it was one.
-pub fn forget(tag: jlong) -> bool {
+pub fn forget(tag: ClassTag) -> bool {
     let described = STATE.described.remove(&tag).map(|(_, d)| d);
     let announced = STATE.announced.remove(&tag).map(|(_, r)| r);
     if described.is_none() && announced.is_none() {
@@ -628,7 +631,7 @@ pub fn forget(tag: jlong) -> bool {
 /// The class's strings stay (interned); its arrays are freed once its CLASS_UNLOAD has been
 /// delivered. As in HotSpot 1.5, the CLASS_UNLOAD handler may still request the class's
 /// CLASS_LOAD: it is answered from the description, with NULL method IDs.
-pub fn unloaded(env: *mut JNIEnv, tag: jlong) -> bool {
+pub fn unloaded(env: *mut JNIEnv, tag: ClassTag) -> bool {
     let described = STATE.described.remove(&tag).map(|(_, d)| d);
     let announced = STATE.announced.remove(&tag).map(|(_, r)| r);
     if described.is_none() && announced.is_none() {
@@ -647,7 +650,7 @@ pub fn unloaded(env: *mut JNIEnv, tag: jlong) -> bool {
     }
     if events::enabled(JVMPI_EVENT_CLASS_UNLOAD) {
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_CLASS_UNLOAD, env);
-        ev.u.class_unload = ClassUnload { class_id: ids::to_id(tag) };
+        ev.u.class_unload = ClassUnload { class_id: tag.id() };
         let saved = HERE.with(|h| h.unloading.replace(described.map(|d| (tag, d))));
         events::send(&mut ev);
         HERE.with(|h| *h.unloading.borrow_mut() = saved);
@@ -658,9 +661,9 @@ pub fn unloaded(env: *mut JNIEnv, tag: jlong) -> bool {
 /// `RequestEvent(CLASS_LOAD)` inside the CLASS_UNLOAD handler of that class: HotSpot 1.5 sent
 /// the class's description, with NULL method IDs ("method_id doesn't mean much after class is
 /// unloaded"). Whether this was such a request.
-fn request_unloading(id: jobjectID) -> Option<Result<(), String>> {
+fn request_unloading(id: jobjectID) -> Option<Result<(), RoomError>> {
     let (tag, d) = HERE.with(|h| h.unloading.borrow().clone())?;
-    if ids::to_id(tag) != id {
+    if tag.id() != id {
         return None;
     }
     let env = jvm::current_jni()?;
@@ -676,7 +679,7 @@ fn request_unloading(id: jobjectID) -> Option<Result<(), String>> {
 /// Remembers a method ID the JVM handed out (stack traces), so it can be checked later.
 pub fn note_method(m: jmethodID) {
     if !STATE.methods.contains_key(&(m as usize)) {
-        STATE.methods.insert(m as usize, 0);
+        STATE.methods.insert(m as usize, ClassTag(0));
     }
 }
 
@@ -725,7 +728,7 @@ fn current_version(m: jmethodID) -> Option<jmethodID> {
 
 /// Whether `m` is a method of a class described to the agent (CLASS_LOAD, requested or not).
 pub fn described(m: jmethodID) -> bool {
-    STATE.methods.get(&(m as usize)).is_some_and(|t| *t != 0)
+    STATE.methods.get(&(m as usize)).is_some_and(|t| *t != ClassTag(0))
 }
 
 /// Whether `m` is a method ID of a loaded class. Unknown IDs trigger one scan of the loaded
@@ -754,8 +757,8 @@ fn known_method(m: jmethodID) -> bool {
 /// `GetMethodClass`. A method of a class the agent has been told about is answered from the
 /// table, which needs nothing from the JVM: in any thread and after JVM_SHUT_DOWN too.
 pub fn method_class(m: jmethodID) -> jobjectID {
-    if let Some(tag) = STATE.methods.get(&(m as usize)).map(|t| *t).filter(|&t| t != 0) {
-        return ids::to_id(tag);
+    if let Some(tag) = STATE.methods.get(&(m as usize)).map(|t| *t).filter(|&t| t != ClassTag(0)) {
+        return tag.id();
     }
     if !m.is_null() && (jvm::current_jni().is_none() || events::is_over()) {
         log::warn!(
@@ -769,11 +772,11 @@ pub fn method_class(m: jmethodID) -> jobjectID {
         log::warn!("GetMethodClass({m:p}): not a method ID of a loaded class; NULL");
         return std::ptr::null_mut();
     }
-    let r = jvm::method_class(m).map_err(jvm::err_name).and_then(|k| {
+    let r = jvm::method_class(m).map_err(RoomError::Jvmti).and_then(|k| {
         let env = jvm::current_jni();
         let id = match env {
             Some(env) => ensure_announced(env, k),
-            None => ids::id_of(k).map_err(String::from),
+            None => ids::id_of(k).map_err(RoomError::from),
         };
         if let Some(env) = env {
             jvm::Jni::of(env).delete_local_ref(k);
@@ -781,7 +784,7 @@ pub fn method_class(m: jmethodID) -> jobjectID {
         id
     });
     r.unwrap_or_else(|e| {
-        log::log!(events::edge_level(None), "GetMethodClass({m:p}): {e}");
+        log::log!(events::edge_level(e.jvmti()), "GetMethodClass({m:p}): {e}");
         std::ptr::null_mut()
     })
 }

@@ -19,6 +19,7 @@ use crate::face::event_table::{self, CatchUp, Request, Support, Switch};
 use crate::face::events;
 use crate::face::record;
 use crate::face::table::Agent;
+use crate::rooms::error::RoomError;
 use crate::rooms::{alloc, classes, dumps, methods, objects, threads};
 use crate::vm::jvm;
 use jvmti_bindings::sys::jni::jint;
@@ -176,11 +177,11 @@ pub fn reinitialise(a: Agent) -> usize {
 }
 
 /// What switching an event on or off does beyond JVMTI events (its row's [`Switch`]).
-fn switch(event: jint, on: bool) -> Result<(), String> {
+fn switch(event: jint, on: bool) -> Result<(), RoomError> {
     let Some(row) = event_table::get(event) else { return Ok(()) };
     match (row.switch, on) {
         (Switch::Nothing, _) => Ok(()),
-        (Switch::AgentHook, _) => jvm::set_agent_hook(on).map_err(jvm::err_name),
+        (Switch::AgentHook, _) => jvm::set_agent_hook(on).map_err(RoomError::Jvmti),
         (Switch::Alloc, true) => alloc::enable(),
         (Switch::Alloc, false) => {
             alloc::disable();
@@ -238,7 +239,7 @@ pub fn request(event: jint, arg: *mut c_void) -> jint {
     match r {
         Ok(()) => JVMPI_SUCCESS,
         Err(why) => {
-            log::log!(events::edge_level(None), "RequestEvent({}): JVMPI_FAIL: {why}", event_table::name(event));
+            log::log!(events::edge_level(why.jvmti()), "RequestEvent({}): JVMPI_FAIL: {why}", event_table::name(event));
             JVMPI_FAIL
         }
     }

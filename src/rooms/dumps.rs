@@ -61,6 +61,7 @@
 
 use crate::face::abi::*;
 use crate::face::{events, ids};
+use crate::rooms::error::RoomError;
 use crate::rooms::{calltrace, classes, threads};
 use crate::vm::idhash::IdMap;
 use crate::vm::jvm;
@@ -1083,8 +1084,8 @@ unsafe extern "system" fn on_array_values(
 /// The loaded classes: tags, layouts, global references, and the tags of java.lang.Class and
 /// java.lang.Object. Also tags them (so the walk sees
 /// their tags as `class_tag`).
-fn class_table(jni: &jvm::Jni) -> Result<(ClassTable, jlong, jlong), String> {
-    let all = jvm::loaded_classes().map_err(jvm::err_name)?;
+fn class_table(jni: &jvm::Jni) -> Result<(ClassTable, jlong, jlong), RoomError> {
+    let all = jvm::loaded_classes().map_err(RoomError::Jvmti)?;
     let mut map = ClassTable::with_capacity(all.len());
     let mut class_class = 0;
     let mut object_class = 0;
@@ -1142,7 +1143,7 @@ fn class_entry(jni: &jvm::Jni, k: jclass) -> Option<ClassEntry> {
 /// object's class, and what the record names as a class — for a class, itself, its superclass
 /// and interfaces; for an object array, its element class. Those are announced after the walk.
 /// Also (tag of java.lang.Class, tag of java.lang.Object).
-fn object_classes(jni: &jvm::Jni, obj: jobject) -> Result<(ClassTable, jlong, jlong), String> {
+fn object_classes(jni: &jvm::Jni, obj: jobject) -> Result<(ClassTable, jlong, jlong), RoomError> {
     // Local references the function deletes (the object itself is the caller's).
     let mut list: Vec<jclass> = Vec::new();
     let mut own = None;
@@ -1250,11 +1251,11 @@ fn announce_trace_classes(env: *mut JNIEnv, frames: &[Vec<JVMPI_CallFrame>]) {
         }
         if let Ok(k) = jvm::method_class(f.method_id) {
             // Tagged here, with the threads running (a dump at VM death too: inside JVM_SHUT_DOWN).
-            let r = ids::tag_of(k).map_err(String::from).and_then(|tag| {
+            let r = ids::tag_of(k).map_err(RoomError::from).and_then(|tag| {
                 if sent {
-                    classes::ensure_announced_tagged(env, k, tag)
+                    classes::ensure_announced_tagged(env, k, ids::ClassTag(tag))
                 } else {
-                    classes::describe_requested(env, k, tag)
+                    classes::describe_requested(env, k, ids::ClassTag(tag))
                 }
             });
             if let Err(e) = r {
@@ -1314,7 +1315,7 @@ fn stacks(jni: &jvm::Jni, with_traces: bool) -> Stacks {
     (map, traces, frames, tags, left_out)
 }
 
-fn walk(st: &mut State, initial: jobject) -> Result<(), String> {
+fn walk(st: &mut State, initial: jobject) -> Result<(), RoomError> {
     let mut cb = jvmti::jvmtiHeapCallbacks { heap_reference_callback: Some(on_reference), ..Default::default() };
     if st.level == JVMPI_DUMP_LEVEL_2 {
         cb.primitive_field_callback = Some(on_primitive_field);
@@ -1324,11 +1325,11 @@ fn walk(st: &mut State, initial: jobject) -> Result<(), String> {
     let r = unsafe { jvm::follow_references(initial, &cb, st as *mut State as *mut c_void) };
     // The walk described the objects it met (`ids::note_in_walk`).
     ids::noting();
-    r.map_err(jvm::err_name)
+    r.map_err(RoomError::Jvmti)
 }
 
 /// The state of a heap dump (`single`: None), or of the OBJECT_DUMP of one object.
-fn new_state(jni: &jvm::Jni, level: jint, single: Option<jobject>) -> Result<State, String> {
+fn new_state(jni: &jvm::Jni, level: jint, single: Option<jobject>) -> Result<State, RoomError> {
     let (classes, class_class, object_class) = match single {
         None => class_table(jni)?,
         Some(obj) => object_classes(jni, obj)?,
@@ -1361,7 +1362,7 @@ fn new_state(jni: &jvm::Jni, level: jint, single: Option<jobject>) -> Result<Sta
 fn finish(env: *mut JNIEnv, jni: &jvm::Jni, st: &mut State) {
     for c in std::mem::take(&mut st.classes.list) {
         if (events::is_ready() || events::in_last()) && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
-            if let Err(e) = classes::ensure_announced_tagged(env, c.class, c.tag) {
+            if let Err(e) = classes::ensure_announced_tagged(env, c.class, ids::ClassTag(c.tag)) {
                 log::debug!("dump: announcing a class: {e}");
             }
         }
@@ -1375,7 +1376,7 @@ fn finish(env: *mut JNIEnv, jni: &jvm::Jni, st: &mut State) {
 /// Takes a heap dump. What calls into the agent (THREAD_START and CLASS_LOAD of what the dump
 /// names, and the CLASS_LOAD that linking a class may cause) happens before and after the
 /// snapshot, never while `one` is held.
-fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
+fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, RoomError> {
     let jni = jvm::Jni::of(env);
     let t0 = std::time::Instant::now();
     threads::announce_all();
@@ -1428,30 +1429,26 @@ fn heap_snapshot(env: *mut JNIEnv, level: jint) -> Result<Snapshot, String> {
 
 /// Whether a dump may be taken now: not before the agent's `JVM_OnLoad` has returned (the
 /// JVM has not finished starting for the agent; HotSpot 1.5 had not even created its heap).
-fn may_dump() -> Result<(), String> {
+fn may_dump() -> Result<(), RoomError> {
     if !events::is_ready() && !events::is_dead() {
-        return Err(
-            "too early: no dump can be taken before JVM_OnLoad has returned (request it from JVM_INIT_DONE on)".into(),
-        );
+        return Err(RoomError::TooEarly);
     }
     Ok(())
 }
 
 /// A dump taken after VM death (the gate closed: inside JVM_SHUT_DOWN) cannot be delivered.
-fn delivered(sent: bool) -> Result<(), String> {
+fn delivered(sent: bool) -> Result<(), RoomError> {
     if sent {
         Ok(())
-    } else if events::is_dead() {
-        Err("the dump was taken but the event gate is closed (VM death): not delivered".into())
     } else {
-        Err("the dump was taken but the agent has no NotifyEvent: not delivered".into())
+        Err(RoomError::NotDelivered { closed: events::is_dead() })
     }
 }
 
 /// `RequestEvent(JVMPI_EVENT_HEAP_DUMP, arg)`. Any thread may request one from inside any
 /// handler, a HEAP_DUMP's included, as HotSpot 1.5 allowed: nothing of the shim is held while
 /// the event is delivered.
-pub fn request_heap_dump(arg: *mut c_void) -> Result<(), String> {
+pub fn request_heap_dump(arg: *mut c_void) -> Result<(), RoomError> {
     may_dump()?;
     let level = if arg.is_null() {
         JVMPI_DUMP_LEVEL_2
@@ -1461,7 +1458,7 @@ pub fn request_heap_dump(arg: *mut c_void) -> Result<(), String> {
             .heap_dump_level
     };
     if !(JVMPI_DUMP_LEVEL_0..=JVMPI_DUMP_LEVEL_2).contains(&level) {
-        return Err(format!("no dump level {level}"));
+        return Err(format!("no dump level {level}").into());
     }
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     let _pins = threads::hold_pins();
@@ -1514,7 +1511,7 @@ fn record_being_delivered(tag: jlong) -> Option<Vec<u8>> {
 /// OBJECT_DUMP's or a HEAP_DUMP's included (hprof asks for the OBJECT_DUMP of a class from
 /// inside its HEAP_DUMP handler: that is how it learns a superclass). The walk of one object
 /// suspends nobody: it takes no lock.
-pub fn request_object_dump(id: jobjectID) -> Result<(), String> {
+pub fn request_object_dump(id: jobjectID) -> Result<(), RoomError> {
     may_dump()?;
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     let tag = ids::to_tag(id);
@@ -1586,9 +1583,9 @@ fn env_of_thread(t: jobject) -> usize {
 /// threads' owned and contended monitors name them all. Each is then read with
 /// `GetObjectMonitorUsage`. Before JDK 23 its `waiters` also held the threads in
 /// `Object.wait` (JDK-8247972), so those in `notify_waiters` are taken out of it.
-fn java_monitors(jni: &jvm::Jni) -> Result<Vec<JavaMonitor>, String> {
+fn java_monitors(jni: &jvm::Jni) -> Result<Vec<JavaMonitor>, RoomError> {
     let mut objs: Vec<(jlong, jobject)> = Vec::new();
-    for t in jvm::all_threads().map_err(jvm::err_name)? {
+    for t in jvm::all_threads().map_err(RoomError::Jvmti)? {
         let mut found = match jvm::owned_monitors(t) {
             Ok(v) => v,
             Err(e) => {
@@ -1681,7 +1678,7 @@ fn write_monitors(java: &[JavaMonitor], raw: &[crate::rooms::monitors::RawMonito
 /// `RequestEvent(JVMPI_EVENT_MONITOR_DUMP, NULL)`: the Java monitors that are owned or have
 /// waiters, every raw monitor of the agent's, and the traces and statuses of all threads, read
 /// while the other threads are suspended; delivered after they are resumed.
-pub fn request_monitor_dump() -> Result<(), String> {
+pub fn request_monitor_dump() -> Result<(), RoomError> {
     may_dump()?;
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     let jni = jvm::Jni::of(env);

@@ -33,6 +33,7 @@
 
 use crate::face::abi::*;
 use crate::face::{events, ids};
+use crate::rooms::error::RoomError;
 use crate::rooms::{alloc, classes, deaths, objects, threads};
 use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jlong, JNIEnv};
@@ -209,13 +210,13 @@ fn ours(tag: jlong) -> bool {
 /// `objects` keep by class tag go, whether `classes` knew the class or not (with CLASS_LOAD off
 /// it may not have), so that a class that gets the tag later finds none of them. Returns
 /// whether `classes` knew it as a class.
-fn forget_class(tag: jlong, unload: impl FnOnce(jlong) -> bool) -> bool {
+fn forget_class(tag: jlong, unload: impl FnOnce(ids::ClassTag) -> bool) -> bool {
     if !ids::may_be_class(ids::Tag(tag)) {
         return false;
     }
-    let was = unload(tag);
+    let was = unload(ids::ClassTag(tag));
     alloc::forget_class(tag);
-    objects::forget_class(tag);
+    objects::forget_class(ids::ClassTag(tag));
     was
 }
 
@@ -277,7 +278,7 @@ unsafe extern "system" fn gc_thread_main(_jvmti: *mut jvmti::jvmtiEnv, env: *mut
 }
 
 /// Starts the delivery thread (at VM init, from a thread with `env`).
-pub fn start(env: *mut JNIEnv) -> Result<(), String> {
+pub fn start(env: *mut JNIEnv) -> Result<(), RoomError> {
     let _ = STATE.epoch.set(std::time::Instant::now());
     // Deaths of tagged objects are always followed, so that their IDs can be reused (see
     // `ids`); a collection's end wakes the thread that deals with them.
@@ -291,7 +292,7 @@ pub fn start(env: *mut JNIEnv) -> Result<(), String> {
     threads::mark_own(t);
     let r = jvm::run_agent_thread(t, gc_thread_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);
     jni.delete_local_ref(t);
-    r.map_err(jvm::err_name)
+    r.map_err(RoomError::Jvmti)
 }
 
 /// At VM death, before the gate closes: deaths the JVM has not reported yet (JDK 16+ posts them
@@ -643,14 +644,14 @@ fn say_if_unheld() {
     set_note(msg.clone());
 }
 
-fn start_locker() -> Result<(), String> {
-    let go = || -> Result<(), String> {
+fn start_locker() -> Result<(), RoomError> {
+    let go = || -> Result<(), RoomError> {
         let jni = jvm::Jni::current().ok_or("no JNIEnv")?;
         let t = jni.new_thread("JVMPI GC locker").ok_or("cannot make its thread")?;
         threads::mark_own(t);
         let r = jvm::run_agent_thread(t, locker_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);
         jni.delete_local_ref(t);
-        r.map_err(jvm::err_name)
+        r.map_err(RoomError::Jvmti)
     };
     if jvm::current_jni().is_some() {
         go()
@@ -736,15 +737,15 @@ mod tests {
     #[test]
     fn a_dead_class_unknown_to_classes_loses_its_shapes() {
         let (class, other) = (0x5_0000 as jlong, 0x5_0010 as jlong);
-        assert!(alloc::test_shape(class, true) && objects::test_shape(class, true));
+        assert!(alloc::test_shape(class, true) && objects::test_shape(crate::face::ids::ClassTag(class), true));
         assert!(!forget_class(other, |_| panic!("not a class key: no lookup")));
-        assert!(alloc::test_shape(class, false) && objects::test_shape(class, false));
+        assert!(alloc::test_shape(class, false) && objects::test_shape(crate::face::ids::ClassTag(class), false));
         let mut asked = false;
         assert!(!forget_class(class, |_| {
             asked = true;
             false
         }));
         assert!(asked, "classes is asked first");
-        assert!(!alloc::test_shape(class, false) && !objects::test_shape(class, false));
+        assert!(!alloc::test_shape(class, false) && !objects::test_shape(crate::face::ids::ClassTag(class), false));
     }
 }

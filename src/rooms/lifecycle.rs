@@ -17,6 +17,7 @@ use crate::face::abi::*;
 use crate::face::record;
 use crate::face::table::Agent;
 use crate::face::{events, table};
+use crate::rooms::error::RoomError;
 use crate::rooms::{alloc, classes, control, gc, loader, natives, report, reset, threads};
 use crate::vm::{jvm, rewrites};
 use jvmti_bindings::sys::jni::{jint, jthread, JNIEnv, JavaVM, JNI_OK};
@@ -71,7 +72,7 @@ pub fn vm_init(env: *mut JNIEnv, thread: jthread) {
 }
 
 /// Runs the legacy `JVM_OnLoad`, opens the gate (catch-up), sends JVM_INIT_DONE.
-pub(crate) fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), String> {
+pub(crate) fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), RoomError> {
     if STATE.init_ran.swap(true, Ordering::AcqRel) {
         return Ok(());
     }
@@ -82,7 +83,7 @@ pub(crate) fn start_agent(env: *mut JNIEnv, thread: jthread) -> Result<(), Strin
         let a = Agent(a);
         let rc = table::within(a, || loader::call_onload(leg, vm as *mut JavaVM));
         if rc != JNI_OK {
-            return Err(format!("legacy agent {}: JVM_OnLoad returned {rc} (JNI_ERR)", leg.path));
+            return Err(format!("legacy agent {}: JVM_OnLoad returned {rc} (JNI_ERR)", leg.path).into());
         }
         if table::notify_event(a).is_none() {
             // HotSpot started such an agent (one that only uses the interface's functions, such

@@ -4,6 +4,7 @@
 
 use crate::face::abi::JvmOnLoadFn;
 use crate::face::table::MAX_AGENTS;
+use crate::rooms::error::RoomError;
 use crate::rooms::options::Options;
 use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jint, JavaVM};
@@ -49,7 +50,7 @@ const HOST_MACHINE: (object::elf::Machine, &str) = (object::elf::EM_AARCH64, "aa
 /// little-endian ELF of this machine, of type ET_DYN, whose program headers and loadable
 /// segments lie inside the file. `dlopen` of a truncated library crashes the process (SIGBUS
 /// when a segment beyond the end is touched), so anything else is refused before it.
-pub fn check_elf(path: &Path) -> Result<(), String> {
+pub fn check_elf(path: &Path) -> Result<(), RoomError> {
     use object::read::elf::{FileHeader, ProgramHeader};
     let meta = std::fs::metadata(path).map_err(|e| format!("{e}"))?;
     if meta.is_dir() {
@@ -63,7 +64,7 @@ pub fn check_elf(path: &Path) -> Result<(), String> {
         return Err("not an ELF shared library".into());
     }
     match (data[4], data[5]) {
-        (1, _) => return Err(format!("a 32-bit library; this JVM is a 64-bit {} process", HOST_MACHINE.1)),
+        (1, _) => return Err(format!("a 32-bit library; this JVM is a 64-bit {} process", HOST_MACHINE.1).into()),
         (2, 1) => {}
         (2, _) => return Err("a big-endian library; this machine is little-endian".into()),
         _ => return Err("an ELF file of an unknown class".into()),
@@ -72,17 +73,20 @@ pub fn check_elf(path: &Path) -> Result<(), String> {
     let h = object::elf::FileHeader64::<object::LittleEndian>::parse(&*data).map_err(bad)?;
     let en = object::LittleEndian;
     if h.e_machine(en) != HOST_MACHINE.0 {
-        return Err(format!("built for another machine ({:?}); this JVM runs on {}", h.e_machine(en), HOST_MACHINE.1));
+        return Err(
+            format!("built for another machine ({:?}); this JVM runs on {}", h.e_machine(en), HOST_MACHINE.1).into()
+        );
     }
     if h.e_type(en) != object::elf::ET_DYN {
-        return Err(format!("not a shared library (ELF type {})", h.e_type(en)));
+        return Err(format!("not a shared library (ELF type {})", h.e_type(en)).into());
     }
     let len = data.len() as u64;
     let sh_end = h.e_shoff(en).saturating_add(u64::from(h.e_shnum(en)) * u64::from(h.e_shentsize(en)));
     if sh_end > len {
         return Err(format!(
             "a truncated ELF file: its section headers end at byte {sh_end} but the file has {len} bytes"
-        ));
+        )
+        .into());
     }
     for ph in h.program_headers(en, &*data).map_err(bad)? {
         let (t, off, size) = (ph.p_type(en), ph.p_offset(en), ph.p_filesz(en));
@@ -92,14 +96,15 @@ pub fn check_elf(path: &Path) -> Result<(), String> {
             return Err(format!(
                 "a truncated ELF file: a segment ends at byte {} but the file has {len} bytes",
                 off.saturating_add(size)
-            ));
+            )
+            .into());
         }
     }
     Ok(())
 }
 
 /// Checks the file, then `dlopen`s it.
-fn dlopen(path: &str) -> Result<*mut c_void, String> {
+fn dlopen(path: &str) -> Result<*mut c_void, RoomError> {
     if Path::new(path).exists() {
         check_elf(Path::new(path))?;
     }
@@ -107,7 +112,7 @@ fn dlopen(path: &str) -> Result<*mut c_void, String> {
     // SAFETY: dlopen with a valid C string; RTLD_LAZY as the JVM used for -Xrun libraries.
     let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_LAZY) };
     if h.is_null() {
-        Err(dlerror())
+        Err(dlerror().into())
     } else {
         Ok(h)
     }
@@ -122,15 +127,15 @@ fn jdk_library_dirs() -> Vec<PathBuf> {
 
 /// Finds and opens the agent library and its `JVM_OnLoad`, as the next agent. Errors are
 /// one-line messages.
-pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
+pub fn load(opts: &Options) -> Result<&'static Legacy, RoomError> {
     let _g = crate::vm::logger::lock(&STATE.loading);
     let Some(name) = &opts.agent else { return Err("no legacy agent named (agent=<path-or-name>)".into()) };
     if count() == MAX_AGENTS {
-        return Err(format!("agent={name}: at most {MAX_AGENTS} legacy agents can run in one JVM"));
+        return Err(format!("agent={name}: at most {MAX_AGENTS} legacy agents can run in one JVM").into());
     }
     let (path, handle) = if name.contains('/') {
         if !Path::new(name).exists() {
-            return Err(format!("legacy agent not found: {name} does not exist"));
+            return Err(format!("legacy agent not found: {name} does not exist").into());
         }
         let h = dlopen(name).map_err(|e| format!("cannot load legacy agent {name}: {e}"))?;
         (name.clone(), h)
@@ -161,12 +166,15 @@ pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
     if sym.is_null() {
         return Err(format!(
             "legacy agent {path} exports no JVM_OnLoad (is it a JVMPI agent? is the symbol exported?)"
-        ));
+        )
+        .into());
     }
     // `agent=` naming the shim: dlopen hands back the shim itself, whose JVM_OnLoad would start a
     // second emulation on top of the first.
     if in_the_shim(sym) {
-        return Err(format!("legacy agent {path} is jvmpi-shim itself: agent= must name the JVMPI agent's library"));
+        return Err(
+            format!("legacy agent {path} is jvmpi-shim itself: agent= must name the JVMPI agent's library").into()
+        );
     }
     // The same library twice is one instance (dlopen counts references): its globals — its
     // interface pointer, its NotifyEvent's state — cannot serve two agents.
@@ -175,7 +183,8 @@ pub fn load(opts: &Options) -> Result<&'static Legacy, String> {
             "legacy agent {path} is loaded already (as {}): one library is one agent instance; \
              to run it twice, load a copy under another file name",
             other.path
-        ));
+        )
+        .into());
     }
     let options = match &opts.agent_options {
         Some(o) => {

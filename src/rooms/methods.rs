@@ -65,6 +65,7 @@
 
 use crate::face::abi::*;
 use crate::face::{events, ids};
+use crate::rooms::error::RoomError;
 use crate::rooms::{alloc, calltrace, classes, lines};
 use crate::vm::idhash::IdMap;
 use crate::vm::{bci, jvm, rewrites};
@@ -229,7 +230,7 @@ fn method_of(index: MethodNo) -> Option<jmethodID> {
 // ---- switching -----------------------------------------------------------------------------
 
 /// Called at start-up with the shim's `methods=` option.
-pub fn set_up(jvmti_path: bool) -> Result<(), String> {
+pub fn set_up(jvmti_path: bool) -> Result<(), RoomError> {
     if jvmti_path {
         jvm::add_method_event_capabilities().map_err(|e| format!("methods=jvmti: {}", jvm::err_name(e)))?;
         STATE.jvmti_path.store(true, SeqCst);
@@ -256,7 +257,7 @@ fn wrapped_natives_of(k: jclass) -> Option<Vec<(String, String)>> {
 
 /// EnableEvent / DisableEvent of METHOD_ENTRY, METHOD_ENTRY2, METHOD_EXIT, INSTRUCTION_START
 /// (the event's bit is already set or cleared).
-pub fn switch(_event: jint, _on: bool) -> Result<(), String> {
+pub fn switch(_event: jint, _on: bool) -> Result<(), RoomError> {
     let _g = crate::vm::logger::lock(&STATE.switch);
     let calls =
         [JVMPI_EVENT_METHOD_ENTRY, JVMPI_EVENT_METHOD_ENTRY2, JVMPI_EVENT_METHOD_EXIT].into_iter().any(events::enabled);
@@ -379,7 +380,7 @@ fn describe(plan: u8) -> &'static str {
     }
 }
 
-fn define_tracker() -> Result<(), String> {
+fn define_tracker() -> Result<(), RoomError> {
     let env = jvm::attach_current().ok_or("the calling thread cannot be attached to the JVM")?;
     let jni = jvm::Jni::of(env);
     let k = jni

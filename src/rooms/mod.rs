@@ -14,6 +14,7 @@ pub mod compiled;
 pub mod control;
 pub mod deaths;
 pub mod dumps;
+pub mod error;
 pub mod gc;
 pub mod hooks;
 pub mod javamonitors;

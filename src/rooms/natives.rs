@@ -21,6 +21,7 @@
 //! the agent exports the agent's function wins over one in a library the class loads itself
 //! with `System.loadLibrary`.
 
+use crate::rooms::error::RoomError;
 use crate::rooms::{classes, loader};
 use crate::vm::jvm;
 use jvmti_bindings::mutf8;
@@ -98,7 +99,7 @@ pub fn long_name(class: &str, method: &str, signature: &str) -> Option<String> {
 // ---- the agent's exported names -------------------------------------------------------------
 
 /// The `Java_…` functions an ELF shared object exports (its `.dynsym` definitions), sorted.
-pub fn java_symbols(elf: &[u8]) -> Result<Vec<String>, String> {
+pub fn java_symbols(elf: &[u8]) -> Result<Vec<String>, RoomError> {
     use object::{Object, ObjectSymbol};
     let file = object::File::parse(elf).map_err(|e| e.to_string())?;
     let mut names: Vec<String> = file
@@ -216,7 +217,7 @@ pub fn start(env: *mut JNIEnv) {
     }
     let handle = leg.handle();
     let path = library_file(handle).unwrap_or_else(|| leg.path.clone());
-    let symbols = match std::fs::read(&path).map_err(|e| e.to_string()).and_then(|b| java_symbols(&b)) {
+    let symbols = match std::fs::read(&path).map_err(|e| RoomError::Msg(e.to_string())).and_then(|b| java_symbols(&b)) {
         Ok(s) => s,
         Err(e) => {
             log::warn!(
@@ -338,6 +339,6 @@ mod tests {
         assert!(java_symbols(b"not an object file").is_err());
         // This test binary is an ELF file with a .dynsym and no JNI functions.
         let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-        assert_eq!(java_symbols(&me), Ok(Vec::new()));
+        assert_eq!(java_symbols(&me).unwrap(), Vec::<String>::new());
     }
 }

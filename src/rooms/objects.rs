@@ -7,8 +7,10 @@
 //! `class_id = NULL`, as HotSpot 1.5 did.
 
 use crate::face::abi::*;
+use crate::face::ids::ClassTag;
 use crate::face::{events, ids};
 use crate::rooms::classes;
+use crate::rooms::error::RoomError;
 use crate::vm::idhash::{IdMap, IdSet};
 use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jint, jlong, jobject};
@@ -17,10 +19,10 @@ use std::sync::LazyLock;
 pub use crate::rooms::alloc::{array_kind, ARENA};
 
 /// The `obj_alloc` fields describing a live object; announces its class first.
-pub fn describe(env: *mut jvmti_bindings::sys::jni::JNIEnv, obj: jobject) -> Result<ObjAlloc, String> {
+pub fn describe(env: *mut jvmti_bindings::sys::jni::JNIEnv, obj: jobject) -> Result<ObjAlloc, RoomError> {
     let jni = jvm::Jni::of(env);
     let klass = jni.object_class(obj);
-    let sig = jvm::class_signature(klass).map_err(jvm::err_name)?;
+    let sig = jvm::class_signature(klass).map_err(RoomError::Jvmti)?;
     let (is_array, class_for_id) = match array_kind(&sig) {
         // The Class object of java.lang.Class is its own class: HotSpot reported class_id NULL
         // there, so that an agent resolving "object → its class → that class's class" stops.
@@ -37,7 +39,7 @@ pub fn describe(env: *mut jvmti_bindings::sys::jni::JNIEnv, obj: jobject) -> Res
         jni.delete_local_ref(k);
     }
     jni.delete_local_ref(klass);
-    let size = jvm::object_size(obj).map_err(jvm::err_name)?;
+    let size = jvm::object_size(obj).map_err(RoomError::Jvmti)?;
     Ok(ObjAlloc {
         arena_id: ARENA,
         class_id,
@@ -56,7 +58,7 @@ struct ObjectsState {
     /// What a class says about its instances in OBJECT_ALLOC: (`is_array`, tag of the class
     /// that `class_id` names, 0 for none), per class tag. Entered by [`shape`] on first need,
     /// taken out by [`forget_class`] when the class dies.
-    shapes: LazyLock<IdMap<jlong, (jint, jlong)>>,
+    shapes: LazyLock<IdMap<ClassTag, (jint, ClassTag)>>,
 }
 
 static STATE: ObjectsState =
@@ -67,23 +69,23 @@ pub fn forget_requested(tag: jlong) -> bool {
     ids::take_requested(tag) || (!STATE.requested.is_empty() && STATE.requested.remove(&tag).is_some())
 }
 
-fn shape(env: *mut jvmti_bindings::sys::jni::JNIEnv, ctag: jlong) -> Result<(jint, jlong), String> {
+fn shape(env: *mut jvmti_bindings::sys::jni::JNIEnv, ctag: ClassTag) -> Result<(jint, ClassTag), RoomError> {
     if let Some(s) = STATE.shapes.get(&ctag).map(|s| *s) {
         return Ok(s);
     }
     let jni = jvm::Jni::of(env);
-    let klass = ids::object_of(ids::to_id(ctag))?;
-    let r = (|| -> Result<(jint, jlong), String> {
-        let sig = jvm::class_signature(klass).map_err(jvm::err_name)?;
+    let klass = ids::object_of(ctag.id())?;
+    let r = (|| -> Result<(jint, ClassTag), RoomError> {
+        let sig = jvm::class_signature(klass).map_err(RoomError::Jvmti)?;
         Ok(match array_kind(&sig) {
             None => (JVMPI_NORMAL_OBJECT, ctag),
             Some(JVMPI_CLASS) => {
                 let e = jni.component_type(klass).ok_or("an object array class without a component type")?;
-                let t = ids::indexed_tag_of(e);
+                let t = ids::class_tag_of(e);
                 jni.delete_local_ref(e);
                 (JVMPI_CLASS, t?)
             }
-            Some(prim) => (prim, 0),
+            Some(prim) => (prim, ClassTag(0)),
         })
     })();
     jni.delete_local_ref(klass);
@@ -93,41 +95,41 @@ fn shape(env: *mut jvmti_bindings::sys::jni::JNIEnv, ctag: jlong) -> Result<(jin
 }
 
 /// Keeps the shape of the class with tag `ctag`, marked first as a class key for the GC room.
-fn keep_shape(ctag: jlong, s: (jint, jlong)) {
-    ids::mark_class(ids::ClassTag(ctag));
+fn keep_shape(ctag: ClassTag, s: (jint, ClassTag)) {
+    ids::mark_class(ctag);
     STATE.shapes.insert(ctag, s);
 }
 
 /// Whether a shape is kept for class tag `ctag`, and keeps one (tests of the GC room).
 #[cfg(test)]
-pub fn test_shape(ctag: jlong, keep: bool) -> bool {
+pub fn test_shape(ctag: ClassTag, keep: bool) -> bool {
     if keep {
-        keep_shape(ctag, (0, 0));
+        keep_shape(ctag, (0, ClassTag(0)));
     }
     STATE.shapes.contains_key(&ctag)
 }
 
 /// A class died: its shape goes.
-pub fn forget_class(ctag: jlong) {
+pub fn forget_class(ctag: ClassTag) {
     STATE.shapes.remove(&ctag);
 }
 
 /// The OBJECT_ALLOC description of the object with `tag`, from what a heap walk (or an earlier
 /// request) recorded: no lookup of the object at all.
-fn describe_kept(env: *mut jvmti_bindings::sys::jni::JNIEnv, tag: jlong) -> Option<Result<ObjAlloc, String>> {
-    let (ids::ClassTag(ctag), size) = ids::described(ids::Tag(tag))?;
+fn describe_kept(env: *mut jvmti_bindings::sys::jni::JNIEnv, tag: jlong) -> Option<Result<ObjAlloc, RoomError>> {
+    let (ctag, size) = ids::described(ids::Tag(tag))?;
     Some((|| {
         let (is_array, idtag) = shape(env, ctag)?;
         // The Class object of java.lang.Class is its own class: class_id NULL (see `describe`).
-        let class_id = if idtag == 0 || (idtag == ctag && tag & !ids::DEFINED == ctag & !ids::DEFINED) {
+        let class_id = if idtag == ClassTag(0) || (idtag == ctag && tag & !ids::DEFINED == ctag.0 & !ids::DEFINED) {
             std::ptr::null_mut()
         } else if classes::announced_to_all(idtag)
             || !(events::is_ready() || events::in_last())
             || !events::enabled(JVMPI_EVENT_CLASS_LOAD)
         {
-            ids::to_id(idtag)
+            idtag.id()
         } else {
-            let k = ids::object_of(ids::to_id(idtag))?;
+            let k = ids::object_of(idtag.id())?;
             let r = classes::ensure_announced_tagged(env, k, idtag);
             jvm::Jni::of(env).delete_local_ref(k);
             r?
@@ -143,7 +145,7 @@ fn describe_kept(env: *mut jvmti_bindings::sys::jni::JNIEnv, tag: jlong) -> Opti
 }
 
 /// `RequestEvent(JVMPI_EVENT_OBJECT_ALLOC, id)`.
-pub fn request(id: jobjectID) -> Result<(), String> {
+pub fn request(id: jobjectID) -> Result<(), RoomError> {
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     if let Some(info) = crate::rooms::alloc::pending_description(id) {
         // Announced by this thread's allocation hook, its constructor not yet run.
@@ -154,7 +156,7 @@ pub fn request(id: jobjectID) -> Result<(), String> {
     }
     let tag = ids::to_tag(id);
     if !ids::plausible(tag) {
-        return Err(format!("{id:p} is not a jobjectID this shim gave out"));
+        return Err(format!("{id:p} is not a jobjectID this shim gave out").into());
     }
     let info = match describe_kept(env, tag) {
         Some(info) => info,
@@ -164,8 +166,8 @@ pub fn request(id: jobjectID) -> Result<(), String> {
             if info.is_ok() {
                 let jni = jvm::Jni::of(env);
                 let k = jni.object_class(obj);
-                if let (Ok(ctag), Ok(size)) = (ids::indexed_tag_of(k), jvm::object_size(obj)) {
-                    ids::remember(ids::Tag(tag), ids::ClassTag(ctag), size);
+                if let (Ok(ctag), Ok(size)) = (ids::class_tag_of(k), jvm::object_size(obj)) {
+                    ids::remember(ids::Tag(tag), ctag, size);
                 }
                 jni.delete_local_ref(k);
             }

@@ -11,6 +11,7 @@
 
 use crate::face::abi::*;
 use crate::face::events;
+use crate::rooms::error::RoomError;
 use crate::rooms::threads;
 use crate::vm::jvm;
 use jvmti_bindings::sys::jni::JNIEnv;
@@ -55,7 +56,7 @@ pub fn disarm() {
 }
 
 /// Installs the trigger (once): the reading thread, then the signal handler.
-pub fn arm() -> Result<(), String> {
+pub fn arm() -> Result<(), RoomError> {
     let mut armed = crate::vm::logger::lock(&STATE.armed);
     if *armed {
         return Ok(());

@@ -35,6 +35,7 @@ use crate::face::abi::*;
 use crate::face::table::Agent;
 use crate::face::table::MAX_AGENTS;
 use crate::face::{events, ids, table};
+use crate::rooms::error::RoomError;
 use crate::vm::idhash::IdMap;
 use crate::vm::jvm;
 use jvmti_bindings::sys::jni::{jboolean, jint, jlong, jthread, JNIEnv};
@@ -267,7 +268,7 @@ fn register(jni: &jvm::Jni, env: usize, thread: jthread) -> Option<Arc<ThreadRec
 
 /// Sends THREAD_START for `rec` once to each agent that wants it (or every time to the
 /// requesting agent, when requested).
-fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool, started: bool) -> Result<(), String> {
+fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool, started: bool) -> Result<(), RoomError> {
     let want = events::listeners(JVMPI_EVENT_THREAD_START);
     if !requested && want & !rec.announced.load(SeqCst) == 0 {
         return Ok(());
@@ -277,7 +278,7 @@ fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool, started: 
         // A thread attaching itself (DestroyJavaVM) is still running its Thread's constructor,
         // which sets the group before the name since JDK 19: it is announced with its name once
         // that is done (its JVMTI ThreadStart, after which an empty name is the thread's own).
-        return Err(UNNAMED.into());
+        return Err(RoomError::Unnamed);
     }
     let to = if requested { 0 } else { want & !rec.announced.fetch_or(want, SeqCst) };
     if !requested && to == 0 {
@@ -304,9 +305,6 @@ fn announce(rec: &ThreadRec, sender_env: *mut JNIEnv, requested: bool, started: 
     }
     Ok(())
 }
-
-/// Why a thread is not announced yet: its `java.lang.Thread` has no name and no group yet.
-const UNNAMED: &str = "the thread's object is still being constructed";
 
 /// JVMTI ThreadStart (and VMInit for the main thread): the thread is running, on this thread.
 pub fn on_thread_start(env: *mut JNIEnv, thread: jthread) {
@@ -832,13 +830,13 @@ unsafe extern "system" fn resumer_main(_jvmti: *mut jvmti::jvmtiEnv, _env: *mut 
 
 /// Starts the resumer thread (at VM init, from a thread with `env`). It is the shim's own: not
 /// a JVMPI thread, so no agent can suspend it.
-pub fn start(env: *mut JNIEnv) -> Result<(), String> {
+pub fn start(env: *mut JNIEnv) -> Result<(), RoomError> {
     let jni = jvm::Jni::of(env);
     let t = jni.new_thread("JVMPI thread resumer").ok_or("cannot make the resumer thread")?;
     mark_own(t);
     let r = jvm::run_agent_thread(t, resumer_main, std::ptr::null(), JVMPI_MAXIMUM_PRIORITY);
     jni.delete_local_ref(t);
-    r.map_err(jvm::err_name)
+    r.map_err(RoomError::Jvmti)
 }
 
 /// At VM death, once JVM_SHUT_DOWN has been delivered (JVMTI still live): no new JVMPI
@@ -999,7 +997,9 @@ fn ensure_announced(env: *mut JNIEnv, even_after_end: bool) -> bool {
             // Live again for the agent (before its THREAD_START goes out, which checks this).
             STATE.ended.remove(&(env as usize));
         }
-        if events::enabled(JVMPI_EVENT_THREAD_START) && announce(&rec, env, false, false).is_err_and(|e| e == UNNAMED) {
+        if events::enabled(JVMPI_EVENT_THREAD_START)
+            && announce(&rec, env, false, false).is_err_and(|e| matches!(e, RoomError::Unnamed))
+        {
             // Not announced yet, so its events are not sent (HotSpot announced an attaching
             // thread once its Thread object existed).
             return false;
@@ -1100,7 +1100,7 @@ fn retire_if_new(rec: &Arc<ThreadRec>) {
 }
 
 /// `RequestEvent(JVMPI_EVENT_THREAD_START, thread object ID)`.
-pub fn request(id: jobjectID) -> Result<(), String> {
+pub fn request(id: jobjectID) -> Result<(), RoomError> {
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     let jni = jvm::Jni::of(env);
     let known = STATE.by_tag.get(&ids::to_tag(id)).map(|e| *e);

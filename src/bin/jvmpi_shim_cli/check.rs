@@ -407,7 +407,7 @@ pub fn analyse(path: &Path, java: Option<&Path>) -> Analysis {
     let mut a = Analysis { file: path.display().to_string(), ..Default::default() };
     if let Err(e) = jvmpi_shim::check_elf(path) {
         a.add(Severity::Fatal, format!("the shim refuses it before dlopen: {e}"));
-        a.elf_error = Some(e);
+        a.elf_error = Some(e.to_string());
         return a;
     }
     let data = match std::fs::read(path) {

@@ -15,8 +15,8 @@ pub enum VmError {
     NoJvmti(jint),
     /// `RegisterNatives` failed: its return code and the exception it threw, if any.
     RegisterNatives(jint, Option<String>),
-    /// The JNI function hooks could not be installed (not registered by the start-up, or the
-    /// doors' reason).
+    /// The JNI function hooks were not registered by the start-up (the doors' refusal to
+    /// install them is JVMTI's: `Jvmti`).
     JniHooks(String),
 }
 
@@ -35,13 +35,5 @@ impl std::fmt::Display for VmError {
             }
             VmError::JniHooks(why) => f.write_str(why),
         }
-    }
-}
-
-/// The rooms' and doors' errors are still messages (docs/design.md, "Identities and errors"): a `VmError`
-/// becomes its text where one passes it on with `?`.
-impl From<VmError> for String {
-    fn from(e: VmError) -> String {
-        e.to_string()
     }
 }

@@ -85,7 +85,7 @@ struct JvmState {
     /// The JNI function interception (`doors::jni`), handed down at start-up by `doors::entry`
     /// ([`set_jni_hooks`]): the facade installs it when a room asks, and a direct call would run
     /// up from vm to doors.
-    jni_hooks: OnceLock<fn() -> std::result::Result<(), String>>,
+    jni_hooks: OnceLock<fn() -> std::result::Result<(), Error>>,
     /// How many rooms want each JVMTI event ([`want`]/[`unwant`], under `event_switch`; zeroed
     /// for the collection events by [`silence_for_exit`]).
     wanted: [AtomicU32; 100],
@@ -309,7 +309,7 @@ pub fn set_agent_hook(on: bool) -> Result<()> {
     unsafe { h.set_event_notification_mode(on, jvmti::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, std::ptr::null_mut()) }
 }
 
-pub fn set_jni_hooks(install: fn() -> std::result::Result<(), String>) {
+pub fn set_jni_hooks(install: fn() -> std::result::Result<(), Error>) {
     let _ = STATE.jni_hooks.set(install);
 }
 
@@ -317,7 +317,7 @@ pub fn set_jni_hooks(install: fn() -> std::result::Result<(), String>) {
 /// room needs them.
 pub fn install_jni_hooks() -> std::result::Result<(), VmError> {
     match STATE.jni_hooks.get() {
-        Some(install) => install().map_err(VmError::JniHooks),
+        Some(install) => install().map_err(VmError::Jvmti),
         None => Err(VmError::JniHooks("the JNI function hooks are not registered".into())),
     }
 }
