@@ -161,7 +161,8 @@ fn stress_run_keeps_every_promise() {
 
 /// A sampler that suspends every thread it knows every millisecond, a stream of short threads,
 /// and a THREAD_END handler that takes its time: threads are suspended during and around their
-/// THREAD_END. Every one must be resumable, and the JVM must exit.
+/// THREAD_END. Every one must be resumable, every short thread's end seen, and the JVM must
+/// exit.
 #[test]
 fn threads_suspended_around_their_end_are_resumed() {
     for_each_jdk(|jdk| {
@@ -172,7 +173,15 @@ fn threads_suspended_around_their_end_are_resumed() {
             &["ms=2000", "workers=1", "short=1500", "inflight=24", "churn=0", "gc=0"],
         );
         exits_with(&r, 0);
-        at_least(&r, &[("ends", 200), ("suspends", 200)]);
+        // How many short threads the program ran in its 2 s depends on the machine's load:
+        // every one of them must have been seen to end, and enough of them to race.
+        let short = r
+            .stdout
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix("short="))
+            .and_then(|v| v.parse::<i64>().ok())
+            .expect("the program's STRESS line counts its short threads");
+        at_least(&r, &[("ends", short.max(50)), ("suspends", 100)]);
     });
 }
 
