@@ -164,7 +164,11 @@ def tau_profiles(c, rd, prefix='profile'):
 def tau_common(c, profs, err_text):
     bad = sum(p[2] for p in profs.values())
     c.need('tau-parse', bad == 0, '%d function lines that do not parse' % bad)
-    wrong = ['%s %s excl=%g incl=%g' % (f, k, v[2], v[3]) for f, p in profs.items() for k, v in p[1].items() if v[3] < v[2]]
+    # Rows of routines this thread never called are left out: TAU fills a thread's values to
+    # dump without its database lock and never clears them for a routine created meanwhile (a
+    # class loading in another thread), so such a row may hold garbage (README, known bugs).
+    wrong = ['%s %s excl=%g incl=%g' % (f, k, v[2], v[3]) for f, p in profs.items() for k, v in p[1].items()
+             if v[0] > 0 and v[3] < v[2]]
     c.need('tau-incl-ge-excl', not wrong, '%d rows with incl < excl, first: %s' % (len(wrong), wrong[:1]))
     c.need('tau-no-overlap', 'TAU: Runtime overlap' not in err_text,
            '%d "TAU: Runtime overlap" lines' % err_text.count('TAU: Runtime overlap'))

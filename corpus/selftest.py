@@ -157,7 +157,10 @@ def tau(mode):
     for i, w in enumerate(['Worker-1', 'Worker-2']):
         f['profile.0.0.%d' % (2 + i)] = tau_file({w: 1}, {'SuiteWorkload  makeItem (I)V': (3, 3, 1, 2),
                                                         'SuiteWorkload$Worker  run ()V': (1, 3, 8, 10),
-                                                        'SuiteItem  <init> (I)V': (3, 3, 1, 1)})
+                                                        'SuiteItem  <init> (I)V': (3, 3, 1, 1),
+                                                        # TAU's own race: a routine never called
+                                                        # here, written with values never set
+                                                        'SuiteWorkload  main ([Ljava/lang/String;)V': (0, 0, 7, 0)})
     f['profile.0.0.4'] = tau_file({'Waiter': 1}, {'SuiteWorkload$Sleeper  run ()V': (1, 1, 2, 200)})
     if mode == 'sigquit':
         f['sigquit.txt'] = '1.0\n1.3\n'
