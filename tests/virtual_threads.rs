@@ -86,6 +86,9 @@ fn many_virtual_threads_do_not_hang_the_jvm() {
         // The sampler finds the tasks' own methods in the virtual threads' traces (not only
         // the JDK's mount and unmount machinery, which traces leave out).
         assert!(t["tasksamples"] > 0, "samples name the tasks' methods\n{}", r.describe());
+        // The allocation sites of virtual threads (depth-4 traces at OBJECT_ALLOC, as
+        // heap=sites took them) name the tasks' methods: the tasks box their results.
+        assert!(t["tasksites"] > 0, "sites name the tasks' methods\n{}", r.describe());
         assert!(r.significant_stderr().is_empty(), "no error line\n{}", r.describe());
         assert_balanced(&r, &t);
         assert_eq!(t["jnibad"], 0, "JNI calls made with a thread's env_id work\n{}", r.describe());

@@ -25,7 +25,7 @@
  *
  * At JVM_SHUT_DOWN: "TOTAL entries=E exits=X mismatches=M open=O unannounced=U threads=T
  * underflows=F starts=S ends=N vstarts=VS vends=VN traces=C badtraces=B samples=P vnamed=VM jniok=J
- * jnibad=JB noobject=NO lateclass=L tasksamples=TS here=H",
+ * jnibad=JB noobject=NO lateclass=L tasksamples=TS tasksites=TA here=H",
  * where O is the number of frames still on the stacks of all threads (ended ones included), U
  * the events of threads that had no THREAD_START, F the exits met with an empty stack (counted
  * in M too), VS/VN the THREAD_START/END of threads in the group "VirtualThreads", B the traces
@@ -34,7 +34,8 @@
  * did not know, L the methods a trace named before their class's CLASS_LOAD and whose class
  * never had a CLASS_LOAD of its own afterwards (the agent resolved them with RequestEvent;
  * HPROF could not: "unable to resolve a method id"; the first few are logged as LATECLASS), TS
- * the sampled traces with a frame of a method of class VtTasks (tests/java/VtTasks.java).
+ * the sampled traces with a frame of a method of class VtTasks (tests/java/VtTasks.java), TA
+ * the allocation sites (trace at OBJECT_ALLOC) of virtual threads with such a frame.
  * H is the depth of the thread that delivers JVM_SHUT_DOWN (-1: unknown); with "open" in the
  * options, one "OPEN <thread depth>: <frames, top first>" line per thread whose stack is not
  * empty.
@@ -175,14 +176,16 @@ static struct tstate *thread(JNIEnv *env) {
 static long lateclass; /* methods a trace named before any CLASS_LOAD of their class came on its own */
 
 static long tasksamples; /* sampled traces with a frame of a VtTasks method */
+static long tasksites;   /* allocation sites (depth-4 traces at OBJECT_ALLOC) of virtual threads with a VtTasks frame */
 
-static void check_trace(JVMPI_CallTrace *ct, int sampled) {
+/* `tasks`: the counter of traces with a frame of a VtTasks method, or NULL. */
+static void check_trace(JVMPI_CallTrace *ct, long *tasks) {
     __sync_fetch_and_add(&traces, 1);
-    if (sampled) {
+    if (tasks) {
         for (int i = 0; i < ct->num_frames; i++) {
             struct meth *m = method(ct->frames[i].method_id);
             if (m && strncmp(m->name, "VtTasks.", 8) == 0) {
-                __sync_fetch_and_add(&tasksamples, 1);
+                __sync_fetch_and_add(tasks, 1);
                 break;
             }
         }
@@ -206,16 +209,16 @@ static void check_trace(JVMPI_CallTrace *ct, int sampled) {
     }
 }
 
-static void take_trace(JNIEnv *env) {
+static void take_trace(JNIEnv *env, long *tasks) {
     JVMPI_CallFrame frames[4];
     JVMPI_CallTrace ct = {env, 0, frames};
     jvmpi->GetCallTrace(&ct, 4);
-    check_trace(&ct, 0);
+    check_trace(&ct, tasks);
 }
 
 static void entered(JNIEnv *env, jmethodID m) {
     struct tstate *t = thread(env);
-    if (opt_trace && (t->entries & 63) == 0) take_trace(env);
+    if (opt_trace && (t->entries & 63) == 0) take_trace(env, NULL);
     if (t->depth == t->cap) {
         t->cap *= 2;
         t->stack = realloc(t->stack, sizeof(jmethodID) * t->cap);
@@ -283,9 +286,9 @@ static void shutdown_report(JNIEnv *env) {
     }
     line("TOTAL entries=%ld exits=%ld mismatches=%ld open=%ld unannounced=%ld threads=%ld underflows=%ld starts=%ld "
          "ends=%ld vstarts=%ld vends=%ld traces=%ld badtraces=%ld samples=%ld vnamed=%ld jniok=%ld jnibad=%ld "
-         "noobject=%ld lateclass=%ld tasksamples=%ld here=%d",
+         "noobject=%ld lateclass=%ld tasksamples=%ld tasksites=%ld here=%d",
          e, x, mm, open, unannounced, n, uf, starts, ends, vstarts, vends, traces, badtraces, samples, vnamed, jniok,
-         jnibad, noobject, lateclass, tasksamples, here ? here->depth : -1);
+         jnibad, noobject, lateclass, tasksamples, tasksites, here ? here->depth : -1);
 }
 
 /* The sampler thread (option `sample`): every millisecond, each live thread it knows is
@@ -310,7 +313,7 @@ static void sampler(void *arg) {
             jvmpi->ResumeThread(envs[i]);
             if (!jvmpi->GetThreadObject(envs[i])) __sync_fetch_and_add(&noobject, 1);
             __sync_fetch_and_add(&samples, 1);
-            check_trace(&ct, 1);
+            check_trace(&ct, &tasksamples);
         }
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
@@ -347,7 +350,10 @@ static void notify(JVMPI_Event *e) {
         break;
     }
     case JVMPI_EVENT_OBJECT_ALLOC:
-        if (opt_trace) take_trace(e->env_id);
+        if (opt_trace) {
+            struct tstate *t = jvmpi->GetThreadLocalStorage(e->env_id);
+            take_trace(e->env_id, t && t->virtual ? &tasksites : NULL);
+        }
         break;
     case JVMPI_EVENT_JVM_INIT_DONE:
         if (opt_sample && jvmpi->CreateSystemThread("shadowstack sampler", JVMPI_NORMAL_PRIORITY, sampler) != JNI_OK)
