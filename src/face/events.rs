@@ -373,9 +373,9 @@ pub fn leaving<R>(f: impl FnOnce() -> R) -> R {
 /// owns every buffer `ev` points into, for the duration of the call.
 #[inline(always)]
 fn notify(f: NotifyEventFn, ev: &mut JVMPI_Event) {
-    // SAFETY: `ev` is a fully initialised JVMPI_Event built by a room (`JVMPI_Event::new` and its
-    // union's fields), whose pointers stay valid during the call (above); `f` is the agent's
+    // `ev` was built by a room (`JVMPI_Event::new` and its union's fields); `f` is the agent's
     // NotifyEvent, read from its interface table just before.
+    // SAFETY: `ev` is fully initialised and its pointers stay valid during the call (above).
     unsafe { f(ev) }
 }
 

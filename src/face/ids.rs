@@ -725,9 +725,9 @@ fn forget_group(g: u64) {
     let high = STATE.high.load(Relaxed);
     if (first..first + REQUESTED_PAGE).all(|h| OUT[h as usize].load(Relaxed) == 0 && (h + 1) * GROUP <= high) {
         let word = (first * GROUP) as usize % CHUNK / 64;
-        // SAFETY: the page holds the requested bits of the groups `first..first + REQUESTED_PAGE`
-        // of a live chunk, all of whose slots are given back (no live object, no bit set); no
-        // slot of theirs can be handed out meanwhile (the caller holds the free slots' lock).
+        // The page holds the requested bits of the groups `first..first + REQUESTED_PAGE` of a
+        // live chunk, all of whose slots are given back (no live object, no bit set).
+        // SAFETY: no slot of theirs can be handed out meanwhile (the caller holds the free slots' lock).
         unsafe {
             let req = std::ptr::addr_of!((*p).requested[word]) as *mut libc::c_void;
             libc::madvise(req, 4096, libc::MADV_DONTNEED);
@@ -994,8 +994,7 @@ mod tests {
     fn resident(p: *const u64) -> bool {
         let page = (p as usize) & !4095;
         let mut v = [0u8; 1];
-        // SAFETY: `page` is the start of a page of a live mapping (a chunk of the index); mincore
-        // writes one byte for it into `v`.
+        // SAFETY: `page` starts a page of a live mapping (an index chunk); mincore writes 1 byte to `v`.
         let r = unsafe { libc::mincore(page as *mut libc::c_void, 4096, v.as_mut_ptr()) };
         r == 0 && v[0] & 1 != 0
     }
