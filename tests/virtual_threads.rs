@@ -26,8 +26,13 @@ fn vt_jdks() -> Vec<Jdk> {
 
 /// The agent's TOTAL line as numbers.
 fn totals(r: &Run) -> HashMap<String, i64> {
-    let l = r.lines_with("TOTAL ");
-    assert_eq!(l.len(), 1, "one TOTAL line\n{}", r.describe());
+    figures(r, "TOTAL ")
+}
+
+/// The agent's one line that begins with `prefix` (`key=value` after it), as numbers.
+fn figures(r: &Run, prefix: &str) -> HashMap<String, i64> {
+    let l = r.lines_with(prefix);
+    assert_eq!(l.len(), 1, "one {prefix}line\n{}", r.describe());
     l[0].split_whitespace()
         .skip(1)
         .filter_map(|kv| kv.split_once('='))
@@ -213,14 +218,7 @@ fn a_sampler_finds_the_running_virtual_threads_and_never_a_carrier() {
         r.assert_ok();
         assert_eq!(r.stdout, plain, "the program's output is the same as with no agent\n{}", r.describe());
         assert!(r.significant_stderr().is_empty(), "no error line\n{}", r.describe());
-        let l = r.lines_with("SAMPLES ");
-        assert_eq!(l.len(), 1, "one SAMPLES line\n{}", r.describe());
-        let s: HashMap<String, i64> = l[0]
-            .split_whitespace()
-            .skip(1)
-            .filter_map(|kv| kv.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.parse().expect("a number")))
-            .collect();
+        let s = figures(&r, "SAMPLES ");
         assert!(s["total"] >= 50, "enough samples\n{}", r.describe());
         assert_eq!(s["bad"], 0, "no sample of a carrier's own frames\n{}", r.describe());
         assert_eq!(s["unnamed"], 0, "{}", r.describe());
@@ -253,14 +251,7 @@ fn a_sampler_never_takes_the_virtual_thread_machinery_for_the_program() {
         let r = run(jdk, &opts, "VtTasks", &["20000"], &[]);
         r.assert_ok();
         assert!(r.stdout.contains("tasks 20000 total"), "{}", r.describe());
-        let l = r.lines_with("SAMPLES ");
-        assert_eq!(l.len(), 1, "one SAMPLES line\n{}", r.describe());
-        let s: HashMap<String, i64> = l[0]
-            .split_whitespace()
-            .skip(1)
-            .filter_map(|kv| kv.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.parse().expect("a number")))
-            .collect();
+        let s = figures(&r, "SAMPLES ");
         assert!(s["total"] > 0, "{}", r.describe());
         assert_eq!(s["bad"], 0, "no sample of a carrier's own frames\n{}", r.describe());
         assert_eq!(s["idle"], 0, "no sample of Thread.runWith alone\n{}", r.describe());
