@@ -326,6 +326,8 @@ def build_starj_tools(s, name, out, log):
 def build_niagara(s, name, out, log):
     src = s.export('niagara', os.path.join(s.work, 'src', name), ['src/niagara/profiler'])
     s.patch(src, 'niagara-cstring.patch')
+    if name == 'niagara-racefix':
+        s.patch(src, 'niagara-method-list-lock.patch')
     prof = os.path.join(src, 'src/niagara/profiler')
     objd = os.path.join(s.work, 'obj', name)
     shutil.rmtree(objd, ignore_errors=True)
@@ -366,6 +368,9 @@ BUILDS = [
     dict(name='starj-tools', src=['starj'], fn=build_starj_tools, note='StarJ analyzer jar + spec/starj-all.sj'),
     dict(name='niagara', src=['niagara'], fn=build_niagara, patches=['niagara-cstring.patch'],
          note='NiagaraST profiler + patches/niagara-cstring.patch; flag -fPIC'),
+    dict(name='niagara-racefix', src=['niagara'], fn=build_niagara,
+         patches=['niagara-cstring.patch', 'niagara-method-list-lock.patch'],
+         note='NiagaraST + patches/niagara-method-list-lock.patch (its own race)'),
     dict(name='javac-input', src=['starj'], fn=build_javac_sources, note='javac input: StarJ analyzer sources', always=True),
 ] + newtools.BUILDS
 
@@ -390,7 +395,7 @@ RUNS = [
     ('oprofile', 'jit', 'oprofile', 'libjvmpi_oprofile.so', '', 'JIT code registered for compiled methods'),
     ('starj', 'all', 'starj-racefix', 'libsj.so', 'specfile={tools}/all.spec,file=StarJ.dat,opt=no,colour=no',
      'a trace its analyzer reads: allocations per thread, method entries, contention'),
-    ('niagara', 'prof', 'niagara', 'libprofni.so', 'profile=yes,depth=4', 'per-thread allocation profile with the allocating frames'),
+    ('niagara', 'prof', 'niagara-racefix', 'libprofni.so', 'profile=yes,depth=4', 'per-thread allocation profile with the allocating frames'),
 ] + newtools.RUNS
 
 # the modes run on javac, and the section each report must hold
