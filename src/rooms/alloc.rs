@@ -1154,7 +1154,7 @@ fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlo
     if hit.is_some() {
         return hit;
     }
-    let tag = ids::indexed_tag_of(klass).ok()?;
+    let tag = ids::indexed_tag_of(klass).ok()?.0;
     let w = jni.new_weak(klass);
     if !w.is_null() {
         local(|l| match hash {

@@ -215,7 +215,7 @@ fn interface_fields(jni: &jvm::Jni, k: jclass, seen: &mut Vec<jlong>) -> i32 {
         c = s;
     }
     while let Some(i) = todo.pop() {
-        let t = ids::tag_of(i).unwrap_or(0);
+        let t = ids::tag_of(i).map_or(0, |t| t.0);
         if !seen.contains(&t) {
             seen.push(t);
             n += jvm::field_count(i).unwrap_or(0) as i32;
@@ -257,7 +257,7 @@ fn layout(jni: &jvm::Jni, k: jclass, tag: jlong) -> Option<Arc<ClassLayout>> {
         Kind::PrimArray { ty }
     } else if sig.starts_with('[') {
         let e = jni.component_type(k)?;
-        let element = ids::indexed_tag_of(e).unwrap_or(0);
+        let element = ids::indexed_tag_of(e).map_or(0, |t| t.0);
         jni.delete_local_ref(e);
         Kind::ObjArray { element }
     } else {
@@ -1108,7 +1108,7 @@ fn class_table(jni: &jvm::Jni) -> Result<(ClassTable, jlong, jlong), RoomError> 
 /// The table entry of a loaded class (None for a primitive type's class, or one that cannot be
 /// prepared); links the class first if it is only loaded.
 fn class_entry(jni: &jvm::Jni, k: jclass) -> Option<ClassEntry> {
-    let tag = ids::indexed_tag_of(k).ok()?;
+    let tag = ids::indexed_tag_of(k).ok()?.0;
     let status = jvm::class_status(k).unwrap_or(0);
     if status & jvmti::JVMTI_CLASS_STATUS_PRIMITIVE != 0 {
         return None;
@@ -1150,9 +1150,9 @@ fn object_classes(jni: &jvm::Jni, obj: jobject) -> Result<(ClassTable, jlong, jl
     let k = jni.object_class(obj);
     let kk = jni.object_class(k);
     let object = jni.superclass(kk);
-    let class_class = ids::tag_of(kk)?;
-    let object_class = ids::tag_of(object)?;
-    if ids::tag_of(k)? == class_class {
+    let class_class = ids::tag_of(kk)?.0;
+    let object_class = ids::tag_of(object)?.0;
+    if ids::tag_of(k)?.0 == class_class {
         own = Some(obj);
         let s = jni.superclass(obj);
         if !s.is_null() {
@@ -1253,9 +1253,9 @@ fn announce_trace_classes(env: *mut JNIEnv, frames: &[Vec<JVMPI_CallFrame>]) {
             // Tagged here, with the threads running (a dump at VM death too: inside JVM_SHUT_DOWN).
             let r = ids::tag_of(k).map_err(RoomError::from).and_then(|tag| {
                 if sent {
-                    classes::ensure_announced_tagged(env, k, ids::ClassTag(tag))
+                    classes::ensure_announced_tagged(env, k, ids::ClassTag(tag.0))
                 } else {
-                    classes::describe_requested(env, k, ids::ClassTag(tag))
+                    classes::describe_requested(env, k, ids::ClassTag(tag.0))
                 }
             });
             if let Err(e) = r {
@@ -1289,7 +1289,7 @@ fn stacks(jni: &jvm::Jni, with_traces: bool) -> Stacks {
         // when they were announced (`threads::announce_all` before the snapshot). Only threads
         // the requesting agent knows, pinned until the dump is delivered.
         let tag = jvm::get_tag(t).unwrap_or(0);
-        let env = if tag == 0 { 0 } else { threads::known_env_by_tag(tag) };
+        let env = if tag == 0 { 0 } else { threads::known_env_by_tag(ids::Tag(tag)) };
         let st = jvm::stack_trace(t, MAX_FRAMES).unwrap_or_default();
         let (fs, out) = calltrace::shown_frames(&st);
         map.insert(tag, (env, if st.is_empty() { -1 } else { fs.len() as jint }));
@@ -1528,7 +1528,7 @@ pub fn request_object_dump(id: jobjectID) -> Result<(), RoomError> {
     let r = (|| {
         let mut st = new_state(&jni, JVMPI_DUMP_LEVEL_2, Some(obj))?;
         let k = jni.object_class(obj);
-        let ktag = ids::indexed_tag_of(k).unwrap_or(0);
+        let ktag = ids::indexed_tag_of(k).map_or(0, |t| t.0);
         jni.delete_local_ref(k);
         if matches!(st.classes.get(ktag).map(|c| &c.layout.kind), Some(Kind::ObjArray { .. })) {
             st.lengths.insert(tag, jni.array_length(obj));
@@ -1575,7 +1575,7 @@ fn env_of_thread(t: jobject) -> usize {
     }
     // Read, not assigned (the other threads are suspended; see `stacks`): the threads the agent
     // knows were tagged when they were announced.
-    jvm::get_tag(t).ok().filter(|&g| g != 0).map_or(0, threads::known_env_by_tag)
+    jvm::get_tag(t).ok().filter(|&g| g != 0).map_or(0, |g| threads::known_env_by_tag(ids::Tag(g)))
 }
 
 /// Every Java monitor that is owned or has waiters. JVMTI has no list of monitors; every one
@@ -1613,7 +1613,7 @@ fn java_monitors(jni: &jvm::Jni) -> Result<Vec<JavaMonitor>, RoomError> {
         for m in found {
             // The other threads are suspended: one may hold the tag assignment's lock.
             match ids::tag_of_while_others_suspended(m) {
-                Ok(tag) if !objs.iter().any(|&(t, _)| t == tag) => objs.push((tag, m)),
+                Ok(ids::Tag(tag)) if !objs.iter().any(|&(t, _)| t == tag) => objs.push((tag, m)),
                 _ => jni.delete_local_ref(m),
             }
         }
