@@ -825,9 +825,9 @@ pub fn remember(tag: Tag, class_tag: ClassTag, size: jlong) {
 
 /// Forgets the dead objects with these tags and gives their slots back for reuse. Called by the
 /// GC room once each death has been dealt with (OBJECT_FREE delivered, or not owed).
-pub fn release(jni: &jvm::Jni, tags: &[jlong]) {
+pub fn release(jni: &jvm::Jni, tags: &[Tag]) {
     let mut slots = Vec::with_capacity(tags.len());
-    for &t in tags {
+    for &Tag(t) in tags {
         if t <= 0 || t & 7 != 0 {
             continue;
         }

@@ -778,7 +778,7 @@ fn stack_mark() -> usize {
 /// at the next GC bracket.
 fn abandon(p: Pending) {
     if !p.bound {
-        crate::rooms::deaths::on_object_free(p.tag);
+        crate::rooms::deaths::on_object_free(ids::Tag(p.tag));
     }
 }
 
