@@ -331,7 +331,7 @@ impl Tag {
 /// side by side (what a heap walk records of an object: [`note`], [`described`]); a class is
 /// an object too, so both come from the same slots, and the compiler keeps them apart.
 #[repr(transparent)]
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
 pub struct ClassTag(pub jlong);
 
 impl ClassTag {

@@ -215,10 +215,11 @@ fn forget_class(tag: Tag, unload: impl FnOnce(ids::ClassTag) -> bool) -> bool {
     if !ids::may_be_class(tag) {
         return false;
     }
-    let Tag(tag) = tag;
-    let was = unload(ids::ClassTag(tag));
-    alloc::forget_class(tag);
-    objects::forget_class(ids::ClassTag(tag));
+    // A class is an object too: its tag as a class's.
+    let class = ids::ClassTag(tag.0);
+    let was = unload(class);
+    alloc::forget_class(class);
+    objects::forget_class(class);
     was
 }
 
@@ -738,16 +739,18 @@ mod tests {
     /// is not given the dead class's size and kind. Other deaths touch neither table.
     #[test]
     fn a_dead_class_unknown_to_classes_loses_its_shapes() {
-        let (class, other) = (0x5_0000i64, 0x5_0010i64);
-        assert!(alloc::test_shape(class, true) && objects::test_shape(crate::face::ids::ClassTag(class), true));
-        assert!(!forget_class(Tag(other), |_| panic!("not a class key: no lookup")));
-        assert!(alloc::test_shape(class, false) && objects::test_shape(crate::face::ids::ClassTag(class), false));
+        use crate::face::ids::ClassTag;
+        let (class, other) = (Tag(0x5_0000), Tag(0x5_0010));
+        let shapes = ClassTag(class.0);
+        assert!(alloc::test_shape(shapes, true) && objects::test_shape(shapes, true));
+        assert!(!forget_class(other, |_| panic!("not a class key: no lookup")));
+        assert!(alloc::test_shape(shapes, false) && objects::test_shape(shapes, false));
         let mut asked = false;
-        assert!(!forget_class(Tag(class), |_| {
+        assert!(!forget_class(class, |_| {
             asked = true;
             false
         }));
         assert!(asked, "classes is asked first");
-        assert!(!alloc::test_shape(class, false) && !objects::test_shape(crate::face::ids::ClassTag(class), false));
+        assert!(!alloc::test_shape(shapes, false) && !objects::test_shape(shapes, false));
     }
 }
