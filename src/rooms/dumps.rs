@@ -1153,9 +1153,10 @@ fn object_classes(jni: &jvm::Jni, obj: jobject) -> Result<(ClassTable, ClassTag,
     let k = jni.object_class(obj);
     let kk = jni.object_class(k);
     let object = jni.superclass(kk);
-    let class_class = ids::class_tag_of(kk)?;
-    let object_class = ids::class_tag_of(object)?;
-    if ids::class_tag_of(k)? == class_class {
+    // Their tags as classes' (tagged only: `class_entry` indexes the classes it enters).
+    let class_class = ClassTag(ids::tag_of(kk)?.0);
+    let object_class = ClassTag(ids::tag_of(object)?.0);
+    if ClassTag(ids::tag_of(k)?.0) == class_class {
         own = Some(obj);
         let s = jni.superclass(obj);
         if !s.is_null() {
