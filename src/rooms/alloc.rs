@@ -1159,7 +1159,7 @@ fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(Cla
     if hit.is_some() {
         return hit;
     }
-    let tag = ids::class_tag_of(klass).ok()?;
+    let tag = ClassTag(ids::indexed_tag_of(klass).ok()?.0);
     let w = jni.new_weak(klass);
     if !w.is_null() {
         local(|l| match hash {

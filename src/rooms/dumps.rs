@@ -1111,7 +1111,7 @@ fn class_table(jni: &jvm::Jni) -> Result<(ClassTable, ClassTag, ClassTag), RoomE
 /// The table entry of a loaded class (None for a primitive type's class, or one that cannot be
 /// prepared); links the class first if it is only loaded.
 fn class_entry(jni: &jvm::Jni, k: jclass) -> Option<ClassEntry> {
-    let tag = ids::class_tag_of(k).ok()?;
+    let tag = ClassTag(ids::indexed_tag_of(k).ok()?.0);
     let status = jvm::class_status(k).unwrap_or(0);
     if status & jvmti::JVMTI_CLASS_STATUS_PRIMITIVE != 0 {
         return None;
