@@ -8,6 +8,11 @@
 #   scripts/hot-disasm.sh OLD.so [NEW.so]        NEW defaults to target/release/libjvmpi_shim.so
 #
 # A function inlined into its callers in one build shows `-` there. Needs binutils (nm, objdump).
+# The release profile's 16 codegen units are filled by a partitioning that moves with unrelated
+# changes, and with it what is inlined where (a `log!` call's body, a small function kept out of
+# line): functions nobody touched can differ. For a comparison that shows only what the change
+# did, build both trees with one unit: CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 (and a
+# CARGO_TARGET_DIR of their own, to keep target/release as it is).
 set -u
 old=$1 new=${2:-target/release/libjvmpi_shim.so}
 pat='jvmpi_shim::(rooms::methods::(enter|enter_this|exit|insn|if_int|if_cmp|if_ref|if_acmp|table_switch|lookup_switch|init_throw|enter_general|exit_general|insn_general)|rooms::alloc::(on_new|on_init|on_new_object|on_new_shaped|on_init_shaped|on_new_object_shaped|on_made|on_reflect_new|report|report_with|reserve_with|init)|doors::jvmpi::(get_call_trace|jobject_id_to_jobject|jobject_to_jobject_id)|rooms::calltrace::[a-z_]+|face::ids::[a-z_]+|face::events::[a-z_]+)$'

@@ -227,7 +227,7 @@ unsafe extern "system" fn gc_finish(_j: *mut jvmtiEnv) {
 }
 
 unsafe extern "system" fn object_free(_j: *mut jvmtiEnv, tag: jlong) {
-    gc::on_object_free(tag)
+    gc::on_object_free(crate::face::ids::Tag(tag))
 }
 
 unsafe extern "system" fn data_dump_request(_j: *mut jvmtiEnv) {

@@ -314,11 +314,24 @@ fn recent_slot(h: usize) -> usize {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct Tag(pub jlong);
 
+impl Tag {
+    /// The object's ID (the JVMPI side of the tag).
+    #[inline]
+    pub fn id(self) -> jobjectID {
+        to_id(self.0)
+    }
+    /// The tag of the object whose ID is `id`.
+    #[inline]
+    pub fn of_id(id: jobjectID) -> Tag {
+        Tag(to_tag(id))
+    }
+}
+
 /// The tag of a class (its `java.lang.Class` object), where an object's tag and its class's go
 /// side by side (what a heap walk records of an object: [`note`], [`described`]); a class is
 /// an object too, so both come from the same slots, and the compiler keeps them apart.
 #[repr(transparent)]
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
 pub struct ClassTag(pub jlong);
 
 impl ClassTag {
@@ -518,34 +531,34 @@ pub fn to_tag(id: jobjectID) -> jlong {
 }
 
 /// The tag of a live object, giving it one if it has none.
-pub fn tag_of(obj: jobject) -> Result<jlong, FaceError> {
+pub fn tag_of(obj: jobject) -> Result<Tag, FaceError> {
     if obj.is_null() {
         return Err(FaceError::Null);
     }
     let t = jvm::get_tag(obj).map_err(FaceError::Jvmti)?;
     if t != 0 {
-        return Ok(t);
+        return Ok(Tag(t));
     }
     let _g = crate::vm::logger::lock(&STATE.assign);
     let t = jvm::get_tag(obj).map_err(FaceError::Jvmti)?;
     if t != 0 {
-        return Ok(t);
+        return Ok(Tag(t));
     }
     let t = fresh_tag();
     jvm::set_tag(obj, t).map_err(FaceError::Jvmti)?;
-    Ok(t)
+    Ok(Tag(t))
 }
 
 /// [`tag_of`] for a thread that has suspended the others (a dump): one of them may be stopped
 /// inside the assignment's lock, so it is only tried for a while (a thread that runs holds it
 /// for two JVMTI calls); an error if the object has no tag and the lock stays held.
-pub fn tag_of_while_others_suspended(obj: jobject) -> Result<jlong, FaceError> {
+pub fn tag_of_while_others_suspended(obj: jobject) -> Result<Tag, FaceError> {
     if obj.is_null() {
         return Err(FaceError::Null);
     }
     let t = jvm::get_tag(obj).map_err(FaceError::Jvmti)?;
     if t != 0 {
-        return Ok(t);
+        return Ok(Tag(t));
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(20);
     let _g = loop {
@@ -562,17 +575,18 @@ pub fn tag_of_while_others_suspended(obj: jobject) -> Result<jlong, FaceError> {
     };
     let t = jvm::get_tag(obj).map_err(FaceError::Jvmti)?;
     if t != 0 {
-        return Ok(t);
+        return Ok(Tag(t));
     }
     let t = fresh_tag();
     jvm::set_tag(obj, t).map_err(FaceError::Jvmti)?;
-    Ok(t)
+    Ok(Tag(t))
 }
 
 /// [`tag_of`] for an object that is also entered in the index: classes and threads (they are
 /// few, and their IDs come back in requested OBJECT_ALLOC, CLASS_LOAD and THREAD_START).
-pub fn indexed_tag_of(k: jobject) -> Result<jlong, FaceError> {
-    let t = tag_of(k)?;
+pub fn indexed_tag_of(k: jobject) -> Result<Tag, FaceError> {
+    let tag = tag_of(k)?;
+    let t = tag.0;
     if let Some((c, i)) = entry(t, true) {
         if c.weak[i].load(Relaxed) == 0 {
             if let Some(jni) = jvm::Jni::current() {
@@ -580,12 +594,12 @@ pub fn indexed_tag_of(k: jobject) -> Result<jlong, FaceError> {
             }
         }
     }
-    Ok(t)
+    Ok(tag)
 }
 
 /// [`indexed_tag_of`] for a class: its tag as a class's.
 pub fn class_tag_of(k: jobject) -> Result<ClassTag, FaceError> {
-    indexed_tag_of(k).map(ClassTag)
+    indexed_tag_of(k).map(|Tag(t)| ClassTag(t))
 }
 
 /// The ID of a live object (NULL for a NULL reference).
@@ -593,7 +607,7 @@ pub fn id_of(obj: jobject) -> Result<jobjectID, FaceError> {
     if obj.is_null() {
         return Ok(std::ptr::null_mut());
     }
-    tag_of(obj).map(to_id)
+    tag_of(obj).map(Tag::id)
 }
 
 // ---- the index: slot → weak reference, slot → (class, size) -------------------------------------
@@ -811,9 +825,9 @@ pub fn remember(tag: Tag, class_tag: ClassTag, size: jlong) {
 
 /// Forgets the dead objects with these tags and gives their slots back for reuse. Called by the
 /// GC room once each death has been dealt with (OBJECT_FREE delivered, or not owed).
-pub fn release(jni: &jvm::Jni, tags: &[jlong]) {
+pub fn release(jni: &jvm::Jni, tags: &[Tag]) {
     let mut slots = Vec::with_capacity(tags.len());
-    for &t in tags {
+    for &Tag(t) in tags {
         if t <= 0 || t & 7 != 0 {
             continue;
         }

@@ -39,6 +39,7 @@
 //! object is reported once.
 
 use crate::face::abi::*;
+use crate::face::ids::ClassTag;
 use crate::face::{events, ids};
 use crate::rooms::error::RoomError;
 use crate::rooms::{calltrace, classes, threads};
@@ -126,7 +127,7 @@ struct AllocState {
     /// Class tag → what its allocation events need: entered by [`shape_of`] at the class's first
     /// allocation, its instance size filled in by the first one measured, taken out by
     /// [`forget_class`] when the GC room finds the class dead.
-    shapes: LazyLock<IdMap<jlong, Shape>>,
+    shapes: LazyLock<IdMap<ClassTag, Shape>>,
     /// The tracker's table of shapes and what fills it (set by [`define_tracker`]; entries added
     /// by [`offer`]).
     published: Mutex<Option<Published>>,
@@ -423,7 +424,7 @@ enum Hint {
     /// tracker's Java code hands them over.
     Hashed(jclass, u32),
     /// The class with its tag and complete shape, from the tracker's table of shapes.
-    Known(jclass, jlong, Shape),
+    Known(jclass, ClassTag, Shape),
 }
 
 impl Hint {
@@ -438,7 +439,11 @@ impl Hint {
 /// A shape as the tracker's table keeps it (see `bci::shape_class`): `kind` is `is_array` and
 /// `nested << 16`.
 fn known(klass: jclass, tag: jlong, id: jlong, size: jint, kind: jint) -> Hint {
-    Hint::Known(klass, tag, Shape { class_id: id as usize, size, is_array: kind as i16, nested: (kind >> 16) as i16 })
+    Hint::Known(
+        klass,
+        ClassTag(tag),
+        Shape { class_id: id as usize, size, is_array: kind as i16, nested: (kind >> 16) as i16 },
+    )
 }
 
 /// The tracker's native `onInitShaped(Object, Class, long, long, int, int)`: [`on_init`] for an
@@ -691,21 +696,21 @@ fn report_one(env: *mut JNIEnv, obj: jobject, source: Source, hint: Hint) {
 }
 
 /// A shape the tracker's table of shapes handed over, as [`shape_of`] answers for a cached one.
-fn known_shape(env: *mut JNIEnv, klass: jclass, ctag: jlong, s: Shape) -> (jlong, Shape) {
+fn known_shape(env: *mut JNIEnv, klass: jclass, ctag: ClassTag, s: Shape) -> (ClassTag, Shape) {
     if s.is_array() == JVMPI_NORMAL_OBJECT {
         // As in `shape_of`: CLASS_LOAD may have been enabled since the shape was published.
-        let _ = classes::ensure_announced_tagged(env, klass, ids::ClassTag(ctag));
+        let _ = classes::ensure_announced_tagged(env, klass, ctag);
     }
     (ctag, s)
 }
 
-fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlong, Shape)> {
+fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(ClassTag, Shape)> {
     let (ctag, cached) = cached_class(jni, klass, hash)?;
     if let Some(s) = cached.or_else(|| STATE.shapes.get(&ctag).map(|s| *s)) {
         if s.is_array() == JVMPI_NORMAL_OBJECT {
             // The class must have been announced before its first instance (CLASS_LOAD may
             // have been enabled since the shape was cached).
-            let _ = classes::ensure_announced_tagged(env, klass, ids::ClassTag(ctag));
+            let _ = classes::ensure_announced_tagged(env, klass, ctag);
         }
         if cached.is_none() {
             cache_shape(ctag, s, hash);
@@ -721,7 +726,7 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) 
     let shape = match array_kind(&sig) {
         None => Shape {
             is_array: JVMPI_NORMAL_OBJECT as i16,
-            class_id: classes::ensure_announced_tagged(env, klass, ids::ClassTag(ctag)).ok()? as usize,
+            class_id: classes::ensure_announced_tagged(env, klass, ctag).ok()? as usize,
             size: 0,
             nested: 0,
         },
@@ -746,7 +751,7 @@ fn shape_of(env: *mut JNIEnv, jni: &jvm::Jni, klass: jclass, hash: Option<u32>) 
 struct Pending {
     tag: jlong,
     /// The tag of its class.
-    ctag: jlong,
+    ctag: ClassTag,
     class_id: usize,
     size: jint,
     /// The native stack pointer at the hook (see [`stack_mark`]).
@@ -778,7 +783,7 @@ fn stack_mark() -> usize {
 /// at the next GC bracket.
 fn abandon(p: Pending) {
     if !p.bound {
-        crate::rooms::deaths::on_object_free(p.tag);
+        crate::rooms::deaths::on_object_free(ids::Tag(p.tag));
     }
 }
 
@@ -865,7 +870,7 @@ fn reserve_with(
 /// `-XX:-RegisterFinalizersAtInit` (registration at allocation) a class with its own
 /// `finalize()` gets None instead: its first instance is measured when it is reported from
 /// `Object.<init>`, and announced at `new` from then on.
-fn instance_size(jni: &jvm::Jni, klass: jclass, ctag: jlong, hash: Option<u32>) -> Option<jint> {
+fn instance_size(jni: &jvm::Jni, klass: jclass, ctag: ClassTag, hash: Option<u32>) -> Option<jint> {
     if finalizers_at_allocation() {
         if let Some(m) = jni.method_id_in(klass, "finalize", "()V", false) {
             let decl = jvm::method_class(m).ok()?;
@@ -1039,7 +1044,7 @@ const SETS: usize = 1024;
 struct Cached {
     /// A weak reference to the class.
     weak: usize,
-    ctag: jlong,
+    ctag: ClassTag,
     /// Its shape once complete (an instance size known, or an array class).
     shape: Option<Shape>,
 }
@@ -1061,7 +1066,7 @@ const OFFERED: u32 = 1 << (SET_BITS - 1);
 struct Entry {
     /// A weak reference to the class; 0: the entry is empty.
     weak: usize,
-    ctag: jlong,
+    ctag: ClassTag,
     /// The shape's class ID and size (when `key` says it is complete).
     class_id: usize,
     size: jint,
@@ -1096,7 +1101,7 @@ struct Set([Entry; 2]);
 struct Made {
     weak: usize,
     /// The tag of its class: only objects of the same class are compared with it.
-    ctag: jlong,
+    ctag: ClassTag,
 }
 
 /// JVMTI ThreadEnd, in the ending thread: its caches' weak references are given back (the
@@ -1117,7 +1122,7 @@ pub fn on_thread_end(env: *mut JNIEnv) {
     }
 }
 
-fn class_tag(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<jlong> {
+fn class_tag(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<ClassTag> {
     cached_class(jni, klass, hash).map(|(t, _)| t)
 }
 
@@ -1126,7 +1131,7 @@ fn class_tag(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<jlong> 
 /// cache and confirmed with one comparison; without it, the short list is searched from the
 /// class used last (in a loop that allocates one class, one comparison), and the class found
 /// moves there.
-fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlong, Option<Shape>)> {
+fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(ClassTag, Option<Shape>)> {
     let hit = local(|l| match hash {
         Some(h) => {
             let mut d = l.direct.borrow_mut();
@@ -1154,7 +1159,7 @@ fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlo
     if hit.is_some() {
         return hit;
     }
-    let tag = ids::indexed_tag_of(klass).ok()?;
+    let tag = ClassTag(ids::indexed_tag_of(klass).ok()?.0);
     let w = jni.new_weak(klass);
     if !w.is_null() {
         local(|l| match hash {
@@ -1188,7 +1193,7 @@ fn cached_class(jni: &jvm::Jni, klass: jclass, hash: Option<u32>) -> Option<(jlo
 
 /// Whether this thread has offered the class (tag `ctag`, identity hash `hash`) to the tracker's
 /// table; `mark`: it has now. (No entry in this thread's cache: as if offered.)
-fn offered(ctag: jlong, hash: u32, mark: bool) -> bool {
+fn offered(ctag: ClassTag, hash: u32, mark: bool) -> bool {
     local(|l| {
         let mut d = l.direct.borrow_mut();
         let Some(set) = d.get_mut(hash as usize % SETS) else { return true };
@@ -1205,7 +1210,7 @@ fn offered(ctag: jlong, hash: u32, mark: bool) -> bool {
 /// reach the shim with their shape ([`Hint::Known`]). False: another thread is filling the
 /// table, to be offered again later (the lock is never waited for: a thread holding it may be
 /// suspended by the agent at its next JNI call).
-fn offer(jni: &jvm::Jni, klass: jclass, hash: u32, ctag: jlong, s: Shape) -> bool {
+fn offer(jni: &jvm::Jni, klass: jclass, hash: u32, ctag: ClassTag, s: Shape) -> bool {
     let Ok(mut g) = STATE.published.try_lock() else { return false };
     let Some(p) = g.as_mut() else { return true };
     let i = hash as usize & (bci::SHAPES - 1);
@@ -1216,7 +1221,7 @@ fn offer(jni: &jvm::Jni, klass: jclass, hash: u32, ctag: jlong, s: Shape) -> boo
     let kind = s.is_array as jint | (s.nested as jint) << 16;
     let args = [
         jvalue { l: klass },
-        jvalue { j: ctag },
+        jvalue { j: ctag.0 },
         jvalue { j: s.class_id as jlong },
         jvalue { i: s.size },
         jvalue { i: kind },
@@ -1245,7 +1250,7 @@ fn offer(jni: &jvm::Jni, klass: jclass, hash: u32, ctag: jlong, s: Shape) -> boo
 
 /// Keeps a complete shape (instance size known, or an array) in this thread's cache entries of
 /// its class.
-fn cache_shape(ctag: jlong, s: Shape, hash: Option<u32>) {
+fn cache_shape(ctag: ClassTag, s: Shape, hash: Option<u32>) {
     if !s.complete() {
         return;
     }
@@ -1263,7 +1268,7 @@ fn cache_shape(ctag: jlong, s: Shape, hash: Option<u32>) {
     });
 }
 
-fn remember_vm_made(jni: &jvm::Jni, obj: jobject, ctag: jlong) {
+fn remember_vm_made(jni: &jvm::Jni, obj: jobject, ctag: ClassTag) {
     let w = jni.new_weak(obj);
     if w.is_null() {
         return;
@@ -1279,7 +1284,7 @@ fn remember_vm_made(jni: &jvm::Jni, obj: jobject, ctag: jlong) {
 
 /// Whether `obj` (of the class tagged `ctag`) is one the VM or JNI reported on this thread
 /// (and forgets it). Objects of other classes are not compared.
-fn was_vm_made(jni: &jvm::Jni, obj: jobject, ctag: jlong) -> bool {
+fn was_vm_made(jni: &jvm::Jni, obj: jobject, ctag: ClassTag) -> bool {
     local(|l| {
         let mut v = l.vm_made.borrow_mut();
         match v.iter().position(|m| m.ctag == ctag && jni.is_same(m.weak as jobject, obj)) {
@@ -1293,19 +1298,19 @@ fn was_vm_made(jni: &jvm::Jni, obj: jobject, ctag: jlong) -> bool {
 }
 
 /// A tagged object died: if it was a class, its cached shape goes too.
-pub fn forget_class(ctag: jlong) {
+pub fn forget_class(ctag: ClassTag) {
     STATE.shapes.remove(&ctag);
 }
 
 /// Keeps the shape of the class with tag `ctag`, marked first as a class key for the GC room.
-fn keep_shape(ctag: jlong, shape: Shape) {
-    ids::mark_class(ids::ClassTag(ctag));
+fn keep_shape(ctag: ClassTag, shape: Shape) {
+    ids::mark_class(ctag);
     STATE.shapes.insert(ctag, shape);
 }
 
 /// Whether a shape is kept for class tag `ctag`, and keeps one (tests of the GC room).
 #[cfg(test)]
-pub fn test_shape(ctag: jlong, keep: bool) -> bool {
+pub fn test_shape(ctag: ClassTag, keep: bool) -> bool {
     if keep {
         keep_shape(ctag, Shape { class_id: 0, size: 16, is_array: 0, nested: 0 });
     }
@@ -1348,7 +1353,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<Set>(), 64);
         assert_eq!(std::mem::align_of::<Set>(), 64);
         let h: u32 = 0x7fff_fc00 | 0x2a5;
-        let mut e = Entry { weak: 1, ctag: 8, class_id: 0, size: 0, key: (h & !LOW) | (KIND_NONE << 1) };
+        let mut e = Entry { weak: 1, ctag: ClassTag(8), class_id: 0, size: 0, key: (h & !LOW) | (KIND_NONE << 1) };
         assert!(e.shape().is_none());
         let kinds = [
             JVMPI_NORMAL_OBJECT,

@@ -8,7 +8,7 @@
 //! bit per slot) when many have. Objects allocated together tend to die together, so most
 //! deaths end up as single bits.
 
-use jvmti_bindings::sys::jni::jlong;
+use crate::face::ids::Tag;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
@@ -27,7 +27,7 @@ enum Span {
 pub struct DeadQueue {
     spans: BTreeMap<u64, Span>,
     /// Tags that are not multiples of 8 (never made by the shim; kept as they are).
-    odd: Vec<jlong>,
+    odd: Vec<Tag>,
     len: usize,
 }
 
@@ -45,13 +45,13 @@ impl DeadQueue {
     }
 
     /// Records a death (each tag dies once: JVMTI posts one ObjectFree per tagged object).
-    pub fn push(&mut self, tag: jlong) {
+    pub fn push(&mut self, tag: Tag) {
         self.len += 1;
-        if tag <= 0 || tag & 7 != 0 {
+        if tag.0 <= 0 || tag.0 & 7 != 0 {
             self.odd.push(tag);
             return;
         }
-        let slot = (tag as u64) >> 3;
+        let slot = (tag.0 as u64) >> 3;
         let (key, off) = (slot >> SPAN_BITS, (slot & (SPAN - 1)) as u16);
         let span = self.spans.entry(key).or_insert_with(|| Span::Sparse(Vec::new()));
         match span {
@@ -70,11 +70,11 @@ impl DeadQueue {
     }
 
     /// Every recorded tag (in no particular order), consuming the queue and its memory.
-    pub fn into_tags(self) -> impl Iterator<Item = jlong> {
-        let tag = |key: u64, off: u64| (((key << SPAN_BITS) | off) << 3) as jlong;
+    pub fn into_tags(self) -> impl Iterator<Item = Tag> {
+        let tag = |key: u64, off: u64| Tag((((key << SPAN_BITS) | off) << 3) as i64);
         self.spans
             .into_iter()
-            .flat_map(move |(key, span)| -> Box<dyn Iterator<Item = jlong>> {
+            .flat_map(move |(key, span)| -> Box<dyn Iterator<Item = Tag>> {
                 match span {
                     Span::Sparse(v) => Box::new(v.into_iter().map(move |o| tag(key, o as u64))),
                     Span::Dense(bits) => Box::new(
@@ -153,7 +153,7 @@ pub fn queue_peak() -> (usize, usize) {
 }
 
 /// JVMTI ObjectFree (inside the collection on JDK 11, later on the Service Thread since 16).
-pub fn on_object_free(tag: jlong) {
+pub fn on_object_free(tag: Tag) {
     let mut q = crate::vm::logger::lock(&STATE.dead_tags);
     q.push(tag);
     STATE.received.store(STATE.received.load(Relaxed).wrapping_add(1), Relaxed);
@@ -182,23 +182,23 @@ mod tests {
     #[test]
     fn every_tag_comes_back_once_sparse_dense_and_odd() {
         let mut q = DeadQueue::new();
-        let mut want: Vec<jlong> = Vec::new();
+        let mut want: Vec<Tag> = Vec::new();
         // A dense run (one span turns into a bitmap), scattered tags, defined-bit tags, odd ones.
         for i in 1..20_000i64 {
-            want.push(i * 16 + 8);
+            want.push(Tag(i * 16 + 8));
         }
         for i in 0..100i64 {
-            want.push((i * 7_919_999 + 3) * 16);
+            want.push(Tag((i * 7_919_999 + 3) * 16));
         }
-        want.push(5);
-        want.push(-8);
+        want.push(Tag(5));
+        want.push(Tag(-8));
         for &t in &want {
             q.push(t);
         }
         assert_eq!(q.len(), want.len());
         let dense_bytes = q.bytes();
         assert!(dense_bytes < 20_000 * 2, "clustered deaths are stored as bits: {dense_bytes} bytes");
-        let mut got: Vec<jlong> = q.into_tags().collect();
+        let mut got: Vec<Tag> = q.into_tags().collect();
         got.sort_unstable();
         want.sort_unstable();
         assert_eq!(got, want);

@@ -60,6 +60,7 @@
 //! the lengths of object arrays seen but not yet visited by the walk. Nothing else per object.
 
 use crate::face::abi::*;
+use crate::face::ids::ClassTag;
 use crate::face::{events, ids};
 use crate::rooms::error::RoomError;
 use crate::rooms::{calltrace, classes, threads};
@@ -163,7 +164,7 @@ fn value_size(sig: u8) -> u32 {
 /// What the shim knows about a loaded class, cached by class tag.
 enum Kind {
     Instance { instance: Fields, statics: Fields, interfaces: usize },
-    ObjArray { element: jlong },
+    ObjArray { element: ClassTag },
     PrimArray { ty: u8 },
 }
 
@@ -175,7 +176,7 @@ struct ClassLayout {
 struct DumpsState {
     /// The layouts of the classes dumped so far, by class tag (computed once by [`layout`],
     /// outside of any heap walk).
-    layouts: LazyLock<IdMap<jlong, Arc<ClassLayout>>>,
+    layouts: LazyLock<IdMap<ClassTag, Arc<ClassLayout>>>,
     /// The size of the last heap dump (written by each heap dump): the next one's buffer
     /// starts at that size.
     last_size: std::sync::atomic::AtomicUsize,
@@ -215,7 +216,7 @@ fn interface_fields(jni: &jvm::Jni, k: jclass, seen: &mut Vec<jlong>) -> i32 {
         c = s;
     }
     while let Some(i) = todo.pop() {
-        let t = ids::tag_of(i).unwrap_or(0);
+        let t = ids::tag_of(i).map_or(0, |t| t.0);
         if !seen.contains(&t) {
             seen.push(t);
             n += jvm::field_count(i).unwrap_or(0) as i32;
@@ -248,7 +249,7 @@ fn build_fields(chain: &[Vec<(u8, bool)>], iface_fields: i32, want_static: bool)
 }
 
 /// The layout of a loaded class (computed once; outside of any heap walk).
-fn layout(jni: &jvm::Jni, k: jclass, tag: jlong) -> Option<Arc<ClassLayout>> {
+fn layout(jni: &jvm::Jni, k: jclass, tag: ClassTag) -> Option<Arc<ClassLayout>> {
     if let Some(l) = STATE.layouts.get(&tag) {
         return Some(l.clone());
     }
@@ -257,7 +258,7 @@ fn layout(jni: &jvm::Jni, k: jclass, tag: jlong) -> Option<Arc<ClassLayout>> {
         Kind::PrimArray { ty }
     } else if sig.starts_with('[') {
         let e = jni.component_type(k)?;
-        let element = ids::indexed_tag_of(e).unwrap_or(0);
+        let element = ids::class_tag_of(e).unwrap_or_default();
         jni.delete_local_ref(e);
         Kind::ObjArray { element }
     } else {
@@ -284,7 +285,7 @@ fn layout(jni: &jvm::Jni, k: jclass, tag: jlong) -> Option<Arc<ClassLayout>> {
 
 /// A class as the walk sees it.
 struct ClassEntry {
-    tag: jlong,
+    tag: ClassTag,
     layout: Arc<ClassLayout>,
     /// Global reference (released after the dump).
     class: jobject,
@@ -304,9 +305,9 @@ const CLASS_CACHE: usize = 1024;
 /// in front of the index, since the walk asks about the same few classes millions of times.
 struct ClassTable {
     list: Vec<ClassEntry>,
-    index: HashMap<jlong, u32>,
+    index: HashMap<ClassTag, u32>,
     /// (class tag, its index, its `Hot::work`).
-    cache: Vec<std::cell::Cell<(jlong, u32, u32)>>,
+    cache: Vec<std::cell::Cell<(ClassTag, u32, u32)>>,
     /// By index in `list`, what the walk reads per callback (made by [`ClassTable::prepare`]):
     /// small and contiguous, so that it stays in the cache, unlike the entries.
     hot: Vec<Hot>,
@@ -332,7 +333,7 @@ struct Hot {
     /// An instance's value area at the dump's level.
     size: u32,
     /// An object array's element class.
-    element: jlong,
+    element: ClassTag,
 }
 
 const KIND_INSTANCE: u8 = 0;
@@ -350,7 +351,7 @@ impl ClassTable {
         ClassTable {
             list: Vec::with_capacity(n),
             index: HashMap::with_capacity_and_hasher(n, Default::default()),
-            cache: vec![std::cell::Cell::new((0, 0, 0)); CLASS_CACHE],
+            cache: vec![std::cell::Cell::new((ClassTag(0), 0, 0)); CLASS_CACHE],
             hot: Vec::new(),
             offs: Vec::new(),
         }
@@ -360,7 +361,7 @@ impl ClassTable {
         self.hot.clear();
         self.offs.clear();
         for c in &self.cache {
-            c.set((0, 0, 0));
+            c.set((ClassTag(0), 0, 0));
         }
         for c in &self.list {
             let start = self.offs.len() as u32;
@@ -398,15 +399,15 @@ impl ClassTable {
         self.list.push(e);
     }
     #[inline]
-    fn cache_slot(&self, tag: jlong) -> &std::cell::Cell<(jlong, u32, u32)> {
-        &self.cache[(tag as u64 >> 4) as usize & (CLASS_CACHE - 1)]
+    fn cache_slot(&self, tag: ClassTag) -> &std::cell::Cell<(ClassTag, u32, u32)> {
+        &self.cache[(tag.0 as u64 >> 4) as usize & (CLASS_CACHE - 1)]
     }
     /// The class's index in `list`, and its `Hot::work` (0 before [`ClassTable::prepare`]).
     #[inline]
-    fn idx_work(&self, tag: jlong) -> Option<(usize, u8)> {
+    fn idx_work(&self, tag: ClassTag) -> Option<(usize, u8)> {
         let slot = self.cache_slot(tag);
         let (t, i, w) = slot.get();
-        if t == tag && tag != 0 {
+        if t == tag && tag.0 != 0 {
             return Some((i as usize, w as u8));
         }
         let i = *self.index.get(&tag)?;
@@ -415,11 +416,11 @@ impl ClassTable {
         Some((i as usize, w))
     }
     #[inline]
-    fn idx(&self, tag: jlong) -> Option<usize> {
+    fn idx(&self, tag: ClassTag) -> Option<usize> {
         self.idx_work(tag).map(|(i, _)| i)
     }
     /// Class `tag` (at index `i`) needs nothing more from references to its instances.
-    fn work_done(&mut self, tag: jlong, i: usize) {
+    fn work_done(&mut self, tag: ClassTag, i: usize) {
         if let Some(h) = self.hot.get_mut(i) {
             h.work = 0;
         }
@@ -429,14 +430,14 @@ impl ClassTable {
         }
     }
     #[inline]
-    fn get(&self, tag: jlong) -> Option<&ClassEntry> {
+    fn get(&self, tag: ClassTag) -> Option<&ClassEntry> {
         self.idx(tag).map(|i| &self.list[i])
     }
     #[inline]
-    fn get_mut(&mut self, tag: jlong) -> Option<&mut ClassEntry> {
+    fn get_mut(&mut self, tag: ClassTag) -> Option<&mut ClassEntry> {
         self.idx(tag).map(|i| &mut self.list[i])
     }
-    fn contains(&self, tag: jlong) -> bool {
+    fn contains(&self, tag: ClassTag) -> bool {
         self.idx(tag).is_some()
     }
 }
@@ -447,12 +448,12 @@ struct State {
     single: bool,
     out: Vec<u8>,
     classes: ClassTable,
-    class_class: jlong,
+    class_class: ClassTag,
     /// Where each CLASS_DUMP record of a level-2 heap dump is in `out` (class tag → range).
-    class_records: HashMap<jlong, (usize, usize)>,
+    class_records: HashMap<ClassTag, (usize, usize)>,
     /// java.lang.Object's tag: the superclass that JVMTI's walk never reports (HotSpot's
     /// FollowReferences leaves out a SUPERCLASS reference to java.lang.Object).
-    object_class: jlong,
+    object_class: ClassTag,
     /// Object array tag → length, for object arrays reported as referees and not visited yet
     /// (a primitive array's length comes with its values).
     lengths: HashMap<jlong, jint>,
@@ -594,7 +595,7 @@ impl State {
     }
 
     /// The first report about `obj` as a referrer: writes its record's head.
-    fn begin(&mut self, obj: jlong, class_tag: jlong) {
+    fn begin(&mut self, obj: jlong, class_tag: ClassTag) {
         self.cur = (obj, usize::MAX);
         self.cur_class = usize::MAX;
         self.cur_offs.1 = 0;
@@ -603,7 +604,8 @@ impl State {
             if !self.mirrors.is_empty() {
                 self.mirrors.remove(&obj);
             }
-            if self.classes.contains(obj) {
+            // A class is an object too: its own tag as a class's.
+            if self.classes.contains(ClassTag(obj)) {
                 return; // a class: its CLASS_DUMP is written at the end
             }
         }
@@ -628,7 +630,7 @@ impl State {
                 let mut head = [0u8; HEAD];
                 head[0] = GC_INSTANCE_DUMP;
                 head[1..1 + W].copy_from_slice(&(obj as usize).to_ne_bytes());
-                head[1 + W..1 + 2 * W].copy_from_slice(&(class_tag as usize).to_ne_bytes());
+                head[1 + W..1 + 2 * W].copy_from_slice(&(class_tag.0 as usize).to_ne_bytes());
                 head[1 + 2 * W..].copy_from_slice(&n.to_be_bytes());
                 self.cur.1 = self.record(&head, n as usize);
             }
@@ -644,7 +646,7 @@ impl State {
                 head[0] = GC_OBJ_ARRAY_DUMP;
                 head[1..1 + W].copy_from_slice(&(obj as usize).to_ne_bytes());
                 head[1 + W..5 + W].copy_from_slice(&(len as u32).to_be_bytes());
-                head[5 + W..].copy_from_slice(&(element as usize).to_ne_bytes());
+                head[5 + W..].copy_from_slice(&(element.0 as usize).to_ne_bytes());
                 self.cur.1 = self.record(&head, len as usize * W);
             }
             _ => {
@@ -671,14 +673,14 @@ impl State {
         &mut self,
         kind: jvmtiHeapReferenceKind,
         info: *const jvmtiHeapReferenceInfo,
-        class_tag: jlong,
-        referrer_class_tag: jlong,
+        class_tag: ClassTag,
+        referrer_class_tag: ClassTag,
         size: jlong,
         tag: jlong,
         referrer: Option<jlong>,
         length: jint,
     ) {
-        if class_tag == self.class_class && !self.single && !self.classes.contains(tag) {
+        if class_tag == self.class_class && !self.single && !self.classes.contains(ClassTag(tag)) {
             self.mirrors.insert(tag);
         }
         if let Some((ci, work)) = self.classes.idx_work(class_tag) {
@@ -693,8 +695,9 @@ impl State {
         if r != self.cur.0 {
             self.begin(r, referrer_class_tag);
         }
-        if referrer_class_tag == self.class_class && self.cur_class == usize::MAX && self.classes.contains(r) {
-            self.class_reference(r, kind, info, tag);
+        if referrer_class_tag == self.class_class && self.cur_class == usize::MAX && self.classes.contains(ClassTag(r))
+        {
+            self.class_reference(ClassTag(r), kind, info, tag);
             return;
         }
         if self.cur.1 == usize::MAX {
@@ -720,7 +723,7 @@ impl State {
     /// What a reference to an instance of class `ci` records once: its class's instance size
     /// (from the first), or an object array's length (until its record is written).
     #[cold]
-    fn referee_work(&mut self, ci: usize, work: u8, class_tag: jlong, tag: jlong, size: jlong, length: jint) {
+    fn referee_work(&mut self, ci: usize, work: u8, class_tag: ClassTag, tag: jlong, size: jlong, length: jint) {
         if work == WORK_SIZE {
             if size > 0 {
                 if let Some(c) = self.classes.list.get_mut(ci) {
@@ -748,7 +751,7 @@ impl State {
 
     fn class_reference(
         &mut self,
-        k: jlong,
+        k: ClassTag,
         kind: jvmtiHeapReferenceKind,
         info: *const jvmtiHeapReferenceInfo,
         tag: jlong,
@@ -785,7 +788,7 @@ impl State {
         &mut self,
         kind: jvmtiHeapReferenceKind,
         index: jint,
-        class_tag: jlong,
+        class_tag: ClassTag,
         obj: jlong,
         v: jvalue,
         ty: jvmtiPrimitiveType,
@@ -796,7 +799,7 @@ impl State {
         if kind == jvmti::JVMTI_HEAP_REFERENCE_STATIC_FIELD {
             let (buf, n) = prim_bytes(v, ty);
             let bytes = &buf[..n];
-            let Some(c) = self.classes.get_mut(obj) else { return };
+            let Some(c) = self.classes.get_mut(ClassTag(obj)) else { return };
             let Kind::Instance { statics, .. } = &c.layout.kind else { return };
             let Some(s) = statics.slot(index) else { return };
             if c.statics.len() < statics.size2 as usize {
@@ -836,7 +839,7 @@ impl State {
     fn array_values(
         &mut self,
         obj: jlong,
-        class_tag: jlong,
+        class_tag: ClassTag,
         count: jint,
         elements: *const c_void,
         ty: jvmtiPrimitiveType,
@@ -879,8 +882,8 @@ impl State {
 
     /// Class records (CLASS_DUMP at levels 1/2; `NORMAL_OBJECT, id` at level 0), for every
     /// class in `only` or, when it is empty, every class of the table.
-    fn write_classes(&mut self, only: Option<jlong>) {
-        let mut order: Vec<(jlong, usize)> = match only {
+    fn write_classes(&mut self, only: Option<ClassTag>) {
+        let mut order: Vec<(ClassTag, usize)> = match only {
             Some(t) => self.classes.idx(t).map(|i| (t, i)).into_iter().collect(),
             None => self.classes.list.iter().enumerate().map(|(i, c)| (c.tag, i)).collect(),
         };
@@ -892,16 +895,16 @@ impl State {
             let start = self.out.len();
             if self.level == JVMPI_DUMP_LEVEL_0 {
                 self.u1(JVMPI_NORMAL_OBJECT as u8);
-                self.id(t);
+                self.id(t.0);
             } else if let Kind::Instance { statics, interfaces, .. } = &c.layout.kind {
                 // HotSpot 1.5 wrote the superclass of every class but Object, Object itself for
                 // its direct subclasses and for interfaces (`super()` of an interface is Object
                 // in HotSpot); JVMTI reports neither, so a class reported with none has Object.
                 // hprof learns superclasses only from the OBJECT_DUMP of a class, and asks again
                 // for every instance while a class other than Object has none.
-                let sup = if c.sup == 0 && t != self.object_class { self.object_class } else { c.sup };
+                let sup = if c.sup == 0 && t != self.object_class { self.object_class.0 } else { c.sup };
                 self.u1(GC_CLASS_DUMP);
-                for v in [t, sup, c.loader, c.signers, c.domain, 0, 0] {
+                for v in [t.0, sup, c.loader, c.signers, c.domain, 0, 0] {
                     self.id(v);
                 }
                 self.u4(c.instance_size);
@@ -1037,7 +1040,7 @@ unsafe extern "system" fn on_reference(
     if fresh || tag & ids::DEFINED != 0 {
         ids::note_in_walk(ids::Tag(tag), ids::ClassTag(class_tag), size);
     }
-    st.reference(kind, info, class_tag, referrer_class_tag, size, tag, referrer, length);
+    st.reference(kind, info, ClassTag(class_tag), ClassTag(referrer_class_tag), size, tag, referrer, length);
     if st.single {
         0
     } else {
@@ -1059,7 +1062,7 @@ unsafe extern "system" fn on_primitive_field(
     // SAFETY: JVMTI passes a valid `info` whose `field` member is set for field values.
     let index = unsafe { (*info).field.index };
     let obj = tag_here(st, tag_ptr);
-    st.primitive_field(kind, index, class_tag, obj, value, ty);
+    st.primitive_field(kind, index, ClassTag(class_tag), obj, value, ty);
     0
 }
 
@@ -1075,7 +1078,7 @@ unsafe extern "system" fn on_array_values(
     // SAFETY: as in `on_reference`.
     let st = unsafe { &mut *(ud as *mut State) };
     let obj = tag_here(st, tag_ptr);
-    st.array_values(obj, class_tag, count, elements, ty);
+    st.array_values(obj, ClassTag(class_tag), count, elements, ty);
     0
 }
 
@@ -1084,14 +1087,14 @@ unsafe extern "system" fn on_array_values(
 /// The loaded classes: tags, layouts, global references, and the tags of java.lang.Class and
 /// java.lang.Object. Also tags them (so the walk sees
 /// their tags as `class_tag`).
-fn class_table(jni: &jvm::Jni) -> Result<(ClassTable, jlong, jlong), RoomError> {
+fn class_table(jni: &jvm::Jni) -> Result<(ClassTable, ClassTag, ClassTag), RoomError> {
     let all = jvm::loaded_classes().map_err(RoomError::Jvmti)?;
     let mut map = ClassTable::with_capacity(all.len());
-    let mut class_class = 0;
-    let mut object_class = 0;
+    let mut class_class = ClassTag(0);
+    let mut object_class = ClassTag(0);
     for k in all {
         if let Some(e) = class_entry(jni, k) {
-            if class_class == 0 || object_class == 0 {
+            if class_class.0 == 0 || object_class.0 == 0 {
                 match jvm::class_signature(k).as_deref() {
                     Ok("Ljava/lang/Class;") => class_class = e.tag,
                     Ok("Ljava/lang/Object;") => object_class = e.tag,
@@ -1108,7 +1111,7 @@ fn class_table(jni: &jvm::Jni) -> Result<(ClassTable, jlong, jlong), RoomError> 
 /// The table entry of a loaded class (None for a primitive type's class, or one that cannot be
 /// prepared); links the class first if it is only loaded.
 fn class_entry(jni: &jvm::Jni, k: jclass) -> Option<ClassEntry> {
-    let tag = ids::indexed_tag_of(k).ok()?;
+    let tag = ClassTag(ids::indexed_tag_of(k).ok()?.0);
     let status = jvm::class_status(k).unwrap_or(0);
     if status & jvmti::JVMTI_CLASS_STATUS_PRIMITIVE != 0 {
         return None;
@@ -1143,16 +1146,17 @@ fn class_entry(jni: &jvm::Jni, k: jclass) -> Option<ClassEntry> {
 /// object's class, and what the record names as a class — for a class, itself, its superclass
 /// and interfaces; for an object array, its element class. Those are announced after the walk.
 /// Also (tag of java.lang.Class, tag of java.lang.Object).
-fn object_classes(jni: &jvm::Jni, obj: jobject) -> Result<(ClassTable, jlong, jlong), RoomError> {
+fn object_classes(jni: &jvm::Jni, obj: jobject) -> Result<(ClassTable, ClassTag, ClassTag), RoomError> {
     // Local references the function deletes (the object itself is the caller's).
     let mut list: Vec<jclass> = Vec::new();
     let mut own = None;
     let k = jni.object_class(obj);
     let kk = jni.object_class(k);
     let object = jni.superclass(kk);
-    let class_class = ids::tag_of(kk)?;
-    let object_class = ids::tag_of(object)?;
-    if ids::tag_of(k)? == class_class {
+    // Their tags as classes' (tagged only: `class_entry` indexes the classes it enters).
+    let class_class = ClassTag(ids::tag_of(kk)?.0);
+    let object_class = ClassTag(ids::tag_of(object)?.0);
+    if ClassTag(ids::tag_of(k)?.0) == class_class {
         own = Some(obj);
         let s = jni.superclass(obj);
         if !s.is_null() {
@@ -1253,9 +1257,9 @@ fn announce_trace_classes(env: *mut JNIEnv, frames: &[Vec<JVMPI_CallFrame>]) {
             // Tagged here, with the threads running (a dump at VM death too: inside JVM_SHUT_DOWN).
             let r = ids::tag_of(k).map_err(RoomError::from).and_then(|tag| {
                 if sent {
-                    classes::ensure_announced_tagged(env, k, ids::ClassTag(tag))
+                    classes::ensure_announced_tagged(env, k, ids::ClassTag(tag.0))
                 } else {
-                    classes::describe_requested(env, k, ids::ClassTag(tag))
+                    classes::describe_requested(env, k, ids::ClassTag(tag.0))
                 }
             });
             if let Err(e) = r {
@@ -1289,7 +1293,7 @@ fn stacks(jni: &jvm::Jni, with_traces: bool) -> Stacks {
         // when they were announced (`threads::announce_all` before the snapshot). Only threads
         // the requesting agent knows, pinned until the dump is delivered.
         let tag = jvm::get_tag(t).unwrap_or(0);
-        let env = if tag == 0 { 0 } else { threads::known_env_by_tag(tag) };
+        let env = if tag == 0 { 0 } else { threads::known_env_by_tag(ids::Tag(tag)) };
         let st = jvm::stack_trace(t, MAX_FRAMES).unwrap_or_default();
         let (fs, out) = calltrace::shown_frames(&st);
         map.insert(tag, (env, if st.is_empty() { -1 } else { fs.len() as jint }));
@@ -1362,7 +1366,7 @@ fn new_state(jni: &jvm::Jni, level: jint, single: Option<jobject>) -> Result<Sta
 fn finish(env: *mut JNIEnv, jni: &jvm::Jni, st: &mut State) {
     for c in std::mem::take(&mut st.classes.list) {
         if (events::is_ready() || events::in_last()) && events::enabled(JVMPI_EVENT_CLASS_LOAD) {
-            if let Err(e) = classes::ensure_announced_tagged(env, c.class, ids::ClassTag(c.tag)) {
+            if let Err(e) = classes::ensure_announced_tagged(env, c.class, c.tag) {
                 log::debug!("dump: announcing a class: {e}");
             }
         }
@@ -1489,14 +1493,14 @@ pub fn request_heap_dump(arg: *mut c_void) -> Result<(), RoomError> {
 thread_local! {
     /// The level-2 heap dumps being delivered in this thread (innermost last): where each
     /// class's CLASS_DUMP record is, and the dump's buffer (alive while it is delivered).
-    static DELIVERING: std::cell::RefCell<Vec<(HashMap<jlong, (usize, usize)>, *const u8)>> = const { std::cell::RefCell::new(Vec::new()) };
+    static DELIVERING: std::cell::RefCell<Vec<(HashMap<ClassTag, (usize, usize)>, *const u8)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The CLASS_DUMP record of class `tag` in a level-2 heap dump this thread is delivering: an
 /// OBJECT_DUMP of a class asked for from inside the HEAP_DUMP handler (hprof asks for one per
 /// instance it prints) answers with the class as that dump shows it, the snapshot the agent is
 /// reading, at the cost of a copy instead of a heap walk (a safepoint) each.
-fn record_being_delivered(tag: jlong) -> Option<Vec<u8>> {
+fn record_being_delivered(tag: ClassTag) -> Option<Vec<u8>> {
     DELIVERING.with(|d| {
         let d = d.borrow();
         let (map, buf) = d.last()?;
@@ -1515,7 +1519,8 @@ pub fn request_object_dump(id: jobjectID) -> Result<(), RoomError> {
     may_dump()?;
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     let tag = ids::to_tag(id);
-    if let Some(mut out) = record_being_delivered(tag) {
+    // A class is an object too: its ID as a class's.
+    if let Some(mut out) = record_being_delivered(ClassTag(tag)) {
         let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_DUMP, env);
         ev.u.object_dump = ObjectDump { data_len: out.len() as jint, data: out.as_mut_ptr() as *mut _ };
         return delivered(events::send_requested(&mut ev));
@@ -1528,15 +1533,15 @@ pub fn request_object_dump(id: jobjectID) -> Result<(), RoomError> {
     let r = (|| {
         let mut st = new_state(&jni, JVMPI_DUMP_LEVEL_2, Some(obj))?;
         let k = jni.object_class(obj);
-        let ktag = ids::indexed_tag_of(k).unwrap_or(0);
+        let ktag = ids::class_tag_of(k).unwrap_or_default();
         jni.delete_local_ref(k);
         if matches!(st.classes.get(ktag).map(|c| &c.layout.kind), Some(Kind::ObjArray { .. })) {
             st.lengths.insert(tag, jni.array_length(obj));
         }
         let r = walk(&mut st, obj);
         if r.is_ok() {
-            if ktag == st.class_class && st.classes.contains(tag) {
-                st.write_classes(Some(tag));
+            if ktag == st.class_class && st.classes.contains(ClassTag(tag)) {
+                st.write_classes(Some(ClassTag(tag)));
             } else if st.cur.0 != tag {
                 // An object that reported nothing: its record has no values.
                 st.begin(tag, ktag);
@@ -1575,7 +1580,7 @@ fn env_of_thread(t: jobject) -> usize {
     }
     // Read, not assigned (the other threads are suspended; see `stacks`): the threads the agent
     // knows were tagged when they were announced.
-    jvm::get_tag(t).ok().filter(|&g| g != 0).map_or(0, threads::known_env_by_tag)
+    jvm::get_tag(t).ok().filter(|&g| g != 0).map_or(0, |g| threads::known_env_by_tag(ids::Tag(g)))
 }
 
 /// Every Java monitor that is owned or has waiters. JVMTI has no list of monitors; every one
@@ -1613,7 +1618,7 @@ fn java_monitors(jni: &jvm::Jni) -> Result<Vec<JavaMonitor>, RoomError> {
         for m in found {
             // The other threads are suspended: one may hold the tag assignment's lock.
             match ids::tag_of_while_others_suspended(m) {
-                Ok(tag) if !objs.iter().any(|&(t, _)| t == tag) => objs.push((tag, m)),
+                Ok(ids::Tag(tag)) if !objs.iter().any(|&(t, _)| t == tag) => objs.push((tag, m)),
                 _ => jni.delete_local_ref(m),
             }
         }

@@ -32,11 +32,12 @@
 //! collections off: said once in the log and in the migration report.
 
 use crate::face::abi::*;
+use crate::face::ids::Tag;
 use crate::face::{events, ids};
 use crate::rooms::error::RoomError;
 use crate::rooms::{alloc, classes, deaths, objects, threads};
 use crate::vm::jvm;
-use jvmti_bindings::sys::jni::{jlong, JNIEnv};
+use jvmti_bindings::sys::jni::JNIEnv;
 use jvmti_bindings::sys::jvmti;
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -143,7 +144,7 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
         let mut done = Released::new(env);
         for tag in dead.into_tags().filter(|&t| ours(t)) {
             if !forget_class(tag, classes::forget) {
-                objects::forget_requested(tag);
+                objects::forget_requested(tag.0);
             }
             done.push(tag);
         }
@@ -174,11 +175,11 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
     for tag in dead.into_tags().filter(|&t| ours(t)) {
         let class = forget_class(tag, |t| classes::unloaded(env, t));
         if !class
-            && (ids::is_defined(tag) || objects::forget_requested(tag))
+            && (ids::is_defined(tag.0) || objects::forget_requested(tag.0))
             && events::enabled(JVMPI_EVENT_OBJECT_FREE)
         {
             let mut ev = JVMPI_Event::new(JVMPI_EVENT_OBJECT_FREE, env);
-            ev.u.obj_free = ObjFree { obj_id: ids::to_id(tag) };
+            ev.u.obj_free = ObjFree { obj_id: tag.id() };
             events::send(&mut ev);
         }
         // Its OBJECT_FREE (if owed) has been delivered: the ID may be reused.
@@ -197,7 +198,7 @@ fn bracket(env: *mut JNIEnv, _one: MutexGuard<'_, ()>) {
 /// takes from every environment's tag map to the environment that walked (see `jvm::relay_free`):
 /// another JVMTI agent's tags can arrive here. Those out of the shim's range are ignored (not
 /// reported, not given back as slots); one inside it cannot be told from the shim's own.
-fn ours(tag: jlong) -> bool {
+fn ours(Tag(tag): Tag) -> bool {
     let ok = ids::plausible(tag);
     if !ok {
         log::debug!("a death of tag {tag:#x}, which the shim never gave out (another agent's?): ignored");
@@ -210,27 +211,29 @@ fn ours(tag: jlong) -> bool {
 /// `objects` keep by class tag go, whether `classes` knew the class or not (with CLASS_LOAD off
 /// it may not have), so that a class that gets the tag later finds none of them. Returns
 /// whether `classes` knew it as a class.
-fn forget_class(tag: jlong, unload: impl FnOnce(ids::ClassTag) -> bool) -> bool {
-    if !ids::may_be_class(ids::Tag(tag)) {
+fn forget_class(tag: Tag, unload: impl FnOnce(ids::ClassTag) -> bool) -> bool {
+    if !ids::may_be_class(tag) {
         return false;
     }
-    let was = unload(ids::ClassTag(tag));
-    alloc::forget_class(tag);
-    objects::forget_class(ids::ClassTag(tag));
+    // A class is an object too: its tag as a class's.
+    let class = ids::ClassTag(tag.0);
+    let was = unload(class);
+    alloc::forget_class(class);
+    objects::forget_class(class);
     was
 }
 
 /// Dead objects' tags whose deaths have been dealt with, given back to `ids` in batches.
 struct Released {
     env: *mut JNIEnv,
-    tags: Vec<jlong>,
+    tags: Vec<Tag>,
 }
 
 impl Released {
     fn new(env: *mut JNIEnv) -> Released {
         Released { env, tags: Vec::new() }
     }
-    fn push(&mut self, tag: jlong) {
+    fn push(&mut self, tag: Tag) {
         self.tags.push(tag);
         if self.tags.len() >= 4096 {
             self.flush();
@@ -736,16 +739,18 @@ mod tests {
     /// is not given the dead class's size and kind. Other deaths touch neither table.
     #[test]
     fn a_dead_class_unknown_to_classes_loses_its_shapes() {
-        let (class, other) = (0x5_0000 as jlong, 0x5_0010 as jlong);
-        assert!(alloc::test_shape(class, true) && objects::test_shape(crate::face::ids::ClassTag(class), true));
+        use crate::face::ids::ClassTag;
+        let (class, other) = (Tag(0x5_0000), Tag(0x5_0010));
+        let shapes = ClassTag(class.0);
+        assert!(alloc::test_shape(shapes, true) && objects::test_shape(shapes, true));
         assert!(!forget_class(other, |_| panic!("not a class key: no lookup")));
-        assert!(alloc::test_shape(class, false) && objects::test_shape(crate::face::ids::ClassTag(class), false));
+        assert!(alloc::test_shape(shapes, false) && objects::test_shape(shapes, false));
         let mut asked = false;
         assert!(!forget_class(class, |_| {
             asked = true;
             false
         }));
         assert!(asked, "classes is asked first");
-        assert!(!alloc::test_shape(class, false) && !objects::test_shape(crate::face::ids::ClassTag(class), false));
+        assert!(!alloc::test_shape(shapes, false) && !objects::test_shape(shapes, false));
     }
 }

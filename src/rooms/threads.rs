@@ -32,6 +32,7 @@
 //! itself may be one of them.
 
 use crate::face::abi::*;
+use crate::face::ids::Tag;
 use crate::face::table::Agent;
 use crate::face::table::MAX_AGENTS;
 use crate::face::{events, ids, table};
@@ -50,7 +51,7 @@ pub struct ThreadRec {
     /// JNI global reference to the java.lang.Thread.
     pub thread: usize,
     /// The tag (object ID) of the java.lang.Thread.
-    tag: jlong,
+    tag: Tag,
     /// Each agent's thread-local word.
     tls: [AtomicUsize; MAX_AGENTS],
     /// The agents this thread's THREAD_START is (being) sent to (bit a = agent a): each once.
@@ -101,7 +102,7 @@ impl ThreadRec {
     fn new(
         env: usize,
         global: jvmti_bindings::sys::jni::jobject,
-        tag: jlong,
+        tag: Tag,
         vt: Option<Box<jvm::VtEnv>>,
     ) -> Arc<ThreadRec> {
         Arc::new(ThreadRec {
@@ -136,7 +137,7 @@ struct ThreadsState {
     /// reused, or by [`retire_if_new`].
     threads: LazyLock<IdMap<usize, Arc<ThreadRec>>>,
     /// Thread object tag → JNIEnv: written with `threads`.
-    by_tag: LazyLock<IdMap<jlong, usize>>,
+    by_tag: LazyLock<IdMap<Tag, usize>>,
     /// Records of threads that ended lately (put in by THREAD_END, kept ten seconds): a sampler
     /// that still names one gets HotSpot's quiet answer for a thread that is gone, not a
     /// warning, and its ResumeThread still reaches it.
@@ -144,7 +145,7 @@ struct ThreadsState {
     /// Tags of the `java.lang.Thread`s of the shim's own threads ("JVMPI GC events", "JVMPI
     /// reset request", the resumer), added by [`mark_own`]: never entered in `threads`, never
     /// announced.
-    own_tags: Mutex<Vec<jlong>>,
+    own_tags: Mutex<Vec<Tag>>,
     /// Ended or retired records whose global references are deleted once no call can still be
     /// using them (THREAD_END, [`register`] and [`retire_if_new`] add; THREAD_END sweeps).
     graveyard: Mutex<Vec<(Instant, Arc<ThreadRec>)>>,
@@ -649,7 +650,7 @@ pub fn pin_known(env: usize, agents: u32) -> Option<Pinned> {
 }
 
 /// [`pin_known`] for the thread whose `java.lang.Thread` has this tag.
-pub fn pin_known_by_tag(tag: jlong, agents: u32) -> Option<Pinned> {
+pub fn pin_known_by_tag(tag: Tag, agents: u32) -> Option<Pinned> {
     let env = STATE.by_tag.get(&tag).map(|e| *e)?;
     // The JNIEnv of an ended thread may be a new thread's already.
     let rec = STATE.threads.get(&env).map(|r| r.clone()).filter(|r| r.tag == tag)?;
@@ -689,7 +690,7 @@ pub fn hold_pins() -> HeldPins {
 /// The JNIEnv of the thread whose `java.lang.Thread` has this tag, for a dump (or a dump's
 /// entry) that the requesting agent gets: only if it knows the thread ([`pin_known`]), which
 /// stays pinned while the last [`hold_pins`] of this thread lasts. 0 otherwise.
-pub fn known_env_by_tag(tag: jlong) -> usize {
+pub fn known_env_by_tag(tag: Tag) -> usize {
     match pin_known_by_tag(tag, events::requester_mask()) {
         Some(p) => {
             let env = p.0.env;
@@ -730,7 +731,7 @@ fn wait_unpinned(rec: &ThreadRec) {
 
 // ---- the shim's own threads --------------------------------------------------------------------
 
-fn is_own(tag: jlong) -> bool {
+fn is_own(tag: Tag) -> bool {
     crate::vm::logger::lock(&STATE.own_tags).contains(&tag)
 }
 
@@ -761,7 +762,7 @@ pub fn with_stand_in<R>(f: impl FnOnce() -> R) -> R {
         return f();
     }
     let agents = !0u32;
-    let mut best: Option<(jlong, Pinned)> = None;
+    let mut best: Option<(Tag, Pinned)> = None;
     for r in STATE.threads.iter() {
         if best.as_ref().is_some_and(|(t, _)| *t <= r.tag) {
             continue;
@@ -1103,7 +1104,7 @@ fn retire_if_new(rec: &Arc<ThreadRec>) {
 pub fn request(id: jobjectID) -> Result<(), RoomError> {
     let env = jvm::current_jni().ok_or("the calling thread is not attached to the JVM")?;
     let jni = jvm::Jni::of(env);
-    let known = STATE.by_tag.get(&ids::to_tag(id)).map(|e| *e);
+    let known = STATE.by_tag.get(&Tag::of_id(id)).map(|e| *e);
     let rec = match known.and_then(|e| STATE.threads.get(&e).map(|r| r.clone())) {
         Some(r) => r,
         None => {
@@ -1120,7 +1121,7 @@ pub fn request(id: jobjectID) -> Result<(), RoomError> {
 
 /// `GetThreadObject`: from the table, so it answers in any thread and after JVM_SHUT_DOWN.
 pub fn get_thread_object(env: *mut JNIEnv) -> jobjectID {
-    lookup(env, "GetThreadObject").map_or(std::ptr::null_mut(), |rec| ids::to_id(rec.tag))
+    lookup(env, "GetThreadObject").map_or(std::ptr::null_mut(), |rec| rec.tag.id())
 }
 
 /// `SetThreadLocalStorage` of agent `a`.
